@@ -1,0 +1,268 @@
+/// All writing to one environment: user transactions and group-committed single writes.
+///
+/// Confinement: every member is used only on `thread`, the environment's `WriterThread`;
+/// each entry point checks this and throws `wrongThread` otherwise. Callers are
+/// `LocalDatabase` actors, whose executor is that thread.
+///
+/// Write transactions:
+/// - A user transaction (`begin`…`commit`/`rollback`) belongs to one `LocalDatabase` (its
+///   owner) and stays open across awaits. Its operations are journaled so that, when the map
+///   fills or an operation fails halfway, the transaction can be rebuilt without the failed
+///   part: abort, grow the map if needed, begin again, replay the journal.
+/// - Writes outside a user transaction wait in `pending`. One flush, queued behind the jobs
+///   already waiting for the thread, commits all of them in one durable transaction (group
+///   commit) and then resumes each writer. While a user transaction is open they wait for it.
+/// - Another database's `begin` waits until the open user transaction ends.
+final class Writer: @unchecked Sendable {
+    /// A `LocalDatabase`'s identity as a transaction owner: unique for the life of the process.
+    typealias Owner = UInt64
+
+    private struct UserTransaction {
+        let owner: Owner
+        var transaction: Transaction
+        var journal: [WriteOperation] = []
+    }
+
+    private struct PendingWrite {
+        let operation: WriteOperation
+        let continuation: CheckedContinuation<Int, any Error>
+    }
+
+    private let thread: WriterThread
+    private let store: RecordStore
+    private var environment: Environment { store.environment }
+
+    private var user: UserTransaction?
+    private var waitingToBegin: [(owner: Owner, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var pending: [PendingWrite] = []
+    private var flushScheduled = false
+    /// How many of `TypeRegistry`'s registrations this environment has persisted.
+    private var savedRegistrations = 0
+    /// How often a failing transaction is rebuilt (growing the map) before giving up.
+    private static let maxAttempts = 40
+
+    init(thread: WriterThread, store: RecordStore) {
+        self.thread = thread
+        self.store = store
+    }
+
+    private func checkThread(_ operation: String) throws(LocalDatabaseError) {
+        guard thread.isCurrent else { throw .wrongThread(operation: operation) }
+    }
+
+    // MARK: User transactions
+
+    /// True when `owner` has a transaction open.
+    func hasTransaction(owner: Owner) -> Bool {
+        thread.isCurrent && user?.owner == owner
+    }
+
+    /// Begins a transaction for `owner`, resuming `continuation` once it is open. Waits while
+    /// another owner's transaction is open. An open transaction of `owner`'s is rolled back
+    /// when `override` is true, and left intact (with an error) otherwise.
+    func begin(owner: Owner, override: Bool, continuation: CheckedContinuation<Void, any Error>) {
+        do {
+            try checkThread("startTransaction")
+        } catch {
+            return continuation.resume(throwing: error)
+        }
+        if let open = user {
+            guard open.owner == owner else {
+                waitingToBegin.append((owner, continuation))
+                return
+            }
+            guard override else { return continuation.resume(throwing: LocalDatabaseError.transactionAlreadyActive) }
+            try? environment.abort(open.transaction)
+            user = nil
+        }
+        flush()
+        do {
+            user = UserTransaction(owner: owner, transaction: try environment.beginWrite())
+            continuation.resume()
+        } catch {
+            continuation.resume(throwing: error)
+            transactionEnded()
+        }
+    }
+
+    /// Applies `operation` in `owner`'s transaction; nil when `owner` has none open.
+    func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(LocalDatabaseError) -> Int? {
+        try checkThread("write")
+        guard var open = user, open.owner == owner else { return nil }
+        var attempts = 0
+        while true {
+            do throws(LocalDatabaseError) {
+                let result = try store.apply(operation, in: open.transaction)
+                open.journal.append(operation)
+                user = open
+                return result
+            } catch {
+                // Leave no trace of the failed operation: rebuild the transaction from the
+                // journal, growing the map first when that was the problem.
+                try? environment.abort(open.transaction)
+                do throws(LocalDatabaseError) {
+                    if error.isMapFull { try environment.growMap() }
+                    open.transaction = try rebuild(open.journal)
+                    user = open
+                } catch {
+                    // The transaction could not be rebuilt: it is over, rolled back.
+                    user = nil
+                    transactionEnded()
+                    throw error
+                }
+                guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
+                attempts += 1
+            }
+        }
+    }
+
+    /// Commits `owner`'s transaction.
+    func commit(owner: Owner) throws(LocalDatabaseError) {
+        try checkThread("commitTransaction")
+        guard let open = user, open.owner == owner else { throw .noActiveTransaction }
+        user = nil
+        defer { transactionEnded() }
+        var transaction = open.transaction
+        var attempts = 0
+        while true {
+            do throws(LocalDatabaseError) {
+                return try finish(transaction)
+            } catch where error.isMapFull && attempts < Self.maxAttempts {
+                try environment.growMap()
+                transaction = try rebuild(open.journal)
+                attempts += 1
+            }
+        }
+    }
+
+    /// Rolls back `owner`'s transaction.
+    func rollback(owner: Owner) throws(LocalDatabaseError) {
+        try checkThread("rollbackTransaction")
+        guard let open = user, open.owner == owner else { throw .noActiveTransaction }
+        user = nil
+        try? environment.abort(open.transaction)
+        transactionEnded()
+    }
+
+    /// Rolls back `owner`'s transaction if it has one: used when a database is deinitialized.
+    func abandon(owner: Owner) {
+        guard thread.isCurrent, let open = user, open.owner == owner else { return }
+        user = nil
+        try? environment.abort(open.transaction)
+        transactionEnded()
+    }
+
+    /// Runs `body` in `owner`'s open transaction; nil when it has none.
+    func readInTransaction<R>(owner: Owner, _ body: (Transaction) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> R? {
+        try checkThread("read")
+        guard let open = user, open.owner == owner else { return nil }
+        return try body(open.transaction)
+    }
+
+    /// Begins a new write transaction and replays `journal` into it.
+    private func rebuild(_ journal: [WriteOperation]) throws(LocalDatabaseError) -> Transaction {
+        var attempts = 0
+        while true {
+            let transaction = try environment.beginWrite()
+            do {
+                for operation in journal { _ = try store.apply(operation, in: transaction) }
+                return transaction
+            } catch where error.isMapFull && attempts < Self.maxAttempts {
+                try? environment.abort(transaction)
+                try environment.growMap()
+                attempts += 1
+            } catch {
+                try? environment.abort(transaction)
+                throw error
+            }
+        }
+    }
+
+    /// After a user transaction ends: commit the writes that waited for it, then open the next
+    /// waiting owner's transaction.
+    private func transactionEnded() {
+        flush()
+        while user == nil, !waitingToBegin.isEmpty {
+            let next = waitingToBegin.removeFirst()
+            begin(owner: next.owner, override: false, continuation: next.continuation)
+        }
+    }
+
+    // MARK: Group commit
+
+    /// Queues `operation` for the next group commit; `continuation` receives its result once
+    /// the commit is durable.
+    func enqueue(_ operation: WriteOperation, continuation: CheckedContinuation<Int, any Error>) {
+        pending.append(PendingWrite(operation: operation, continuation: continuation))
+        guard user == nil, !flushScheduled else { return }
+        flushScheduled = true
+        // Queued behind the jobs already waiting for the thread, so their writes join this commit.
+        thread.submit { [self] in
+            flushScheduled = false
+            flush()
+        }
+    }
+
+    /// Commits every pending write in one transaction (each alone if the group fails).
+    private func flush() {
+        guard user == nil, !pending.isEmpty else { return }
+        let batch = pending
+        pending.removeAll()
+        do {
+            let results = try commitTransaction(batch.map(\.operation))
+            for (write, result) in zip(batch, results) { write.continuation.resume(returning: result) }
+        } catch {
+            guard batch.count > 1 else { return batch[0].continuation.resume(throwing: error) }
+            for write in batch {
+                do {
+                    let result = try commitTransaction([write.operation])
+                    write.continuation.resume(returning: result[0])
+                } catch {
+                    write.continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Applies `operations` in one new transaction and commits it, growing the map as needed.
+    private func commitTransaction(_ operations: [WriteOperation]) throws(LocalDatabaseError) -> [Int] {
+        try checkThread("commit")
+        var attempts = 0
+        while true {
+            let transaction = try environment.beginWrite()
+            let results: [Int]
+            do throws(LocalDatabaseError) {
+                results = try operations.map { operation throws(LocalDatabaseError) in try store.apply(operation, in: transaction) }
+            } catch {
+                try? environment.abort(transaction)
+                guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
+                try environment.growMap()
+                attempts += 1
+                continue
+            }
+            do throws(LocalDatabaseError) {
+                try finish(transaction)
+                return results
+            } catch where error.isMapFull && attempts < Self.maxAttempts {
+                try environment.growMap()
+                attempts += 1
+            }
+        }
+    }
+
+    /// Persists class names registered since the last save, then commits. `transaction` is
+    /// over when this returns or throws.
+    private func finish(_ transaction: Transaction) throws(LocalDatabaseError) {
+        let (names, count) = TypeRegistry.shared.registrations(after: savedRegistrations)
+        if !names.isEmpty {
+            do throws(LocalDatabaseError) {
+                try store.saveClassNames(names, in: transaction)
+            } catch {
+                try? environment.abort(transaction)
+                throw error
+            }
+        }
+        try environment.commit(transaction)
+        savedRegistrations = count
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A serial executor that runs every job on one dedicated OS thread.
+///
+/// Why: an LMDB write transaction must end on the thread that began it (its writer lock is a
+/// mutex owned by that thread), while a Swift actor normally resumes on any thread of the
+/// cooperative pool after an `await`. Running `LocalDatabase` on this executor keeps a
+/// transaction on its thread across awaits, so it can span tasks. The thread may block on
+/// LMDB's cross-process writer lock without starving the cooperative pool.
+///
+/// Besides actor jobs it runs plain closures (`submit`), used to schedule group commits and to
+/// end a transaction abandoned by a deinitialized database.
+final class WriterThread: SerialExecutor, @unchecked Sendable {
+    private enum Work {
+        case job(UnownedJob)
+        case closure(@Sendable () -> Void)
+    }
+
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var queue: [Work] = []
+    private var stopping = false
+
+    /// The thread's id. Written once by the thread before `init` returns, read-only after.
+    private nonisolated(unsafe) var threadID: pthread_t
+
+    init(name: String) {
+        threadID = pthread_self()
+        let started = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            threadID = pthread_self()
+            started.signal()
+            runLoop()
+        }
+        thread.name = name
+        thread.start()
+        started.wait()
+    }
+
+    /// True on the executor's thread.
+    var isCurrent: Bool {
+        pthread_equal(threadID, pthread_self()) != 0
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        push(.job(UnownedJob(job)))
+    }
+
+    /// Runs `body` on the thread, after everything already queued.
+    func submit(_ body: @escaping @Sendable () -> Void) {
+        push(.closure(body))
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    func isIsolatingCurrentContext() -> Bool? {
+        isCurrent
+    }
+
+    /// Lets the thread exit once its queue is empty.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func push(_ work: Work) {
+        condition.lock()
+        queue.append(work)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func runLoop() {
+        let executor = asUnownedSerialExecutor()
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping {
+                condition.wait()
+            }
+            if queue.isEmpty {
+                condition.unlock()
+                return
+            }
+            let batch = queue
+            queue.removeAll(keepingCapacity: true)
+            condition.unlock()
+            for work in batch {
+                switch work {
+                case let .job(job): job.runSynchronously(on: executor)
+                case let .closure(body): body()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import CLMDB
+
+/// How much a returned write is protected against crashes.
+///
+/// Every level is crash-safe for the database itself: LMDB never leaves a torn or corrupt file,
+/// whatever happens. The levels differ in which recent writes a crash of the *operating system*
+/// (power loss, kernel panic) may undo. A crash of the app alone never loses a returned write.
+public enum Durability: Sendable, Equatable {
+    /// A write has reached the disk when it returns (two `fsync`s per commit). The default.
+    case full
+    /// The data is synced on commit, the metadata page later (`MDB_NOMETASYNC`): a system crash
+    /// may undo the last transactions, never corrupt the database. About half the cost of `.full`.
+    case metaAsync
+    /// Nothing is synced on commit (`MDB_NOSYNC`): the operating system writes data back in its
+    /// own time. A system crash may undo any number of recent transactions, without corrupting the
+    /// database. For caches and benchmarks.
+    case none
+
+    /// The LMDB environment flags for this level. (`MDB_WRITEMAP` is never used: with no sync it
+    /// would let a system crash corrupt the file.)
+    var environmentFlags: Int32 {
+        switch self {
+        case .full: return 0
+        case .metaAsync: return MDB_NOMETASYNC
+        case .none: return MDB_NOSYNC
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An open LMDB environment: one directory holding `data.mdb` and `lock.mdb`.
+///
+/// Ownership: the `MDB_env*` is opened in `init` and closed in `deinit`; `Engine` keeps exactly
+/// one `Environment` per directory in the process, as LMDB requires.
+///
+/// Concurrency: LMDB environments are thread-safe. Every transaction holds `resizeLock` shared
+/// for its whole life, and the map is resized only under the exclusive side, so
+/// `mdb_env_set_mapsize` never runs while a transaction of this process is active.
+/// Read transactions use `MDB_NOTLS`, so they belong to no thread and are pooled after use.
+final class Environment: @unchecked Sendable {
+    /// The environment's directory.
+    let path: String
+    /// LMDB's largest key (and `MDB_DUPSORT` value) in bytes: 511 in the default build.
+    let maxKeySize: Int
+
+    private let handle: OpaquePointer
+    private let resizeLock = ReadWriteLock()
+    /// Read transactions that were reset after use, ready for `mdb_txn_renew`.
+    private let idleReaders = Locked<[OpaquePointer]>([])
+    private static let maxIdleReaders = 64
+    /// The map never grows by more than this at once: beyond it, growth is linear.
+    private static let maxGrowthStep = 1 << 30
+
+    /// Opens (creating if needed) the environment in the existing directory `path`.
+    init(path: String, syncFlags: Int32, initialMapSize: Int, maxDatabases: Int) throws(LocalDatabaseError) {
+        var env: OpaquePointer?
+        try LMDBStatus.check(mdb_env_create(&env), "env create")
+        guard let env else { throw LMDBStatus.error(ENOMEM, "env create") }
+        do {
+            try LMDBStatus.check(mdb_env_set_maxdbs(env, UInt32(maxDatabases)), "set max databases")
+            try LMDBStatus.check(mdb_env_set_maxreaders(env, 256), "set max readers")
+            try LMDBStatus.check(mdb_env_set_mapsize(env, initialMapSize), "set map size")
+            let flags = UInt32(MDB_NOTLS | syncFlags)
+            try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        // Free reader slots left behind by processes that died mid-read.
+        var stale: Int32 = 0
+        mdb_reader_check(env, &stale)
+        self.handle = env
+        self.path = path
+        self.maxKeySize = Int(mdb_env_get_maxkeysize(env))
+    }
+
+    deinit {
+        idleReaders.withLock { readers in
+            for reader in readers { mdb_txn_abort(reader) }
+            readers.removeAll()
+        }
+        mdb_env_close(handle)
+    }
+
+    /// Opens (creating if needed) the named database. Only called while opening the store.
+    func openDatabase(_ name: String, dupSort: Bool, in transaction: Transaction) throws(LocalDatabaseError) -> MDB_dbi {
+        var dbi: MDB_dbi = 0
+        let flags = UInt32(MDB_CREATE | (dupSort ? MDB_DUPSORT : 0))
+        try LMDBStatus.check(mdb_dbi_open(transaction.handle, name, flags, &dbi), "open database '\(name)'")
+        return dbi
+    }
+
+    // MARK: Read transactions
+
+    /// Runs `body` in a read-only snapshot on the calling thread.
+    func withReadTransaction<R>(_ body: (Transaction) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> R {
+        let transaction = try beginRead()
+        defer { endRead(transaction) }
+        return try body(transaction)
+    }
+
+    private func beginRead() throws(LocalDatabaseError) -> Transaction {
+        while true {
+            resizeLock.lockShared()
+            var code: Int32
+            var txn: OpaquePointer?
+            if let idle = idleReaders.withLock({ $0.popLast() }) {
+                code = mdb_txn_renew(idle)
+                if code == MDB_SUCCESS {
+                    txn = idle
+                } else {
+                    mdb_txn_abort(idle)
+                }
+            } else {
+                code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+            }
+            if code == MDB_SUCCESS, let txn {
+                return Transaction(handle: txn, isWrite: false)
+            }
+            resizeLock.unlock()
+            guard code == MDB_MAP_RESIZED else { throw LMDBStatus.error(code, "begin read transaction") }
+            adoptMapSize()
+        }
+    }
+
+    private func endRead(_ transaction: Transaction) {
+        mdb_txn_reset(transaction.handle)
+        resizeLock.unlock()
+        let pooled = idleReaders.withLock { readers in
+            guard readers.count < Self.maxIdleReaders else { return false }
+            readers.append(transaction.handle)
+            return true
+        }
+        if !pooled { mdb_txn_abort(transaction.handle) }
+    }
+
+    // MARK: Write transactions
+
+    /// Begins a write transaction on the calling thread, which must commit or abort it.
+    /// Grows the map first when it is more than three quarters used.
+    func beginWrite() throws(LocalDatabaseError) -> Transaction {
+        if usage.used > usage.mapSize / 4 * 3 {
+            try growMap()
+        }
+        while true {
+            resizeLock.lockShared()
+            var txn: OpaquePointer?
+            let code = mdb_txn_begin(handle, nil, 0, &txn)
+            if code == MDB_SUCCESS, let txn {
+                return Transaction(handle: txn, isWrite: true)
+            }
+            resizeLock.unlock()
+            guard code == MDB_MAP_RESIZED else { throw LMDBStatus.error(code, "begin write transaction") }
+            adoptMapSize()
+        }
+    }
+
+    /// Commits a write transaction begun by `beginWrite`. The transaction is over either way.
+    func commit(_ transaction: Transaction) throws(LocalDatabaseError) {
+        try transaction.checkWriterThread("commit")
+        defer { resizeLock.unlock() }
+        try LMDBStatus.check(mdb_txn_commit(transaction.handle), "commit")
+    }
+
+    /// Aborts a write transaction begun by `beginWrite`.
+    func abort(_ transaction: Transaction) throws(LocalDatabaseError) {
+        try transaction.checkWriterThread("abort")
+        mdb_txn_abort(transaction.handle)
+        resizeLock.unlock()
+    }
+
+    // MARK: The memory map
+
+    /// The map's size and the bytes the data file uses of it.
+    var usage: (mapSize: Int, used: Int) {
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        mdb_env_info(handle, &info)
+        mdb_env_stat(handle, &stat)
+        return (info.me_mapsize, (info.me_last_pgno + 1) * Int(stat.ms_psize))
+    }
+
+    /// Enlarges the map: doubling it, by at most `maxGrowthStep`. The caller must have no
+    /// transaction open (it waits for every other thread's transactions to end).
+    func growMap() throws(LocalDatabaseError) {
+        try resizeLock.withExclusive { () throws(LocalDatabaseError) in
+            let current = usage.mapSize
+            let newSize = current + min(current, Self.maxGrowthStep)
+            try LMDBStatus.check(mdb_env_set_mapsize(handle, newSize), "grow map to \(newSize) bytes")
+        }
+    }
+
+    /// Adopts the larger map another process set (`MDB_MAP_RESIZED`).
+    private func adoptMapSize() {
+        resizeLock.withExclusive {
+            _ = mdb_env_set_mapsize(handle, 0)
+        }
+    }
+
+    /// Flushes the data file to disk (for `Durability.none` users who want a checkpoint).
+    func sync() throws(LocalDatabaseError) {
+        try LMDBStatus.check(mdb_env_sync(handle, 1), "sync")
+    }
+}

@@ -1,0 +1,110 @@
+import CLMDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A live LMDB transaction, read-only or read-write.
+///
+/// Ownership: `Environment` begins and ends every transaction; this type only performs
+/// operations inside one. It is not `Sendable`: a transaction is used on one thread at a time,
+/// and a write transaction only on the thread that began it (LMDB's writer lock is a mutex owned
+/// by that thread), which every mutating call checks.
+final class Transaction {
+    /// The `MDB_txn*`. Valid until the environment commits, aborts or resets it.
+    let handle: OpaquePointer
+    /// True for write transactions.
+    let isWrite: Bool
+    /// The thread that began a write transaction.
+    private let ownerThread: pthread_t
+
+    init(handle: OpaquePointer, isWrite: Bool) {
+        self.handle = handle
+        self.isWrite = isWrite
+        self.ownerThread = pthread_self()
+    }
+
+    /// Throws unless the calling thread may use this transaction for writing.
+    func checkWriterThread(_ operation: @autoclosure () -> String) throws(LocalDatabaseError) {
+        if isWrite && pthread_equal(ownerThread, pthread_self()) == 0 {
+            throw .wrongThread(operation: operation())
+        }
+    }
+
+    /// The value stored under `key`, pointing into the map: valid until the transaction ends
+    /// or (in a write transaction) the next write.
+    func get(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> UnsafeRawBufferPointer? {
+        var keyValue = MDB_val(key)
+        var dataValue = MDB_val()
+        let code = mdb_get(handle, database, &keyValue, &dataValue)
+        if code == MDB_NOTFOUND { return nil }
+        try LMDBStatus.check(code, "get")
+        return dataValue.bytes
+    }
+
+    /// Stores `value` under `key`. Returns false when `flags` forbade the write
+    /// (`MDB_NODUPDATA` or `MDB_NOOVERWRITE` and the pair or key exists).
+    @discardableResult
+    func put(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: Int32 = 0) throws(LocalDatabaseError) -> Bool {
+        try checkWriterThread("put")
+        var keyValue = MDB_val(key)
+        var dataValue = MDB_val(value)
+        let code = mdb_put(handle, database, &keyValue, &dataValue, UInt32(flags))
+        if code == MDB_KEYEXIST { return false }
+        try LMDBStatus.check(code, "put")
+        return true
+    }
+
+    /// Deletes `key` (all of its duplicates when `value` is nil, else just that pair).
+    /// Returns false when there was nothing to delete.
+    @discardableResult
+    func delete(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer? = nil) throws(LocalDatabaseError) -> Bool {
+        try checkWriterThread("delete")
+        var keyValue = MDB_val(key)
+        let code: Int32
+        if let value {
+            var dataValue = MDB_val(value)
+            code = mdb_del(handle, database, &keyValue, &dataValue)
+        } else {
+            code = mdb_del(handle, database, &keyValue, nil)
+        }
+        if code == MDB_NOTFOUND { return false }
+        try LMDBStatus.check(code, "delete")
+        return true
+    }
+
+    /// The number of entries (counting duplicates) in `database`, from `mdb_stat`: O(1).
+    func entryCount(_ database: MDB_dbi) throws(LocalDatabaseError) -> Int {
+        var stat = MDB_stat()
+        try LMDBStatus.check(mdb_stat(handle, database, &stat), "stat")
+        return stat.ms_entries
+    }
+
+    /// Removes every entry of `database`, keeping the database itself.
+    func empty(_ database: MDB_dbi) throws(LocalDatabaseError) {
+        try checkWriterThread("drop")
+        try LMDBStatus.check(mdb_drop(handle, database, 0), "drop")
+    }
+
+    /// Runs `body` with a cursor on `database`, closed when `body` returns.
+    func withCursor<R>(_ database: MDB_dbi, _ body: (Cursor) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> R {
+        var cursor: OpaquePointer?
+        try LMDBStatus.check(mdb_cursor_open(handle, database, &cursor), "cursor open")
+        guard let cursor else { throw LMDBStatus.error(EINVAL, "cursor open") }
+        defer { mdb_cursor_close(cursor) }
+        return try body(Cursor(handle: cursor, transaction: self))
+    }
+}
+
+extension MDB_val {
+    /// A value describing `buffer`. LMDB does not write through it.
+    init(_ buffer: UnsafeRawBufferPointer) {
+        self.init(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
+    }
+
+    /// The bytes this value points at.
+    var bytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: mv_data, count: mv_size)
+    }
+}

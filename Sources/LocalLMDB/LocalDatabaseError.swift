@@ -1,0 +1,58 @@
+import Foundation
+
+/// Every error LocalLMDB throws.
+///
+/// Each case carries the context needed to act on it: the record id, the type names involved,
+/// or LMDB's own code and message. Stored data is never changed by an operation that throws.
+public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A record id was empty. Ids are one or more bytes of UTF-8.
+    case emptyID
+    /// The database directory could not be created or used.
+    case invalidDirectory(path: String, reason: String)
+    /// The directory is already open in this process with different options.
+    case incompatibleOptions(path: String, reason: String)
+    /// The files were written by a newer, unknown storage format.
+    case unsupportedFormat(found: Int, supported: Int)
+    /// LMDB reported an error. `code` is LMDB's (or the system's) error number.
+    case storage(operation: String, code: Int32, message: String)
+    /// The record stored under `id` is of a class that is neither the requested one nor a subclass of it.
+    case typeMismatch(id: String, requested: String, stored: String)
+    /// The bytes stored under `id` could not be decoded.
+    case corruptRecord(id: String, reason: String)
+    /// A JSON document could not be parsed.
+    case invalidJSON(reason: String, offset: Int)
+    /// `startTransaction(override: false)` was called while this database has a transaction open.
+    case transactionAlreadyActive
+    /// `commitTransaction()` or `rollbackTransaction()` was called with no transaction open.
+    case noActiveTransaction
+    /// An LMDB write transaction was reached from a thread other than the one that began it.
+    /// This indicates a bug in LocalLMDB, reported as an error rather than a hang.
+    case wrongThread(operation: String)
+
+    public var description: String {
+        switch self {
+        case .emptyID:
+            return "Record ids must not be empty."
+        case let .invalidDirectory(path, reason):
+            return "Cannot use database directory '\(path)': \(reason)"
+        case let .incompatibleOptions(path, reason):
+            return "Database '\(path)' is already open in this process with other options: \(reason)"
+        case let .unsupportedFormat(found, supported):
+            return "Database format \(found) is not supported (this version reads format \(supported))."
+        case let .storage(operation, code, message):
+            return "LMDB error \(code) during \(operation): \(message)"
+        case let .typeMismatch(id, requested, stored):
+            return "Record '\(id)' holds a \(stored), which is not a \(requested)."
+        case let .corruptRecord(id, reason):
+            return "Record '\(id)' cannot be decoded: \(reason)"
+        case let .invalidJSON(reason, offset):
+            return "Invalid JSON at byte \(offset): \(reason)"
+        case .transactionAlreadyActive:
+            return "A transaction is already active (use override: true to roll it back and start anew)."
+        case .noActiveTransaction:
+            return "No transaction is active."
+        case let .wrongThread(operation):
+            return "Internal error: \(operation) ran off the database's writer thread."
+        }
+    }
+}

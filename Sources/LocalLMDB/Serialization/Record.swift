@@ -1,0 +1,15 @@
+import Foundation
+
+/// A `Storable` object together with the id it is stored under.
+public final class Record<T: Storable> {
+    /// The record's id: one or more bytes of UTF-8, of any length.
+    public let id: String
+    /// The stored object.
+    public let data: T
+
+    /// Creates a record. Without an `id`, a random UUID string is used.
+    public init(id: String = UUID().uuidString, data: T) {
+        self.id = id
+        self.data = data
+    }
+}

@@ -1,0 +1,24 @@
+/// A record ready for storage: encoded in the caller's isolation, then handed to the writer
+/// thread as plain bytes.
+struct EncodedRecord: Sendable {
+    /// The key in `records`.
+    let key: StorageKey
+    /// The stored class name.
+    let typeName: String
+    /// The key in `types` for `typeName`.
+    let typeKey: StorageKey
+    /// The complete `StoredValue` bytes.
+    let value: [UInt8]
+}
+
+/// One change to the store. Every operation keeps `records` and `types` in agreement.
+enum WriteOperation: Sendable {
+    /// Insert or replace a record.
+    case put(EncodedRecord)
+    /// Delete the record under a key.
+    case delete(StorageKey)
+    /// Delete every record stored under any of these type keys.
+    case deleteTypes([StorageKey])
+    /// Delete every record.
+    case clear
+}

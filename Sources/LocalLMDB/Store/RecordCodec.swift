@@ -1,0 +1,61 @@
+/// Converts between `Record`s and stored bytes.
+///
+/// Encoding happens in the caller's isolation before anything is sent to the writer thread;
+/// decoding parses stored bytes into `StoredObject`s inside a read transaction, and the
+/// caller instantiates model objects from them afterwards.
+enum RecordCodec {
+    /// Encodes `record` for storage.
+    static func encode<T: Storable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> EncodedRecord {
+        guard !record.id.isEmpty else { throw .emptyID }
+        let dataObject = record.data.toDataObject()
+        let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
+        let key = StorageKey(record.id, maxKeySize: maxKeySize)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        StoredValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
+        return EncodedRecord(
+            key: key, typeName: typeName,
+            typeKey: StorageKey(typeName, maxKeySize: maxKeySize),
+            value: dataObject.encoded(appendingTo: bytes))
+    }
+
+    /// Parses a stored value. Errors name the record (`id`, or else the key).
+    static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, id: String? = nil) throws(LocalDatabaseError) -> StoredObject {
+        let stored: StoredValue
+        do throws(StoredValueError) {
+            stored = try StoredValue(parsing: value)
+        } catch {
+            throw .corruptRecord(id: id ?? displayID(key), reason: error.description)
+        }
+        do throws(LocalDatabaseError) {
+            let object = try JSONReader.parseObject(stored.json)
+            return StoredObject(id: id ?? stored.id(key: key), typeName: stored.typeNameString, object: object)
+        } catch {
+            throw .corruptRecord(id: id ?? stored.id(key: key), reason: error.description)
+        }
+    }
+
+    /// A readable name for a record key whose value could not be parsed.
+    static func displayID(_ key: UnsafeRawBufferPointer) -> String {
+        guard key.isHashedKey else { return String(decoding: key, as: UTF8.self) }
+        return "<sha256 " + key.dropFirst().map { String($0, radix: 16) }.joined() + ">"
+    }
+}
+
+/// A record's parsed contents, ready to become a model object.
+struct StoredObject: Sendable {
+    let id: String
+    let typeName: String
+    let object: JSONObject
+
+    /// The model object: as the stored class when it is `T` or a subclass of it.
+    /// - Throws: `typeMismatch` when the stored class is another one.
+    func instantiate<T: Storable>(as requested: T.Type) throws(LocalDatabaseError) -> T {
+        switch ObjectDecoding.resolve(storedName: typeName, as: requested) {
+        case let .restore(type):
+            return type.init(dataObject: DataObject(jsonObject: object))
+        case .unrelated, .unknown:
+            throw .typeMismatch(id: id, requested: TypeRegistry.name(of: requested), stored: typeName)
+        }
+    }
+}

@@ -1,0 +1,221 @@
+import CLMDB
+
+/// The record layout, over one environment:
+///
+/// - `records`: record key → `StoredValue` (class name, full id when hashed, JSON).
+/// - `types`: `MDB_DUPSORT`, class-name key → record key, one duplicate per record.
+/// - `meta`: `"format"` → the layout version.
+/// - `classes`: class-name key → class name, a zero byte, the class's mangled Swift name.
+///
+/// Invariant: every write changes `records` and `types` in the same transaction, so each record
+/// has exactly one index entry, under its stored class name, and each index entry has a record.
+///
+/// All methods are synchronous and run inside a transaction the caller provides.
+struct RecordStore: Sendable {
+    static let layoutVersion: UInt8 = 1
+
+    let environment: Environment
+    let records: MDB_dbi
+    let types: MDB_dbi
+    let meta: MDB_dbi
+    let classes: MDB_dbi
+
+    /// Opens the four databases, creating them and recording the layout version if new.
+    init(environment: Environment) throws(LocalDatabaseError) {
+        self.environment = environment
+        let transaction = try environment.beginWrite()
+        do throws(LocalDatabaseError) {
+            records = try environment.openDatabase("records", dupSort: false, in: transaction)
+            types = try environment.openDatabase("types", dupSort: true, in: transaction)
+            meta = try environment.openDatabase("meta", dupSort: false, in: transaction)
+            classes = try environment.openDatabase("classes", dupSort: false, in: transaction)
+            let formatKey = Array("format".utf8)
+            let stored = try formatKey.withBytes { key throws(LocalDatabaseError) in
+                try transaction.get(meta, key).map { Array($0) }
+            }
+            if let stored {
+                guard stored == [Self.layoutVersion] else {
+                    throw LocalDatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.layoutVersion))
+                }
+            } else {
+                try formatKey.withBytes { key throws(LocalDatabaseError) in
+                    try [Self.layoutVersion].withBytes { value throws(LocalDatabaseError) in
+                        try transaction.put(meta, key, value)
+                    }
+                }
+            }
+        } catch {
+            try? environment.abort(transaction)
+            throw error
+        }
+        try environment.commit(transaction)
+    }
+
+    // MARK: Reading
+
+    /// The stored value under `key`, if any.
+    func value(_ key: StorageKey, in transaction: Transaction) throws(LocalDatabaseError) -> UnsafeRawBufferPointer? {
+        try key.withBytes { bytes throws(LocalDatabaseError) in try transaction.get(records, bytes) }
+    }
+
+    /// The number of records: O(1).
+    func count(in transaction: Transaction) throws(LocalDatabaseError) -> Int {
+        try transaction.entryCount(records)
+    }
+
+    /// The number of records stored under any of `typeKeys`: O(1) per key.
+    func count(typeKeys: [StorageKey], in transaction: Transaction) throws(LocalDatabaseError) -> Int {
+        try transaction.withCursor(types) { cursor throws(LocalDatabaseError) in
+            var total = 0
+            for typeKey in typeKeys {
+                let found = try typeKey.withBytes { key throws(LocalDatabaseError) in try cursor.get(MDB_SET_KEY, key: key) }
+                if found != nil { total += try cursor.duplicateCount() }
+            }
+            return total
+        }
+    }
+
+    /// Calls `body` with the key and value of each record stored under any of `typeKeys`,
+    /// type by type, in key order.
+    func forEachRecord(
+        typeKeys: [StorageKey], in transaction: Transaction,
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> Void
+    ) throws(LocalDatabaseError) {
+        try transaction.withCursor(types) { cursor throws(LocalDatabaseError) in
+            for typeKey in typeKeys {
+                try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
+                    try cursor.forEachDuplicate(of: typeBytes) { recordKey throws(LocalDatabaseError) in
+                        // An index entry without its record is reported by verifyIntegrity; reads skip it.
+                        if let value = try transaction.get(records, recordKey) {
+                            try body(recordKey, value)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ids of the records stored under any of `typeKeys`.
+    func ids(typeKeys: [StorageKey], in transaction: Transaction) throws(LocalDatabaseError) -> [String] {
+        var ids: [String] = []
+        try transaction.withCursor(types) { cursor throws(LocalDatabaseError) in
+            for typeKey in typeKeys {
+                try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
+                    try cursor.forEachDuplicate(of: typeBytes) { recordKey throws(LocalDatabaseError) in
+                        if !recordKey.isHashedKey {
+                            ids.append(String(decoding: recordKey, as: UTF8.self))
+                        } else if let value = try transaction.get(records, recordKey),
+                                  let stored = try? StoredValue(parsing: value) {
+                            ids.append(stored.id(key: recordKey))
+                        }
+                    }
+                }
+            }
+        }
+        return ids
+    }
+
+    // MARK: Writing
+
+    /// Applies one operation. Returns the number of records written or deleted.
+    func apply(_ operation: WriteOperation, in transaction: Transaction) throws(LocalDatabaseError) -> Int {
+        switch operation {
+        case let .put(record):
+            try put(record, in: transaction)
+            return 1
+        case let .delete(key):
+            return try delete(key, in: transaction) ? 1 : 0
+        case let .deleteTypes(typeKeys):
+            return try deleteAll(typeKeys: typeKeys, in: transaction)
+        case .clear:
+            let count = try transaction.entryCount(records)
+            try transaction.empty(records)
+            try transaction.empty(types)
+            return count
+        }
+    }
+
+    private func put(_ record: EncodedRecord, in transaction: Transaction) throws(LocalDatabaseError) {
+        try record.key.withBytes { key throws(LocalDatabaseError) in
+            if let previousType = try storedTypeKey(key, in: transaction), previousType != record.typeKey {
+                try removeIndexEntry(type: previousType, record: key, in: transaction)
+            }
+            try record.value.withBytes { value throws(LocalDatabaseError) in
+                try transaction.put(records, key, value)
+            }
+            try record.typeKey.withBytes { typeKey throws(LocalDatabaseError) in
+                try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
+            }
+        }
+    }
+
+    private func delete(_ key: StorageKey, in transaction: Transaction) throws(LocalDatabaseError) -> Bool {
+        try key.withBytes { key throws(LocalDatabaseError) in
+            if let previousType = try storedTypeKey(key, in: transaction) {
+                try removeIndexEntry(type: previousType, record: key, in: transaction)
+            }
+            return try transaction.delete(records, key)
+        }
+    }
+
+    private func deleteAll(typeKeys: [StorageKey], in transaction: Transaction) throws(LocalDatabaseError) -> Int {
+        var deleted = 0
+        for typeKey in typeKeys {
+            var recordKeys: [[UInt8]] = []
+            try transaction.withCursor(types) { cursor throws(LocalDatabaseError) in
+                try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
+                    try cursor.forEachDuplicate(of: typeBytes) { recordKeys.append(Array($0)) }
+                }
+            }
+            for recordKey in recordKeys {
+                let removed = try recordKey.withBytes { key throws(LocalDatabaseError) in
+                    try transaction.delete(records, key)
+                }
+                if removed { deleted += 1 }
+            }
+            try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
+                _ = try transaction.delete(types, typeBytes)
+            }
+        }
+        return deleted
+    }
+
+    /// The type key of the record stored under `key`; nil when there is none or it is unreadable.
+    private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) -> StorageKey? {
+        guard let existing = try transaction.get(records, key),
+              let stored = try? StoredValue(parsing: existing) else { return nil }
+        return StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize)
+    }
+
+    private func removeIndexEntry(type: StorageKey, record: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) {
+        try type.withBytes { typeBytes throws(LocalDatabaseError) in
+            _ = try transaction.delete(types, typeBytes, value: record)
+        }
+    }
+
+    // MARK: Class names
+
+    /// Every persisted class name with its mangled Swift name.
+    func classNames(in transaction: Transaction) throws(LocalDatabaseError) -> [String: String] {
+        var names: [String: String] = [:]
+        try transaction.withCursor(classes) { cursor throws(LocalDatabaseError) in
+            try cursor.forEach { _, value in
+                guard let separator = value.firstIndex(of: 0) else { return }
+                let name = String(decoding: UnsafeRawBufferPointer(rebasing: value[..<separator]), as: UTF8.self)
+                let mangled = String(decoding: UnsafeRawBufferPointer(rebasing: value[(separator + 1)...]), as: UTF8.self)
+                names[name] = mangled
+            }
+        }
+        return names
+    }
+
+    /// Persists class names with their mangled names, so a fresh process can find the classes.
+    func saveClassNames(_ names: [String: String], in transaction: Transaction) throws(LocalDatabaseError) {
+        for (name, mangled) in names {
+            let value = Array(name.utf8) + [0] + Array(mangled.utf8)
+            try StorageKey(name, maxKeySize: environment.maxKeySize).withBytes { key throws(LocalDatabaseError) in
+                try value.withBytes { bytes throws(LocalDatabaseError) in try transaction.put(classes, key, bytes) }
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// The layout of a value in the `records` database (format 1):
+///
+/// ```
+/// byte 0          format version (1)
+/// varint, bytes   the stored class name, UTF-8
+/// varint, bytes   the full record id when the key is hashed; length 0 otherwise
+/// rest            the object's JSON document
+/// ```
+///
+/// The class name is kept outside the JSON so that type checks and the integrity walk need not
+/// parse the document.
+struct StoredValue {
+    static let formatVersion: UInt8 = 1
+
+    /// The class name's UTF-8 bytes.
+    let typeName: UnsafeRawBufferPointer
+    /// The full id's UTF-8 bytes, or empty when the key is the id.
+    let fullID: UnsafeRawBufferPointer
+    /// The JSON document.
+    let json: UnsafeRawBufferPointer
+
+    /// Parses a stored value; the views point into `bytes`.
+    init(parsing bytes: UnsafeRawBufferPointer) throws(StoredValueError) {
+        guard let version = bytes.first else { throw .empty }
+        guard version == Self.formatVersion else { throw .unknownFormat(version) }
+        var offset = 1
+        typeName = try Self.lengthPrefixed(bytes, &offset)
+        fullID = try Self.lengthPrefixed(bytes, &offset)
+        json = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+        guard !json.isEmpty else { throw .truncated }
+    }
+
+    /// The class name as a String.
+    var typeNameString: String { String(decoding: typeName, as: UTF8.self) }
+
+    /// The record id: the full id when present, else the key itself.
+    func id(key: UnsafeRawBufferPointer) -> String {
+        String(decoding: fullID.isEmpty ? key : fullID, as: UTF8.self)
+    }
+
+    /// Writes the header for a value; the caller appends the JSON document.
+    static func appendHeader(typeName: String, fullID: String?, to buffer: inout [UInt8]) {
+        buffer.append(formatVersion)
+        appendLengthPrefixed(typeName.utf8, to: &buffer)
+        appendLengthPrefixed((fullID ?? "").utf8, to: &buffer)
+    }
+
+    private static func appendLengthPrefixed(_ bytes: String.UTF8View, to buffer: inout [UInt8]) {
+        var length = bytes.count
+        while length >= 0x80 {
+            buffer.append(UInt8(truncatingIfNeeded: length) | 0x80)
+            length >>= 7
+        }
+        buffer.append(UInt8(length))
+        buffer.append(contentsOf: bytes)
+    }
+
+    private static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(StoredValueError) -> UnsafeRawBufferPointer {
+        var length = 0
+        var shift = 0
+        while true {
+            guard offset < bytes.count, shift < 35 else { throw .truncated }
+            let byte = bytes[offset]
+            offset += 1
+            length |= Int(byte & 0x7F) << shift
+            if byte < 0x80 { break }
+            shift += 7
+        }
+        guard length <= bytes.count - offset else { throw .truncated }
+        defer { offset += length }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+    }
+}
+
+/// Why a stored value could not be parsed.
+enum StoredValueError: Error, CustomStringConvertible {
+    case empty
+    case unknownFormat(UInt8)
+    case truncated
+
+    var description: String {
+        switch self {
+        case .empty: return "the stored value is empty"
+        case let .unknownFormat(version): return "unknown value format \(version)"
+        case .truncated: return "the stored value is truncated"
+        }
+    }
+}

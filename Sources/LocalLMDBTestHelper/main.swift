@@ -1,0 +1,74 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBTestSupport
+
+// The child process of the crash and multi-process tests.
+//
+//   helper write-loop DIR PREFIX     writes Entry records forever, printing "ack <id>" after each
+//                                    write and "txn <n> <id>…" after each committed transaction
+//   helper write-count DIR PREFIX N  writes N Entry records, then prints "done"
+//   helper describe DIR ID           reads ID as Person and prints its class and fields
+//   helper count DIR                 prints the number of Entry records
+
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: helper COMMAND DIR …") }
+let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
+
+do {
+    let database = try LocalDatabase(directory: directory)
+    switch arguments[1] {
+    case "write-loop":
+        let prefix = arguments.count > 3 ? arguments[3] : "child"
+        var sequence = 0
+        while true {
+            sequence += 1
+            if sequence % 5 == 0 {
+                // A transaction of several writes, acknowledged only once committed.
+                try await database.startTransaction()
+                var ids: [String] = []
+                for part in 0..<4 {
+                    let id = "\(prefix)-\(sequence)-t\(part)"
+                    try await database.write(Record(id: id, data: Entry(sequence: sequence, payload: String(repeating: "x", count: 200))))
+                    ids.append(id)
+                }
+                try await database.commitTransaction()
+                say("txn " + ids.joined(separator: " "))
+            } else {
+                let id = "\(prefix)-\(sequence)"
+                try await database.write(Record(id: id, data: Entry(sequence: sequence, payload: String(repeating: "y", count: 300))))
+                say("ack \(id)")
+            }
+        }
+    case "write-count":
+        guard arguments.count > 4, let total = Int(arguments[4]) else { fail("write-count needs PREFIX N") }
+        for sequence in 0..<total {
+            try await database.write(Record(id: "\(arguments[3])-\(sequence)", data: Entry(sequence: sequence, payload: "p")))
+        }
+        say("done")
+    case "describe":
+        guard arguments.count > 3 else { fail("describe needs ID") }
+        guard let person: Person = try await database.read(id: arguments[3]) else { say("missing"); break }
+        var line = "\(type(of: person)) \(person.firstName) \(person.lastName)"
+        if let student = person as? Student {
+            line += " teacher=\(type(of: student.teacher)):\(student.teacher.firstName):\(student.teacher.salary)"
+            line += " homework=\(student.homework.map { "\($0.answers):\($0.grade.map(String.init) ?? "nil")" }.joined(separator: ","))"
+            line += " subjects=\(student.subjectNames.joined(separator: ","))"
+        }
+        say(line)
+    case "count":
+        say(String(try await database.count(Entry.self)))
+    default:
+        fail("unknown command \(arguments[1])")
+    }
+} catch {
+    fail("error: \(error)")
+}
