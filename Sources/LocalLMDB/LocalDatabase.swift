@@ -203,6 +203,17 @@ public actor LocalDatabase {
         }
     }
 
+    /// Checks that the type index and the records agree and that every record decodes.
+    ///
+    /// Run it after a crash, or any time: it reads one consistent snapshot (inside this
+    /// database's transaction when one is open) and changes nothing. It walks every record.
+    public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
+        let store = engine.store
+        return try await snapshot { transaction throws(LocalDatabaseError) in
+            try store.verify(in: transaction)
+        }
+    }
+
     /// Runs `body` in this database's open transaction when it has one (so reads see its
     /// uncommitted changes), else in a fresh read-only snapshot on the calling thread.
     nonisolated(nonsending) func snapshot<R: Sendable>(

@@ -7,11 +7,11 @@ struct Cursor {
 
     /// Positions the cursor with `operation` and returns the pair there, or nil at the end.
     /// `key` is the search key for the `MDB_SET…` operations.
-    func get(_ operation: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil)
+    func get(_ operation: MDB_cursor_op, key: UnsafeRawBufferPointer? = nil, value: UnsafeRawBufferPointer? = nil)
         throws(LocalDatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
     {
         var keyValue = key.map(MDB_val.init) ?? MDB_val()
-        var dataValue = MDB_val()
+        var dataValue = value.map(MDB_val.init) ?? MDB_val()
         let code = mdb_cursor_get(handle, &keyValue, &dataValue, operation)
         if code == MDB_NOTFOUND { return nil }
         try LMDBStatus.check(code, "cursor get")

@@ -1,0 +1,83 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+@Suite("Concurrency")
+struct ConcurrencyTests {
+    @Test func eightWritersAndEightReadersGetExactCounts() async throws {
+        try await withDatabase { database, _ in
+            let writers = 8
+            let perWriter = 150
+            try await withTimeout(seconds: 120) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for writer in 0..<writers {
+                        group.addTask {
+                            for index in 0..<perWriter {
+                                try await database.write(Record(id: "w\(writer)-\(index)", data: Entry(sequence: index, payload: "writer \(writer)")))
+                            }
+                        }
+                    }
+                    for _ in 0..<8 {
+                        group.addTask {
+                            var lastCount = 0
+                            for _ in 0..<40 {
+                                let entries: [Entry] = try await database.read()
+                                // Snapshots never go backwards and never hold torn objects.
+                                #expect(entries.count >= lastCount)
+                                #expect(entries.allSatisfy { $0.payload.hasPrefix("writer ") })
+                                lastCount = entries.count
+                                let count = try await database.count(Entry.self)
+                                #expect(count >= lastCount)
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try await database.count() == writers * perWriter)
+            #expect(try await database.count(Entry.self) == writers * perWriter)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @MainActor
+    @Test func mainActorCodeWritesAndReadsNonSendableModels() async throws {
+        try await withDatabase { database, _ in
+            let student = makeStudent("Main")
+            try await database.write(Record(id: "main", data: student))
+            student.giveHomework(Homework(answers: "after writing", grade: 1))  // still ours to use
+            let read: Student? = try await database.read(id: "main")
+            var people: [Person] = []
+            people.append(contentsOf: try await database.read() as [Person])
+            #expect(read?.homework.count == 2)
+            #expect(student.homework.count == 3)
+            #expect(people.isEmpty)
+        }
+    }
+
+    @Test func concurrentTransactionsFromTwoDatabasesSerialize() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            let first = try LocalDatabase(directory: url)
+            let second = try LocalDatabase(directory: url)
+            try await withTimeout(seconds: 60) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (name, database) in [("first", first), ("second", second)] {
+                        group.addTask {
+                            for round in 0..<30 {
+                                try await database.startTransaction()
+                                try await database.write(Record(id: "\(name)-\(round)-a", data: Note(text: "a")))
+                                await Task.yield()
+                                try await database.write(Record(id: "\(name)-\(round)-b", data: Note(text: "b")))
+                                try await database.commitTransaction()
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try await first.count(Note.self) == 120)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import LocalLMDB
+import Testing
+
+// Classes named for these tests alone: Legacy's registry is process-wide.
+final class GadgetV1: Storable {
+    let label: String
+    init(label: String) { self.label = label }
+    required init(dataObject: DataObject) { label = dataObject.get("label") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "label", value: label) }
+}
+
+final class GadgetV2: Storable {
+    let title: String
+    init(title: String) { self.title = title }
+    required init(dataObject: DataObject) { title = dataObject.get("title", legacyKeys: ["label"]) }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "title", value: title) }
+}
+
+final class GadgetV3: Storable {
+    let name: String
+    init(name: String) { self.name = name }
+    required init(dataObject: DataObject) { name = dataObject.get("name", legacyKeys: ["title", "label"]) }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "name", value: name) }
+}
+
+final class Holder: Storable {
+    let gadget: GadgetV3?
+    init(gadget: GadgetV3?) { self.gadget = gadget }
+    required init(dataObject: DataObject) { gadget = dataObject.getObjectOptional("gadget", type: GadgetV3.self) }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "gadget", value: gadget) }
+}
+
+@Suite("Legacy class refactors")
+struct LegacyTests {
+    @Test func chainsOfRenamesAreFollowedByEveryOperation() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "one", data: GadgetV1(label: "first")))
+            try await database.write(Record(id: "two", data: GadgetV2(title: "second")))
+            try await database.write(Record(id: "three", data: GadgetV3(name: "third")))
+            Legacy.addClassRefactor(old: "GadgetV1", new: "GadgetV2")
+            Legacy.addClassRefactor(old: "GadgetV2", new: "GadgetV3")
+
+            let one: GadgetV3? = try await database.read(id: "one")
+            #expect(one?.name == "first")
+            let all: [GadgetV3] = try await database.read()
+            #expect(Set(all.map(\.name)) == ["first", "second", "third"])
+            #expect(Set(try await database.readIDs(GadgetV3.self)) == ["one", "two", "three"])
+            #expect(try await database.count(GadgetV3.self) == 3)
+            #expect(try await database.delete(GadgetV3.self) == 3)
+            #expect(try await database.count() == 0)
+        }
+    }
+
+    @Test func nestedObjectsFollowRenames() async throws {
+        let legacyJSON = #"{"object":"Holder","gadget":{"object":"GadgetLegacyName","title":"nested"}}"#
+        Legacy.addClassRefactor(old: "GadgetLegacyName", new: "GadgetV3")
+        let holder = Holder(dataObject: DataObject(rawString: legacyJSON))
+        #expect(holder.gadget?.name == "nested")
+    }
+
+    @Test func cyclesDoNotHang() {
+        Legacy.addClassRefactor(old: "CycleA", new: "CycleB")
+        Legacy.addClassRefactor(old: "CycleB", new: "CycleA")
+        let object = DataObject(rawString: #"{"object":"Holder","gadget":{"object":"CycleA","name":"x"}}"#)
+        #expect(Holder(dataObject: object).gadget?.name == "x")
+    }
+
+    @Test func legacyIsSafeFromManyThreads() async {
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<8 {
+                group.addTask {
+                    for step in 0..<200 {
+                        Legacy.addClassRefactor(old: "Thread\(index)Old\(step)", new: "Thread\(index)New")
+                        _ = DataObject(rawString: #"{"object":"Holder","gadget":{"object":"Thread\#(index)Old\#(step)"}}"#)
+                    }
+                }
+            }
+        }
+    }
+}
