@@ -17,10 +17,16 @@ final class Writer: @unchecked Sendable {
     /// A `LocalDatabase`'s identity as a transaction owner: unique for the life of the process.
     typealias Owner = UInt64
 
-    private struct UserTransaction {
+    /// A reference type, so that appending to the journal never copies it.
+    private final class UserTransaction {
         let owner: Owner
         var transaction: Transaction
         var journal: [WriteOperation] = []
+
+        init(owner: Owner, transaction: Transaction) {
+            self.owner = owner
+            self.transaction = transaction
+        }
     }
 
     private struct PendingWrite {
@@ -88,13 +94,12 @@ final class Writer: @unchecked Sendable {
     /// Applies `operation` in `owner`'s transaction; nil when `owner` has none open.
     func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(LocalDatabaseError) -> Int? {
         try checkThread("write")
-        guard var open = user, open.owner == owner else { return nil }
+        guard let open = user, open.owner == owner else { return nil }
         var attempts = 0
         while true {
             do throws(LocalDatabaseError) {
                 let result = try store.apply(operation, in: open.transaction)
                 open.journal.append(operation)
-                user = open
                 return result
             } catch {
                 // Leave no trace of the failed operation: rebuild the transaction from the
@@ -103,7 +108,6 @@ final class Writer: @unchecked Sendable {
                 do throws(LocalDatabaseError) {
                     if error.isMapFull { try environment.growMap() }
                     open.transaction = try rebuild(open.journal)
-                    user = open
                 } catch {
                     // The transaction could not be rebuilt: it is over, rolled back.
                     user = nil

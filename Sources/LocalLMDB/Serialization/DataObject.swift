@@ -16,9 +16,7 @@ public final class DataObject {
 
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: Storable) {
-        let type = Swift.type(of: object)
-        let name = TypeRegistry.name(of: type)
-        TypeRegistry.shared.register(type, name: name)
+        let name = TypeRegistry.shared.register(Swift.type(of: object))
         self.object = JSONObject(members: [.init(key: Self.classNameKey, value: .string(name))])
     }
 

@@ -18,14 +18,22 @@ final class TypeRegistry: Sendable {
     }
 
     private let state = Locked(State())
+    /// Names by type: `String(describing:)` costs about a microsecond, and every encode and
+    /// decode needs a name.
+    private static let names = Locked<[ObjectIdentifier: String]>([:])
 
     /// The name a type is stored under: its unqualified Swift name.
     static func name(of type: Any.Type) -> String {
-        String(describing: type)
+        let id = ObjectIdentifier(type)
+        if let name = names.withLock({ $0[id] }) { return name }
+        let name = String(describing: type)
+        names.withLock { $0[id] = name }
+        return name
     }
 
-    /// Records that `name` is the stored name of `type`.
-    func register(_ type: any Storable.Type, name: String) {
+    /// Records `type` under its stored name, and returns that name.
+    func register(_ type: any Storable.Type) -> String {
+        let name = Self.name(of: type)
         state.withLock { state in
             if let known = state.types[name], known == type { return }
             state.types[name] = type
@@ -33,6 +41,7 @@ final class TypeRegistry: Sendable {
                 state.log.append((name, mangled))
             }
         }
+        return name
     }
 
     /// The type stored as `name`, from this process's registrations or a database's records.

@@ -1,0 +1,92 @@
+import BenchmarkCore
+import Foundation
+
+// The side-by-side comparison: LocalLMDB, SwiftLocal's design on SQLite, idiomatic GRDB and raw
+// LMDB, on the same objects and ids, in one run. Prints a table and writes it, with an SVG chart,
+// to the results folder.
+//
+//   comparison [--records N] [--repetitions R] [--results DIR] [--only CONTENDER] [--workload PREFIX]
+//
+// --only and --workload restrict the run (for profiling); the report then covers only what ran.
+
+var recordCount = 10_000
+var repetitions = 5
+var resultsDirectory = URL(fileURLWithPath: "results", isDirectory: true)
+var onlyContender: String?
+var onlyWorkload: String?
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--records": recordCount = arguments.popFirst().flatMap(Int.init) ?? recordCount
+    case "--repetitions": repetitions = arguments.popFirst().flatMap(Int.init) ?? repetitions
+    case "--results": resultsDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "results", isDirectory: true)
+    case "--only": onlyContender = arguments.popFirst()
+    case "--workload": onlyWorkload = arguments.popFirst()
+    default:
+        print("usage: comparison [--records N] [--repetitions R] [--results DIR] [--only CONTENDER] [--workload PREFIX]")
+        exit(2)
+    }
+}
+
+func log(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+let allContenders: [any Contender.Type] = [LocalLMDBContender.self, SwiftLocalOnSQLite.self, GRDBCodable.self, RawLMDB.self]
+let contenderTypes = allContenders.filter { onlyContender == nil || $0.name == onlyContender }
+let ids = Fixture.ids(recordCount)
+let workloads = Workloads.standard(count: recordCount).filter { onlyWorkload.map($0.name.hasPrefix) ?? true }
+var results: [Result] = []
+var notes: [String] = []
+
+func open(_ type: any Contender.Type, prepared count: Int) throws -> (any Contender, URL) {
+    let directory = try Fixture.temporaryDirectory(type.name.replacingOccurrences(of: " ", with: "-"))
+    let store = try type.init(directory: directory)
+    if let raw = store as? RawLMDB { raw.prepare(count: count) }
+    return (store, directory)
+}
+
+for type in contenderTypes {
+    log("\(type.name)…")
+    var (store, directory) = try open(type, prepared: recordCount)
+    if let sqlite = store as? SwiftLocalOnSQLite { notes.append("SwiftLocal on SQLite: PRAGMA synchronous = \(try sqlite.synchronousSetting()) (2 = FULL)") }
+    if let grdb = store as? GRDBCodable { notes.append("GRDB Codable: PRAGMA synchronous = \(try grdb.synchronousSetting()) (2 = FULL)") }
+    try await store.writeBatch(ids: ids, firstIndex: 0)
+    for workload in workloads {
+        var seconds: [Double] = []
+        for _ in 0..<repetitions {
+            var target = store
+            var scratch: URL?
+            if workload.needsEmptyStore {
+                let fresh = try open(type, prepared: recordCount)
+                target = fresh.0
+                scratch = fresh.1
+            }
+            let clock = ContinuousClock()
+            let elapsed = try await clock.measure { try await workload.run(target, ids) }
+            seconds.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            if let scratch { try? FileManager.default.removeItem(at: scratch) }
+        }
+        let result = Result(workload: workload.name, unit: workload.unit, contender: type.name, operations: workload.operations, seconds: seconds)
+        log(String(format: "  %-32@ best %10.0f/s  median %10.0f/s", workload.name, result.bestRate, result.medianRate))
+        results.append(result)
+    }
+    store = try type.init(directory: directory)  // release the measured store before removing it
+    try? FileManager.default.removeItem(at: directory)
+}
+
+let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
+let formatter = ISO8601DateFormatter()
+let header = """
+## LocalLMDB comparison
+
+\(recordCount) objects of ~300 bytes of JSON, UUID ids, best (median) of \(repetitions) repetitions; durable writes use each store's full durability.
+Machine: \(machine). Date: \(formatter.string(from: Date())). Command: `scripts/main-job`.
+\(notes.map { "- " + $0 }.joined(separator: "\n"))
+"""
+let report = Report(results: results, contenders: contenderTypes.map { $0.name }, header: header)
+print(report.markdown)
+try FileManager.default.createDirectory(at: resultsDirectory, withIntermediateDirectories: true)
+try report.markdown.write(to: resultsDirectory.appendingPathComponent("latest.md"), atomically: true, encoding: .utf8)
+try report.svg.write(to: resultsDirectory.appendingPathComponent("latest.svg"), atomically: true, encoding: .utf8)
+log("Wrote \(resultsDirectory.path)/latest.md and latest.svg")
