@@ -101,8 +101,23 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Storable>(_ record: Record<T>) async throws -> Bool {
         let encoded = try RecordCodec.encode(record, maxKeySize: engine.maxKeySize)
-        _ = try await perform(.put(encoded))
+        _ = try await perform(.put([encoded]))
         return true
+    }
+
+    /// Writes many records at once, in one transaction (or in this database's open transaction),
+    /// replacing any records with the same ids. Later records win over earlier ones with the same id.
+    ///
+    /// Much faster than writing the records one by one: they are encoded in the caller's
+    /// isolation and sent to the writer thread together.
+    /// - Returns: The number of records written.
+    /// - Throws: `LocalDatabaseError.emptyID` if any id is empty (then nothing is written).
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Storable>(contentsOf records: [Record<T>]) async throws -> Int {
+        let maxKeySize = engine.maxKeySize
+        let encoded = try records.map { record throws(LocalDatabaseError) in try RecordCodec.encode(record, maxKeySize: maxKeySize) }
+        guard !encoded.isEmpty else { return 0 }
+        return try await perform(.put(encoded))
     }
 
     /// Deletes every record stored as `T` (under its current or any legacy class name).

@@ -260,3 +260,37 @@ struct CoreAPITests {
         }
     }
 }
+
+@Suite("Batch writes")
+struct BatchWriteTests {
+    @Test func writeContentsOfStoresEveryRecordInOneGo() async throws {
+        try await withDatabase { database, _ in
+            let records = (0..<500).map { Record(id: "b\($0)", data: Note(text: "\($0)")) }
+            #expect(try await database.write(contentsOf: records) == 500)
+            #expect(try await database.count(Note.self) == 500)
+            let note: Note? = try await database.read(id: "b499")
+            #expect(note?.text == "499")
+            #expect(try await database.write(contentsOf: [Record<Note>]()) == 0)
+        }
+    }
+
+    @Test func anEmptyIDInABatchWritesNothing() async throws {
+        try await withDatabase { database, _ in
+            let records = [Record(id: "ok", data: Note(text: "a")), Record(id: "", data: Note(text: "b"))]
+            await #expect(throws: LocalDatabaseError.emptyID) { try await database.write(contentsOf: records) }
+            let count = try await database.count()
+            #expect(count == 0)
+        }
+    }
+
+    @Test func batchesJoinAnOpenTransaction() async throws {
+        try await withDatabase { database, _ in
+            try await database.startTransaction()
+            try await database.write(contentsOf: [Record(id: "x", data: Note(text: "1")), Record(id: "x", data: Note(text: "2"))])
+            let inside: Note? = try await database.read(id: "x")
+            #expect(inside?.text == "2")
+            try await database.rollbackTransaction()
+            #expect(try await database.count() == 0)
+        }
+    }
+}

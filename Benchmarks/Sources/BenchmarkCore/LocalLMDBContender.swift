@@ -10,12 +10,10 @@ public final class LocalLMDBContender: Contender {
         database = try LocalDatabase(directory: directory)
     }
 
+    /// LocalLMDB's batch API: every record encoded by the caller, then written in one transaction.
     public func writeBatch(ids: [String], firstIndex: Int) async throws {
-        try await database.startTransaction()
-        for (offset, id) in ids.enumerated() {
-            try await database.write(Record(id: id, data: BenchStudent(index: firstIndex + offset)))
-        }
-        try await database.commitTransaction()
+        let records = ids.enumerated().map { Record(id: $0.element, data: BenchStudent(index: firstIndex + $0.offset)) }
+        try await database.write(contentsOf: records)
     }
 
     public func writeOne(id: String, index: Int) async throws {

@@ -6,7 +6,8 @@ public struct Workload: Sendable {
     /// What one operation is, for the table ("read", "write", …).
     public let unit: String
     public let operations: Int
-    /// Runs one repetition against a store that already holds `Comparison.recordCount` objects.
+    /// Runs one repetition against a store that already holds the objects, given the ids in a
+    /// random order (shuffled before timing starts).
     public let run: @Sendable (any Contender, [String]) async throws -> Void
     /// True when each repetition needs a fresh, empty store.
     public let needsEmptyStore: Bool
@@ -54,9 +55,8 @@ public enum Workloads {
         ]
     }
 
-    /// Reads every id once in a shuffled order, split across `tasks` tasks.
-    static func readRandomly(_ store: any Contender, ids: [String], tasks: Int) async throws {
-        let order = ids.shuffled()
+    /// Reads every id once, in the given (random) order, split across `tasks` tasks.
+    static func readRandomly(_ store: any Contender, ids order: [String], tasks: Int) async throws {
         let share = (order.count + tasks - 1) / tasks
         try await withThrowingTaskGroup(of: Void.self) { group in
             for task in 0..<tasks {

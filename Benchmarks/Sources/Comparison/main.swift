@@ -62,8 +62,9 @@ for type in contenderTypes {
                 target = fresh.0
                 scratch = fresh.1
             }
+            let order = ids.shuffled()
             let clock = ContinuousClock()
-            let elapsed = try await clock.measure { try await workload.run(target, ids) }
+            let elapsed = try await clock.measure { try await workload.run(target, order) }
             seconds.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             if let scratch { try? FileManager.default.removeItem(at: scratch) }
         }

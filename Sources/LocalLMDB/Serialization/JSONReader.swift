@@ -81,6 +81,7 @@ struct JSONReader {
     private mutating func parseObject() throws(LocalDatabaseError) -> JSONObject {
         try enterContainer()
         var object = JSONObject()
+        object.members.reserveCapacity(8)
         if current == UInt8(ascii: "}") {
             offset += 1
             depth -= 1

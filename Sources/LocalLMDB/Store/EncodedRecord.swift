@@ -13,8 +13,8 @@ struct EncodedRecord: Sendable {
 
 /// One change to the store. Every operation keeps `records` and `types` in agreement.
 enum WriteOperation: Sendable {
-    /// Insert or replace a record.
-    case put(EncodedRecord)
+    /// Insert or replace records, in order.
+    case put([EncodedRecord])
     /// Delete the record under a key.
     case delete(StorageKey)
     /// Delete every record stored under any of these type keys.

@@ -120,9 +120,9 @@ struct RecordStore: Sendable {
     /// Applies one operation. Returns the number of records written or deleted.
     func apply(_ operation: WriteOperation, in transaction: Transaction) throws(LocalDatabaseError) -> Int {
         switch operation {
-        case let .put(record):
-            try put(record, in: transaction)
-            return 1
+        case let .put(records):
+            for record in records { try put(record, in: transaction) }
+            return records.count
         case let .delete(key):
             return try delete(key, in: transaction) ? 1 : 0
         case let .deleteTypes(typeKeys):
