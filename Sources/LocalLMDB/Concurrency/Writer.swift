@@ -29,9 +29,12 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// Receives the outcome of a write: the number of records written or deleted, or the error.
+    typealias Completion = @Sendable (Result<Int, LocalDatabaseError>) -> Void
+
     private struct PendingWrite {
         let operation: WriteOperation
-        let continuation: CheckedContinuation<Int, any Error>
+        let completion: Completion
     }
 
     private let thread: WriterThread
@@ -42,6 +45,12 @@ final class Writer: @unchecked Sendable {
     private var waitingToBegin: [(owner: Owner, continuation: CheckedContinuation<Void, any Error>)] = []
     private var pending: [PendingWrite] = []
     private var flushScheduled = false
+    /// How many writes a group commit is expected to carry: the largest recent group, decaying
+    /// by one per commit. A flush waits (briefly) for that many, since concurrent writers come
+    /// back together after each commit; a lone writer is never delayed for long.
+    private var lastGroupSize = 1
+    /// The longest a write waits for others to join its group: about half a durable commit.
+    private static let groupWait = Duration.microseconds(150)
     /// How many of `TypeRegistry`'s registrations this environment has persisted.
     private var savedRegistrations = 0
     /// How often a failing transaction is rebuilt (growing the map) before giving up.
@@ -194,16 +203,33 @@ final class Writer: @unchecked Sendable {
 
     // MARK: Group commit
 
-    /// Queues `operation` for the next group commit; `continuation` receives its result once
-    /// the commit is durable.
-    func enqueue(_ operation: WriteOperation, continuation: CheckedContinuation<Int, any Error>) {
-        pending.append(PendingWrite(operation: operation, continuation: continuation))
-        guard user == nil, !flushScheduled else { return }
-        flushScheduled = true
-        // Queued behind the jobs already waiting for the thread, so their writes join this commit.
-        thread.submit { [self] in
-            flushScheduled = false
-            flush()
+    /// Applies `operation` in `owner`'s open transaction, or else queues it for the next group
+    /// commit. `completion` runs on this thread once the result is known (for a group commit,
+    /// once the commit is durable).
+    func perform(_ operation: WriteOperation, owner: Owner, completion: @escaping Completion) {
+        do throws(LocalDatabaseError) {
+            if let result = try applyInTransaction(operation, owner: owner) {
+                return completion(.success(result))
+            }
+        } catch {
+            return completion(.failure(error))
+        }
+        enqueue(operation, completion: completion)
+    }
+
+    private func enqueue(_ operation: WriteOperation, completion: @escaping Completion) {
+        pending.append(PendingWrite(operation: operation, completion: completion))
+        guard user == nil else { return }
+        if pending.count >= lastGroupSize {
+            // The group is complete: commit behind the jobs already queued (their writes join it).
+            thread.submit { [self] in flush() }
+        } else if !flushScheduled {
+            // Wait a moment for the writers of the last group to come back.
+            flushScheduled = true
+            thread.submit(after: Self.groupWait) { [self] in
+                flushScheduled = false
+                flush()
+            }
         }
     }
 
@@ -212,18 +238,15 @@ final class Writer: @unchecked Sendable {
         guard user == nil, !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll()
-        do {
+        lastGroupSize = max(batch.count, lastGroupSize - 1)
+        do throws(LocalDatabaseError) {
             let results = try commitTransaction(batch.map(\.operation))
-            for (write, result) in zip(batch, results) { write.continuation.resume(returning: result) }
+            for (write, result) in zip(batch, results) { write.completion(.success(result)) }
         } catch {
-            guard batch.count > 1 else { return batch[0].continuation.resume(throwing: error) }
+            guard batch.count > 1 else { return batch[0].completion(.failure(error)) }
+            // One write may have spoiled the group: commit each alone, so only it fails.
             for write in batch {
-                do {
-                    let result = try commitTransaction([write.operation])
-                    write.continuation.resume(returning: result[0])
-                } catch {
-                    write.continuation.resume(throwing: error)
-                }
+                write.completion(Result { () throws(LocalDatabaseError) in try commitTransaction([write.operation])[0] })
             }
         }
     }

@@ -24,6 +24,8 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var queue: [Work] = []
+    /// Closures waiting for a moment, earliest first.
+    private var delayed: [(deadline: ContinuousClock.Instant, body: @Sendable () -> Void)] = []
     private var stopping = false
 
     /// The thread's id. Written once by the thread before `init` returns, read-only after.
@@ -56,6 +58,16 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
         push(.closure(body))
     }
 
+    /// Runs `body` on the thread once `delay` has passed (or later, behind queued work).
+    func submit(after delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        let deadline = ContinuousClock.now + delay
+        condition.lock()
+        let index = delayed.firstIndex { $0.deadline > deadline } ?? delayed.endIndex
+        delayed.insert((deadline, body), at: index)
+        condition.signal()
+        condition.unlock()
+    }
+
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
@@ -83,8 +95,20 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
         let executor = asUnownedSerialExecutor()
         while true {
             condition.lock()
-            while queue.isEmpty && !stopping {
-                condition.wait()
+            while true {
+                let now = ContinuousClock.now
+                while let first = delayed.first, first.deadline <= now {
+                    queue.append(.closure(first.body))
+                    delayed.removeFirst()
+                }
+                if !queue.isEmpty || (stopping && delayed.isEmpty) { break }
+                if let first = delayed.first {
+                    let wait = now.duration(to: first.deadline)
+                    let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+                } else {
+                    condition.wait()
+                }
             }
             if queue.isEmpty {
                 condition.unlock()

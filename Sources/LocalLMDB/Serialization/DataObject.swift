@@ -17,7 +17,10 @@ public final class DataObject {
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: Storable) {
         let name = TypeRegistry.shared.register(Swift.type(of: object))
-        self.object = JSONObject(members: [.init(key: Self.classNameKey, value: .string(name))])
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(8)
+        members.append(.init(key: Self.classNameKey, value: .string(name)))
+        self.object = JSONObject(members: members)
     }
 
     /// Creates a data object from JSON text produced by `toRawString()`.
@@ -64,6 +67,7 @@ public final class DataObject {
     /// The JSON bytes, appended to `bytes`.
     func encoded(appendingTo bytes: [UInt8] = []) -> [UInt8] {
         var writer = JSONWriter(bytes: bytes)
+        writer.bytes.reserveCapacity(writer.bytes.count + 384)
         writer.write(object)
         return writer.bytes
     }

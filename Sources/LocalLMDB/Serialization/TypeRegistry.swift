@@ -8,6 +8,8 @@ final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
     private struct State {
+        /// Stored names of registered types.
+        var names: [ObjectIdentifier: String] = [:]
         /// Resolved types by stored class name.
         var types: [String: any Storable.Type] = [:]
         /// Mangled names loaded from databases, resolved on first use.
@@ -31,10 +33,14 @@ final class TypeRegistry: Sendable {
         return name
     }
 
-    /// Records `type` under its stored name, and returns that name.
+    /// Records `type` under its stored name, and returns that name. Called for every object
+    /// encoded, so a type seen before costs one lock and one dictionary lookup.
     func register(_ type: any Storable.Type) -> String {
+        let id = ObjectIdentifier(type)
+        if let name = state.withLock({ $0.names[id] }) { return name }
         let name = Self.name(of: type)
         state.withLock { state in
+            state.names[id] = name
             if let known = state.types[name], known == type { return }
             state.types[name] = type
             if let mangled = _mangledTypeName(type) {
