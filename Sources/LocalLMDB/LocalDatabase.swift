@@ -188,14 +188,16 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func read<T: Storable>() async throws -> [T] {
         let typeKeys = typeKeys(T.self)
         let store = engine.store
-        let stored = try await snapshot { transaction throws(LocalDatabaseError) -> [StoredObject] in
-            var objects: [StoredObject] = []
-            try store.forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(LocalDatabaseError) in
-                objects.append(try RecordCodec.decode(key: key, value: value))
-            }
-            return objects
+        if transactionFlag.withLock({ $0 }),
+           let objects = try await readInTransaction({ transaction throws(LocalDatabaseError) in
+               try store.objects(typeKeys: typeKeys, in: transaction) { $0 }
+           }) {
+            return objects.map { T(dataObject: DataObject(jsonObject: $0)) }
         }
-        return stored.map { T(dataObject: DataObject(jsonObject: $0.object)) }
+        // Outside a transaction, objects are built inside the snapshot: no intermediate copies.
+        return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in
+            try store.objects(typeKeys: typeKeys, in: transaction) { T(dataObject: DataObject(jsonObject: $0)) }
+        }
     }
 
     /// The ids of every record stored as `T` (under its current or any legacy class name).

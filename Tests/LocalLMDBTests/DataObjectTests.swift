@@ -190,6 +190,18 @@ struct DataObjectTests {
         #expect(big.get("big") as Double == 18446744073709551616.0)
     }
 
+    @Test func repeatedKeysKeepTheLastValue() {
+        let object = DataObject(rawString: #"{"a":1,"b":2,"a":3,"\u0062":4,"c":5}"#)
+        #expect(object.get("a") as Int == 3)
+        #expect(object.get("b") as Int == 4)
+        #expect(object.get("c") as Int == 5)
+        #expect(object.toRawString() == #"{"a":3,"b":4,"c":5}"#)
+        // Out-of-order lookups find every field too.
+        #expect(object.get("c") as Int == 5)
+        #expect(object.get("a") as Int == 3)
+        #expect(object.get("b") as Int == 4)
+    }
+
     @Test func legacyKeysAreSearchedInOrder() {
         let object = DataObject(rawString: #"{"oldest":"1","older":"2"}"#)
         #expect(object.get("name", legacyKeys: ["older", "oldest"]) == "2")

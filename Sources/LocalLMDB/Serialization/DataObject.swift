@@ -74,9 +74,9 @@ public final class DataObject {
 
     /// The first value found under `key` or, failing that, under each of `legacyKeys` in turn.
     func value(_ key: String, legacyKeys: [String]) -> JSONValue? {
-        if let value = object[key] { return value }
+        if let value = object.lookup(key) { return value }
         for legacyKey in legacyKeys {
-            if let value = object[legacyKey] { return value }
+            if let value = object.lookup(legacyKey) { return value }
         }
         return nil
     }

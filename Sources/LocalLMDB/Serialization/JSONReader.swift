@@ -80,22 +80,32 @@ struct JSONReader {
 
     private mutating func parseObject() throws(LocalDatabaseError) -> JSONObject {
         try enterContainer()
-        var object = JSONObject()
-        object.members.reserveCapacity(8)
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(8)
         if current == UInt8(ascii: "}") {
             offset += 1
             depth -= 1
-            return object
+            return JSONObject(members: members)
         }
+        // A 64-bit filter of the keys seen so far: only a key whose bit is already set can be a
+        // repeat, and only then are earlier keys compared.
+        var seenKeys: UInt64 = 0
         while true {
             guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
             let key = try parseString()
+            // Hash the decoded key, so that differently escaped spellings of a key collide.
+            let keyBit: UInt64 = 1 << (UInt64(truncatingIfNeeded: key.utf8.count &+ Int(key.utf8.last ?? 0)) & 63)
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
             offset += 1
             skipWhitespace()
             let value = try parseValue()
-            object.members.append(JSONObject.Member(key: key, value: value))
+            if seenKeys & keyBit != 0, let earlier = members.firstIndex(where: { $0.key == key }) {
+                members[earlier].value = value  // A repeated key: the last value wins.
+            } else {
+                members.append(JSONObject.Member(key: key, value: value))
+            }
+            seenKeys |= keyBit
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","):
@@ -104,7 +114,7 @@ struct JSONReader {
             case UInt8(ascii: "}"):
                 offset += 1
                 depth -= 1
-                return object
+                return JSONObject(members: members)
             default:
                 throw failure("expected ',' or '}'")
             }
@@ -200,24 +210,45 @@ struct JSONReader {
 
     // MARK: Strings
 
+    /// For each byte: 0 if it may appear in a string as is, 1 for `"`, 2 for `\`, 3 for a
+    /// control character, 4 for the start of a non-ASCII sequence.
+    private static let stringByteClass: [UInt8] = (0...255).map { byte in
+        switch byte {
+        case 0x22: return 1
+        case 0x5C: return 2
+        case 0..<0x20: return 3
+        case 0x80...: return 4
+        default: return 0
+        }
+    }
+
     private mutating func parseString() throws(LocalDatabaseError) -> String {
         offset += 1  // the opening quote
         let start = offset
         var asciiOnly = true
         // Fast path: no escapes.
-        while offset < input.count {
-            let byte = input[offset]
-            if byte == UInt8(ascii: "\"") {
-                let content = UnsafeRawBufferPointer(rebasing: input[start..<offset])
-                if !asciiOnly { try validateUTF8(content, startingAt: start) }
-                offset += 1
-                return String(decoding: content, as: UTF8.self)
+        let end = input.count
+        let scanned: Int? = Self.stringByteClass.withUnsafeBufferPointer { classes in
+            var index = offset
+            while index < end {
+                switch classes[Int(input[index])] {
+                case 0: index += 1
+                case 4: asciiOnly = false; index += 1
+                case 1: return index
+                default: offset = index; return nil
+                }
             }
-            if byte == UInt8(ascii: "\\") { break }
-            if byte < 0x20 { throw failure("control character in string") }
-            if byte >= 0x80 { asciiOnly = false }
-            offset += 1
+            offset = index
+            return nil
         }
+        if let closing = scanned {
+            let content = UnsafeRawBufferPointer(rebasing: input[start..<closing])
+            offset = closing
+            if !asciiOnly { try validateUTF8(content, startingAt: start) }
+            offset += 1
+            return String(decoding: content, as: UTF8.self)
+        }
+        if offset < end, input[offset] < 0x20 { throw failure("control character in string") }
         // Slow path: unescape into a buffer.
         var unescaped = Array(UnsafeRawBufferPointer(rebasing: input[start..<offset]))
         while true {

@@ -58,11 +58,12 @@ extension RecordStore {
                         problems.append(.undecodableRecord(id: RecordCodec.displayID(key), reason: reason))
                         return
                     }
+                    let id = (try? StoredValue(parsing: value))?.id(key: key) ?? RecordCodec.displayID(key)
                     let typeKey = StorageKey(stored.typeName, maxKeySize: environment.maxKeySize)
                     let indexed = try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
                         try index.get(MDB_GET_BOTH, key: typeBytes, value: key) != nil
                     }
-                    if !indexed { problems.append(.missingIndexEntry(id: stored.id, type: stored.typeName)) }
+                    if !indexed { problems.append(.missingIndexEntry(id: id, type: stored.typeName)) }
                 }
             }
         }

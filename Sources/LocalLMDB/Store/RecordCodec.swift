@@ -19,7 +19,7 @@ enum RecordCodec {
             value: dataObject.encoded(appendingTo: bytes))
     }
 
-    /// Parses a stored value. Errors name the record (`id`, or else the key).
+    /// Parses a stored value. Errors name the record (`id`, or else the one in the value or key).
     static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, id: String? = nil) throws(LocalDatabaseError) -> StoredObject {
         let stored: StoredValue
         do throws(StoredValueError) {
@@ -29,7 +29,7 @@ enum RecordCodec {
         }
         do throws(LocalDatabaseError) {
             let object = try JSONReader.parseObject(stored.json)
-            return StoredObject(id: id ?? stored.id(key: key), typeName: stored.typeNameString, object: object)
+            return StoredObject(id: id, typeName: stored.typeNameString, object: object)
         } catch {
             throw .corruptRecord(id: id ?? stored.id(key: key), reason: error.description)
         }
@@ -44,7 +44,8 @@ enum RecordCodec {
 
 /// A record's parsed contents, ready to become a model object.
 struct StoredObject: Sendable {
-    let id: String
+    /// The record's id, when the reader knows it (reads by type do not build id strings).
+    let id: String?
     let typeName: String
     let object: JSONObject
 
@@ -55,7 +56,7 @@ struct StoredObject: Sendable {
         case let .restore(type):
             return type.init(dataObject: DataObject(jsonObject: object))
         case .unrelated, .unknown:
-            throw .typeMismatch(id: id, requested: TypeRegistry.name(of: requested), stored: typeName)
+            throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested), stored: typeName)
         }
     }
 }

@@ -95,6 +95,18 @@ struct RecordStore: Sendable {
         }
     }
 
+    /// `transform` applied to the parsed JSON of each record stored under any of `typeKeys`.
+    func objects<R>(
+        typeKeys: [StorageKey], in transaction: Transaction, _ transform: (JSONObject) -> R
+    ) throws(LocalDatabaseError) -> [R] {
+        var objects: [R] = []
+        objects.reserveCapacity(try count(typeKeys: typeKeys, in: transaction))
+        try forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(LocalDatabaseError) in
+            objects.append(transform(try RecordCodec.decode(key: key, value: value).object))
+        }
+        return objects
+    }
+
     /// The ids of the records stored under any of `typeKeys`.
     func ids(typeKeys: [StorageKey], in transaction: Transaction) throws(LocalDatabaseError) -> [String] {
         var ids: [String] = []
