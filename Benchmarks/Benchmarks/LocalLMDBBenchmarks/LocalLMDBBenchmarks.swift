@@ -4,7 +4,10 @@ import Foundation
 import LocalLMDB
 
 // Tracked benchmarks: time and allocations of LocalLMDB's hot paths, checked against the static
-// thresholds in Benchmarks/Thresholds (`swift package benchmark thresholds check`).
+// thresholds in Benchmarks/Thresholds (`scripts/benchmark-thresholds`).
+//
+// Names have no spaces or slashes: package-benchmark 1.38.1 writes threshold files under names
+// with those replaced by underscores but looks them up under the names as given.
 
 /// A database of `recordCount` students, built once by a setup hook and shared by the read
 /// benchmarks. Written by the setup hook before any benchmark closure runs, read-only after.
@@ -27,29 +30,37 @@ final class SharedDatabase: @unchecked Sendable {
 }
 
 let benchmarks: @Sendable () -> Void = {
+    // Wall-clock time on the shared 2-core VM this was tuned on varied by up to 50% between
+    // back-to-back runs, so time may drift 50% from the checked-in p90 before the check fails.
+    // Allocation counts are deterministic: they are the sharp regression signal, at 2%.
     Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .throughput],
+        metrics: [.wallClock, .mallocCountTotal, .throughput],
         maxDuration: .seconds(2),
-        maxIterations: 1_000_000
+        maxIterations: 1_000_000,
+        thresholds: [
+            .wallClock: BenchmarkThresholds(relative: [.p90: 50.0]),
+            .throughput: BenchmarkThresholds(relative: [.p90: 50.0]),
+            .mallocCountTotal: BenchmarkThresholds(relative: [.p90: 2.0]),
+        ]
     )
 
     let sample = BenchStudent(index: 42)
     let json = sample.toDataObject().toRawString() ?? "{}"
 
-    Benchmark("Codec: encode a student (~300 B of JSON)", configuration: .init(scalingFactor: .kilo)) { benchmark in
+    Benchmark("Codec.encodeStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(sample.toDataObject().rawData)
         }
     }
 
-    Benchmark("Codec: decode a student (~300 B of JSON)", configuration: .init(scalingFactor: .kilo)) { benchmark in
+    Benchmark("Codec.decodeStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(BenchStudent(dataObject: DataObject(rawString: json)))
         }
     }
 
     Benchmark(
-        "LocalLMDB: read by id",
+        "LocalLMDB.readByID",
         configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.shared.open() })
     ) { benchmark in
         let shared = SharedDatabase.shared
@@ -61,7 +72,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "LocalLMDB: read all 10,000 of a type",
+        "LocalLMDB.readAll10000",
         configuration: .init(setup: { try await SharedDatabase.shared.open() })
     ) { benchmark in
         guard let database = SharedDatabase.shared.database else { return }
@@ -70,7 +81,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark(
-        "LocalLMDB: count of a type",
+        "LocalLMDB.countOfType",
         configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.shared.open() })
     ) { benchmark in
         guard let database = SharedDatabase.shared.database else { return }
@@ -79,7 +90,7 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    Benchmark("LocalLMDB: batch write of 1,000 in one transaction", configuration: .init(maxIterations: 50)) { benchmark in
+    Benchmark("LocalLMDB.batchWrite1000", configuration: .init(maxIterations: 50)) { benchmark in
         let directory = try Fixture.temporaryDirectory("batch")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try LocalDatabase(directory: directory)
