@@ -185,6 +185,13 @@ struct DataObjectTests {
         // 1e400 does not fit a Double: the document is rejected rather than read as infinity.
         #expect(throws: LocalDatabaseError.self) { _ = try DataObject(validating: #"{"object":"X","huge":1e400}"#) }
         #expect(DataObject(rawString: #"{"object":"X","huge":1e400}"#).className == nil)
+        for huge in ["9e999", "1" + String(repeating: "0", count: 250) + "e99", "-" + String(repeating: "9", count: 400), "12345678901234567e300"] {
+            #expect(throws: LocalDatabaseError.self, "\(huge)") { _ = try DataObject(validating: #"{"n":"# + huge + "}") }
+        }
+        let fits = try? DataObject(validating: #"{"n":1.5e99,"m":-1e-300,"k":"# + String(repeating: "9", count: 300) + "}")
+        #expect(fits?.get("n") as Double? == 1.5e99)
+        #expect(fits?.get("m") as Double? == -1e-300)
+        #expect(fits?.get("k") as Double? == 1e300)
         let big = DataObject(rawString: #"{"big":18446744073709551616}"#)
         #expect(big.get("big") as Int == 0)
         #expect(big.get("big") as Double == 18446744073709551616.0)
@@ -261,5 +268,68 @@ struct DataObjectTests {
         #expect(parsed["string"] as? String == everything.string)
         // Non-finite doubles have no JSON form: they are written as null.
         #expect((parsed["doubles"] as? [Any])?.count == 3)
+    }
+}
+
+/// A model that keeps the data objects it was restored from, which LocalLMDB must then copy
+/// out of LMDB's map before the read ends.
+final class Keeper: Storable {
+    let text: String
+    let kept: DataObject
+    let child: Keeper?
+
+    init(text: String, child: Keeper?) {
+        self.text = text
+        self.child = child
+        self.kept = DataObject(rawString: "{}")
+    }
+
+    required init(dataObject: DataObject) {
+        text = dataObject.get("text")
+        kept = dataObject
+        child = dataObject.getObjectOptional("child", type: Keeper.self)
+    }
+
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "text", value: text).add(key: "child", value: child)
+    }
+}
+
+@Suite("Data objects that outlive their read")
+struct KeptDataObjectTests {
+    @Test func keptDataObjectsStayValidAfterTheDataChanges() async throws {
+        try await withDatabase { database, _ in
+            let payload = String(repeating: "p", count: 500)
+            for index in 0..<300 {
+                try await database.write(Record(id: "k\(index)", data: Keeper(text: "\(index)-\(payload)", child: Keeper(text: "child \(index)", child: nil))))
+            }
+            let keepers: [Keeper] = try await database.read()
+            let single: Keeper? = try await database.read(id: "k7")
+            // Rewrite everything so the pages the records were read from are reused.
+            #expect(try await database.clearDatabase() == 300)
+            for index in 0..<300 {
+                try await database.write(Record(id: "k\(index)", data: Keeper(text: String(repeating: "x", count: 600), child: nil)))
+            }
+            #expect(keepers.count == 300)
+            for keeper in keepers {
+                let index = try #require(Int(keeper.text.prefix { $0 != "-" }))
+                #expect(keeper.kept.get("text") == "\(index)-\(payload)")
+                #expect(keeper.child?.kept.get("text") == "child \(index)")
+                #expect(keeper.kept.toRawString()?.contains("child \(index)") == true)
+            }
+            #expect(single?.kept.get("text") == "7-\(payload)")
+        }
+    }
+
+    @Test func aReadDataObjectCanBeChangedAndWrittenAgain() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "a", data: Keeper(text: "first", child: nil)))
+            let keeper: Keeper? = try await database.read(id: "a")
+            let object = try #require(keeper?.kept)
+            object.add(key: "text", value: "changed").add(key: "extra", value: 1)
+            #expect(object.toRawString() == #"{"object":"Keeper","text":"changed","child":null,"extra":1}"#)
+            let copy = Keeper(dataObject: DataObject(rawString: try #require(object.toRawString())))
+            #expect(copy.text == "changed")
+        }
     }
 }
