@@ -211,16 +211,22 @@ struct JSONReader {
     // MARK: Strings
 
     /// For each byte: 0 if it may appear in a string as is, 1 for `"`, 2 for `\`, 3 for a
-    /// control character, 4 for the start of a non-ASCII sequence.
-    private static let stringByteClass: [UInt8] = (0...255).map { byte in
-        switch byte {
-        case 0x22: return 1
-        case 0x5C: return 2
-        case 0..<0x20: return 3
-        case 0x80...: return 4
-        default: return 0
+    /// control character, 4 for the start of a non-ASCII sequence. Allocated once for the life
+    /// of the process (a plain pointer: reading an array per string would retain its buffer).
+    /// Written once by the lazy initializer, read-only after: safe to share.
+    nonisolated(unsafe) private static let stringByteClass: UnsafePointer<UInt8> = {
+        let table = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
+        for byte in 0..<256 {
+            switch byte {
+            case 0x22: table[byte] = 1
+            case 0x5C: table[byte] = 2
+            case 0..<0x20: table[byte] = 3
+            case 0x80...: table[byte] = 4
+            default: table[byte] = 0
+            }
         }
-    }
+        return UnsafePointer(table)
+    }()
 
     private mutating func parseString() throws(LocalDatabaseError) -> String {
         offset += 1  // the opening quote
@@ -228,19 +234,18 @@ struct JSONReader {
         var asciiOnly = true
         // Fast path: no escapes.
         let end = input.count
-        let scanned: Int? = Self.stringByteClass.withUnsafeBufferPointer { classes in
-            var index = offset
-            while index < end {
-                switch classes[Int(input[index])] {
-                case 0: index += 1
-                case 4: asciiOnly = false; index += 1
-                case 1: return index
-                default: offset = index; return nil
-                }
+        let classes = Self.stringByteClass
+        var scanned: Int?
+        var index = offset
+        scan: while index < end {
+            switch classes[Int(input[index])] {
+            case 0: index += 1
+            case 4: asciiOnly = false; index += 1
+            case 1: scanned = index; break scan
+            default: break scan
             }
-            offset = index
-            return nil
         }
+        if scanned == nil { offset = index }
         if let closing = scanned {
             let content = UnsafeRawBufferPointer(rebasing: input[start..<closing])
             offset = closing
