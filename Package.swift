@@ -25,7 +25,7 @@ let package = Package(
         // The child process used by crash and multi-process tests.
         .executableTarget(
             name: "LocalLMDBTestHelper",
-            dependencies: ["LocalLMDB", "LocalLMDBTestSupport"]
+            dependencies: ["LocalLMDB", "LocalLMDBTestSupport", "CLMDB"]
         ),
         .testTarget(
             name: "LocalLMDBTests",

@@ -21,12 +21,12 @@ import Foundation
 ///
 /// All methods throw `LocalDatabaseError`.
 public actor LocalDatabase {
-    let engine: Engine
+    nonisolated let engine: Engine
     /// Identifies this database's transaction to the shared writer.
-    let owner: Writer.Owner
+    nonisolated let owner: Writer.Owner
     /// Mirrors "this database has a transaction open", so nonisolated reads can tell, without a
     /// hop, whether they must read inside the transaction.
-    let transactionFlag = Locked(false)
+    nonisolated let transactionFlag = Locked(false)
 
     private static let ownerCounter = Locked<UInt64>(0)
 

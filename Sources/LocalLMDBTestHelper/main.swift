@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 import LocalLMDB
 import LocalLMDBTestSupport
@@ -9,6 +10,11 @@ import LocalLMDBTestSupport
 //   helper write-count DIR PREFIX N  writes N Entry records, then prints "done"
 //   helper describe DIR ID           reads ID as Person and prints its class and fields
 //   helper count DIR                 prints the number of Entry records
+//   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
+//   helper hold-reader DIR           opens DIR with raw LMDB, begins a read transaction, prints
+//                                    "holding" and sleeps until killed
+//   helper stale-readers DIR         opens DIR with raw LMDB and prints how many stale reader
+//                                    slots mdb_reader_check cleared
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -22,6 +28,32 @@ func fail(_ message: String) -> Never {
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else { fail("usage: helper COMMAND DIR …") }
 let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
+
+/// Opens the environment with LMDB directly, as another LMDB program would.
+func openRawEnvironment() -> OpaquePointer {
+    var env: OpaquePointer?
+    guard mdb_env_create(&env) == 0, let env else { fail("mdb_env_create failed") }
+    mdb_env_set_maxdbs(env, 8)
+    guard mdb_env_open(env, directory.path, UInt32(MDB_NOTLS), 0o600) == 0 else { fail("mdb_env_open failed") }
+    return env
+}
+
+switch arguments[1] {
+case "hold-reader":
+    let env = openRawEnvironment()
+    var txn: OpaquePointer?
+    guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { fail("mdb_txn_begin failed") }
+    say("holding")
+    while true { sleep(60) }
+case "stale-readers":
+    let env = openRawEnvironment()
+    var cleared: Int32 = 0
+    mdb_reader_check(env, &cleared)
+    say(String(cleared))
+    exit(0)
+default:
+    break
+}
 
 do {
     let database = try LocalDatabase(directory: directory)
@@ -64,6 +96,13 @@ do {
             line += " subjects=\(student.subjectNames.joined(separator: ","))"
         }
         say(line)
+    case "write-big":
+        guard arguments.count > 5, let total = Int(arguments[4]), let kilobytes = Int(arguments[5]) else { fail("write-big needs PREFIX N KB") }
+        let payload = String(repeating: "b", count: kilobytes * 1024)
+        for sequence in 0..<total {
+            try await database.write(Record(id: "\(arguments[3])-\(sequence)", data: Entry(sequence: sequence, payload: payload)))
+        }
+        say("done")
     case "count":
         say(String(try await database.count(Entry.self)))
     default:

@@ -18,6 +18,12 @@ struct Cursor {
         return (keyValue.bytes, dataValue.bytes)
     }
 
+    /// Deletes the pair at the cursor.
+    func deleteCurrent() throws(LocalDatabaseError) {
+        try transaction.checkWriterThread("cursor delete")
+        try LMDBStatus.check(mdb_cursor_del(handle, 0), "cursor delete")
+    }
+
     /// The number of duplicates of the current key: O(1) for a `MDB_DUPSORT` database.
     func duplicateCount() throws(LocalDatabaseError) -> Int {
         var count = 0

@@ -27,6 +27,10 @@ final class Environment: @unchecked Sendable {
     private static let maxIdleReaders = 64
     /// The map never grows by more than this at once: beyond it, growth is linear.
     private static let maxGrowthStep = 1 << 30
+    /// When stale reader slots were last cleared. Slots of processes that died mid-read pin old
+    /// pages, so the file would grow instead of reusing them; checking costs a system call per
+    /// slot, so write transactions check at most once a second (and the map checks before growing).
+    private let lastReaderCheck = Locked(ContinuousClock.now)
 
     /// Opens (creating if needed) the environment in the existing directory `path`.
     init(path: String, syncFlags: Int32, initialMapSize: Int, maxDatabases: Int) throws(LocalDatabaseError) {
@@ -116,6 +120,14 @@ final class Environment: @unchecked Sendable {
     /// Begins a write transaction on the calling thread, which must commit or abort it.
     /// Grows the map first when it is more than three quarters used.
     func beginWrite() throws(LocalDatabaseError) -> Transaction {
+        let now = ContinuousClock.now
+        if lastReaderCheck.withLock({ last in
+            guard now - last > .seconds(1) else { return false }
+            last = now
+            return true
+        }) {
+            clearStaleReaders()
+        }
         if usage.used > usage.mapSize / 4 * 3 {
             try growMap()
         }
@@ -160,6 +172,7 @@ final class Environment: @unchecked Sendable {
     /// Enlarges the map: doubling it, by at most `maxGrowthStep`. The caller must have no
     /// transaction open (it waits for every other thread's transactions to end).
     func growMap() throws(LocalDatabaseError) {
+        clearStaleReaders()
         try resizeLock.withExclusive { () throws(LocalDatabaseError) in
             let current = usage.mapSize
             let newSize = current + min(current, Self.maxGrowthStep)
@@ -167,11 +180,26 @@ final class Environment: @unchecked Sendable {
         }
     }
 
+    /// Frees the reader slots of processes that died mid-read. Returns how many.
+    @discardableResult
+    func clearStaleReaders() -> Int {
+        var cleared: Int32 = 0
+        mdb_reader_check(handle, &cleared)
+        return Int(cleared)
+    }
+
     /// Adopts the larger map another process set (`MDB_MAP_RESIZED`).
     private func adoptMapSize() {
         resizeLock.withExclusive {
             _ = mdb_env_set_mapsize(handle, 0)
         }
+    }
+
+    /// The environment's flags (`MDB_NOSYNC`, `MDB_NOMETASYNC`, `MDB_NOTLS`, …).
+    var flags: UInt32 {
+        var flags: UInt32 = 0
+        mdb_env_get_flags(handle, &flags)
+        return flags
     }
 
     /// Flushes the data file to disk (for `Durability.none` users who want a checkpoint).

@@ -149,8 +149,13 @@ struct RecordStore: Sendable {
 
     private func put(_ record: EncodedRecord, in transaction: Transaction) throws(LocalDatabaseError) {
         try record.key.withBytes { key throws(LocalDatabaseError) in
-            if let previousType = try storedTypeKey(key, in: transaction), previousType != record.typeKey {
+            switch try storedTypeKey(key, in: transaction) {
+            case let .some(previousType) where previousType != record.typeKey:
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
+            case .unreadable:
+                try removeAllIndexEntries(record: key, in: transaction)
+            default:
+                break
             }
             try record.value.withBytes { value throws(LocalDatabaseError) in
                 try transaction.put(records, key, value)
@@ -163,8 +168,13 @@ struct RecordStore: Sendable {
 
     private func delete(_ key: StorageKey, in transaction: Transaction) throws(LocalDatabaseError) -> Bool {
         try key.withBytes { key throws(LocalDatabaseError) in
-            if let previousType = try storedTypeKey(key, in: transaction) {
+            switch try storedTypeKey(key, in: transaction) {
+            case let .some(previousType):
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
+            case .unreadable:
+                try removeAllIndexEntries(record: key, in: transaction)
+            case .none:
+                break
             }
             return try transaction.delete(records, key)
         }
@@ -192,11 +202,33 @@ struct RecordStore: Sendable {
         return deleted
     }
 
-    /// The type key of the record stored under `key`; nil when there is none or it is unreadable.
-    private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) -> StorageKey? {
-        guard let existing = try transaction.get(records, key),
-              let stored = try? StoredValue(parsing: existing) else { return nil }
-        return StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize)
+    /// What is known of the class of the record stored under a key.
+    private enum StoredType {
+        case none
+        case some(StorageKey)
+        /// A record is there, but its header is corrupt.
+        case unreadable
+    }
+
+    private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) -> StoredType {
+        guard let existing = try transaction.get(records, key) else { return .none }
+        guard let stored = try? StoredValue(parsing: existing) else { return .unreadable }
+        return .some(StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize))
+    }
+
+    /// Removes every index entry pointing at `record`, whatever its class: the fallback for a
+    /// record whose header is corrupt. Walks the whole index, so only that rare path uses it.
+    private func removeAllIndexEntries(record: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) {
+        try transaction.withCursor(types) { cursor throws(LocalDatabaseError) in
+            var entry = try cursor.get(MDB_FIRST)
+            while let current = entry {
+                if current.value.elementsEqual(record) {
+                    try cursor.deleteCurrent()
+                }
+                // After a delete, MDB_NEXT returns the pair that moved under the cursor.
+                entry = try cursor.get(MDB_NEXT)
+            }
+        }
     }
 
     private func removeIndexEntry(type: StorageKey, record: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) {

@@ -1,0 +1,38 @@
+import CLMDB
+import Foundation
+@testable import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+@Suite("Durability levels")
+struct DurabilityTests {
+    @Test(arguments: [Durability.full, .metaAsync, .none])
+    func eachLevelOpensWritesAndReopens(durability: Durability) async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            do {
+                let database = try LocalDatabase(directory: url, durability: durability)
+                let flags = database.engine.environment.flags
+                #expect((flags & UInt32(MDB_NOSYNC) != 0) == (durability == .none))
+                #expect((flags & UInt32(MDB_NOMETASYNC) != 0) == (durability == .metaAsync))
+                #expect(flags & UInt32(MDB_WRITEMAP) == 0)
+                try await database.write(Record(id: "a", data: Note(text: "one")))
+                try await database.startTransaction()
+                try await database.write(Record(id: "b", data: Note(text: "two")))
+                try await database.commitTransaction()
+                try await database.startTransaction()
+                try await database.write(Record(id: "c", data: Note(text: "three")))
+                try await database.rollbackTransaction()
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)  // let the engine close
+            let reopened = try LocalDatabase(directory: url, durability: durability)
+            #expect(Set(try await reopened.readIDs(Note.self)) == ["a", "b"])
+        }
+    }
+
+    @Test func theDefaultIsFull() async throws {
+        try await withDatabase { database, _ in
+            #expect(database.engine.durability == .full)
+        }
+    }
+}
