@@ -8,6 +8,8 @@ import LocalLMDBTestSupport
 //   helper write-loop DIR PREFIX     writes Entry records forever, printing "ack <id>" after each
 //                                    write and "txn <n> <id>…" after each committed transaction
 //   helper write-count DIR PREFIX N  writes N Entry records, then prints "done"
+//   helper crash-loop DIR SEED       runs CrashWorkload's operations for SEED forever, printing
+//                                    "ack <n>" once operation n has returned
 //   helper describe DIR ID           reads ID as Person and prints its class and fields
 //   helper count DIR                 prints the number of Entry records
 //   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
@@ -79,6 +81,14 @@ do {
                 try await database.write(Record(id: id, data: Entry(sequence: sequence, payload: String(repeating: "y", count: 300))))
                 say("ack \(id)")
             }
+        }
+    case "crash-loop":
+        guard arguments.count > 3, let seed = UInt64(arguments[3]) else { fail("crash-loop needs SEED") }
+        var number = 1
+        while true {
+            try await CrashWorkload.perform(CrashWorkload.operation(number, seed: seed), on: database)
+            say("ack \(number)")
+            number += 1
         }
     case "write-count":
         guard arguments.count > 4, let total = Int(arguments[4]) else { fail("write-count needs PREFIX N") }

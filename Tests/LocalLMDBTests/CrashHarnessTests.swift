@@ -1,0 +1,60 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+/// Kills a writing child process at random moments and checks, after each kill, that the
+/// database holds exactly what the acknowledged operations wrote (plus, at most, the one
+/// operation in flight, whole), and that the type index matches the records.
+///
+/// CI runs 60 kill points; set LOCALLMDB_CRASH_ROUNDS for a longer run.
+@Suite("Crash harness")
+struct CrashHarnessTests {
+    static var rounds: Int {
+        ProcessInfo.processInfo.environment["LOCALLMDB_CRASH_ROUNDS"].flatMap(Int.init) ?? 60
+    }
+
+    @Test func everyAcknowledgedOperationSurvivesSIGKILL() async throws {
+        try await withDatabase { database, url in
+            var expected = CrashState()
+            var operationsChecked = 0
+            var inFlightCommitted = 0
+            for round in 0..<Self.rounds {
+                let seed = UInt64(round + 1) &* 7919
+                let process = Process()
+                process.executableURL = try helperExecutable
+                process.arguments = ["crash-loop", url.path, String(seed)]
+                let output = Pipe()
+                process.standardOutput = output
+                try process.run()
+                try await Task.sleep(nanoseconds: UInt64.random(in: 20_000_000...120_000_000))
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                // Only complete lines were acknowledged.
+                let acknowledged = text.split(separator: "\n", omittingEmptySubsequences: true)
+                    .filter { text.contains($0 + "\n") }
+                    .compactMap { $0.hasPrefix("ack ") ? Int($0.dropFirst(4)) : nil }
+                    .max() ?? 0
+
+                var afterAcknowledged = expected
+                for number in stride(from: 1, through: acknowledged, by: 1) {
+                    afterAcknowledged.apply(CrashWorkload.operation(number, seed: seed))
+                }
+                var withInFlight = afterAcknowledged
+                withInFlight.apply(CrashWorkload.operation(acknowledged + 1, seed: seed))
+
+                let actual = try await CrashWorkload.state(of: database)
+                #expect(actual == afterAcknowledged || actual == withInFlight,
+                        "round \(round): \(acknowledged) acknowledged; found \(actual), expected \(afterAcknowledged)")
+                if actual != afterAcknowledged && actual == withInFlight { inFlightCommitted += 1 }
+                let report = try await database.verifyIntegrity()
+                #expect(report.isConsistent, "round \(round): \(report)")
+                expected = actual
+                operationsChecked += acknowledged
+            }
+            #expect(operationsChecked > Self.rounds)
+            print("Crash harness: \(Self.rounds) kills, \(operationsChecked) acknowledged operations checked, \(inFlightCommitted) in-flight operations found committed")
+        }
+    }
+}
