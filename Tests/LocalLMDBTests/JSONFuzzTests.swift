@@ -1,0 +1,174 @@
+import Foundation
+@testable import LocalLMDB
+import Testing
+
+/// Fuzzes the JSON reader, bounded in time. Set LOCALLMDB_FUZZ_SECONDS for longer runs.
+@Suite("JSON fuzzing")
+struct JSONFuzzTests {
+    static var seconds: Double {
+        ProcessInfo.processInfo.environment["LOCALLMDB_FUZZ_SECONDS"].flatMap(Double.init) ?? 1.5
+    }
+
+    /// A random generator seeded per test, so failures can be replayed from the printed seed.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static let alphabet: [String] = ["a", "Z", "0", " ", "é", "日", "🎉", "\"", "\\", "\n", "\t", "\u{1}", "\u{7F}", "/", "\u{2028}"]
+
+    static func randomString(_ random: inout Generator) -> String {
+        (0..<Int.random(in: 0...12, using: &random)).map { _ in alphabet.randomElement(using: &random) ?? "a" }.joined()
+    }
+
+    /// A random JSON value as Foundation objects, `depth` levels deep at most.
+    static func randomValue(_ random: inout Generator, depth: Int) -> Any {
+        switch Int.random(in: 0..<(depth > 0 ? 8 : 6), using: &random) {
+        case 0: return NSNull()
+        case 1: return Bool.random(using: &random)
+        case 2: return Int.random(in: Int.min...Int.max, using: &random)
+        case 3: return Double.random(in: -1e300...1e300, using: &random)
+        case 4: return Double(Int.random(in: -1000...1000, using: &random)) / 8
+        case 5: return randomString(&random)
+        case 6: return (0..<Int.random(in: 0...4, using: &random)).map { _ in randomValue(&random, depth: depth - 1) }
+        default: return randomObject(&random, depth: depth - 1)
+        }
+    }
+
+    static func randomObject(_ random: inout Generator, depth: Int) -> [String: Any] {
+        var object: [String: Any] = [:]
+        for _ in 0..<Int.random(in: 0...5, using: &random) {
+            object[randomString(&random)] = randomValue(&random, depth: depth)
+        }
+        return object
+    }
+
+    /// Where a parsed value differs from what JSONSerialization read, or nil when it matches.
+    static func difference(_ value: JSONValue, _ foundation: Any, path: String = "$") -> String? {
+        let same: Bool
+        switch value {
+        case .null: same = foundation is NSNull
+        case let .bool(flag): same = (foundation as? Bool) == flag
+        case let .int(number):
+            // Foundation reads some large integers as NSDecimalNumber.
+            same = (foundation as? NSDecimalNumber).map { $0.stringValue == String(number) }
+                ?? (foundation as? Int).map { Int64($0) == number }
+                ?? (foundation as? Double).map { $0 == Double(number) } ?? false
+        case let .double(number):
+            same = (foundation as? Double).map { $0 == number } ?? (foundation as? Int).map { Double($0) == number } ?? false
+        case let .string(text): same = (foundation as? String) == text
+        case let .array(elements):
+            guard let others = foundation as? [Any], others.count == elements.count else { return "\(path): \(value) vs \(foundation)" }
+            for (index, pair) in zip(elements, others).enumerated() {
+                if let difference = difference(pair.0, pair.1, path: "\(path)[\(index)]") { return difference }
+            }
+            return nil
+        case let .object(object):
+            guard let others = foundation as? [String: Any] else { return "\(path): object vs \(foundation)" }
+            for member in object.members {
+                guard let other = others[member.key] else { return "\(path): key \(member.key.debugDescription) missing" }
+                if let difference = difference(member.value, other, path: "\(path).\(member.key.debugDescription)") { return difference }
+            }
+            return others.count == object.members.count ? nil : "\(path): \(object.members.count) members vs \(others.count)"
+        }
+        return same ? nil : "\(path): \(value) vs \(foundation) (\(type(of: foundation)))"
+    }
+
+    static func parse(_ bytes: [UInt8]) -> Result<JSONValue, LocalDatabaseError> {
+        bytes.withUnsafeBytes { buffer in Result { () throws(LocalDatabaseError) in try JSONReader.parse(buffer) } }
+    }
+
+    @Test func validDocumentsReadAsJSONSerializationReadsThem() throws {
+        var random = Generator(state: UInt64.random(in: 0...UInt64.max))
+        print("JSON fuzz seed: \(random.state)")
+        let deadline = Date().addingTimeInterval(Self.seconds)
+        var documents = 0
+        while Date() < deadline {
+            let object = Self.randomObject(&random, depth: 6)
+            let data = try JSONSerialization.data(withJSONObject: object)
+            let foundation = try JSONSerialization.jsonObject(with: data)
+            switch Self.parse(Array(data)) {
+            case let .success(value):
+                let difference = Self.difference(value, foundation)
+                #expect(difference == nil, "\(difference ?? "")")
+            case let .failure(error):
+                Issue.record("rejected a valid document (\(error)): \(String(decoding: data, as: UTF8.self))")
+            }
+            // And what LocalLMDB writes, JSONSerialization reads back the same.
+            if case let .success(value) = Self.parse(Array(data)) {
+                var writer = JSONWriter()
+                writer.write(value)
+                let reread = try JSONSerialization.jsonObject(with: Data(writer.bytes))
+                let difference = Self.difference(value, reread)
+                #expect(difference == nil, "rewritten: \(difference ?? "")")
+            }
+            documents += 1
+        }
+        #expect(documents > 100)
+    }
+
+    @Test func mutatedAndTruncatedDocumentsNeverCrash() throws {
+        var random = Generator(state: UInt64.random(in: 0...UInt64.max))
+        print("JSON mutation seed: \(random.state)")
+        let deadline = Date().addingTimeInterval(Self.seconds)
+        var inputs = 0
+        while Date() < deadline {
+            var bytes = Array(try JSONSerialization.data(withJSONObject: Self.randomObject(&random, depth: 4)))
+            for _ in 0..<Int.random(in: 1...4, using: &random) where !bytes.isEmpty {
+                let position = Int.random(in: 0..<bytes.count, using: &random)
+                switch Int.random(in: 0..<5, using: &random) {
+                case 0: bytes[position] ^= UInt8(1 << Int.random(in: 0..<8, using: &random))
+                case 1: bytes.remove(at: position)
+                case 2: bytes.insert(UInt8.random(in: 0...255, using: &random), at: position)
+                case 3: bytes = Array(bytes[..<position])
+                default: bytes.insert(contentsOf: Array("[{\"\\u".utf8).shuffled(using: &random), at: position)
+                }
+            }
+            // Either outcome is fine; crashing or hanging is not. What is accepted must be valid
+            // JSON by JSONSerialization's reading too.
+            if case .success = Self.parse(bytes), let text = String(validating: bytes, as: UTF8.self) {
+                #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil,
+                        "accepted \(text)")
+            }
+            _ = DataObject(rawString: String(decoding: bytes, as: UTF8.self))
+            inputs += 1
+        }
+        #expect(inputs > 100)
+    }
+
+    @Test func hostileInputsAreClearErrors() {
+        let cases: [(String, [UInt8])] = [
+            ("invalid UTF-8", Array(#"{"a":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8)),
+            ("overlong UTF-8", Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)),
+            ("encoded surrogate", Array(#"{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}"#.utf8)),
+            ("lone high surrogate", Array(#"{"a":"\ud83d"}"#.utf8)),
+            ("lone low surrogate", Array(#"{"a":"\ude00x"}"#.utf8)),
+            ("truncated", Array(#"{"a":[1,2"#.utf8)),
+            ("deep nesting", Array(String(repeating: "[", count: 600).utf8)),
+            ("huge exponent", Array(#"{"a":1e999999999999}"#.utf8)),
+            ("leading zero", Array(#"{"a":01}"#.utf8)),
+            ("bare minus", Array(#"{"a":-}"#.utf8)),
+            ("raw tab in string", Array("{\"a\":\"\t\"}".utf8)),
+            ("empty", []),
+        ]
+        for (name, bytes) in cases {
+            guard case let .failure(error) = Self.parse(bytes) else {
+                Issue.record("\(name) was accepted")
+                continue
+            }
+            guard case .invalidJSON = error else {
+                Issue.record("\(name): unexpected error \(error)")
+                continue
+            }
+        }
+        // Nesting up to the limit is fine.
+        let deepest = String(repeating: "[", count: JSONReader.maxDepth) + String(repeating: "]", count: JSONReader.maxDepth)
+        #expect(throws: Never.self) { _ = try Self.parse(Array(deepest.utf8)).get() }
+    }
+}
