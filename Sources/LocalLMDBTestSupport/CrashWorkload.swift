@@ -103,15 +103,15 @@ public enum CrashWorkload {
     }
 }
 
-/// A small, fast, seedable generator (SplitMix64).
-struct SplitMix {
-    var state: UInt64
+/// A small, fast, seedable generator (SplitMix64), so randomized tests can be replayed.
+public struct SplitMix: RandomNumberGenerator, Sendable {
+    public private(set) var state: UInt64
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -31,19 +31,11 @@ struct CrashHarnessTests {
             var inFlightCommitted = 0
             for round in 0..<Self.rounds {
                 let seed = UInt64(round + 1) &* 7919
-                let process = Process()
-                process.executableURL = try helperExecutable
-                process.arguments = ["crash-loop", url.path, String(seed)]
-                let output = Pipe()
-                process.standardOutput = output
-                try process.run()
+                let (process, output) = try launchHelper(["crash-loop", url.path, String(seed)])
                 try await Task.sleep(nanoseconds: UInt64.random(in: 20_000_000...120_000_000))
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                // Only complete lines were acknowledged.
-                let acknowledged = text.split(separator: "\n", omittingEmptySubsequences: true)
-                    .filter { text.contains($0 + "\n") }
+                let acknowledged = completeLines(of: output)
                     .compactMap { $0.hasPrefix("ack ") ? Int($0.dropFirst(4)) : nil }
                     .max() ?? 0
 

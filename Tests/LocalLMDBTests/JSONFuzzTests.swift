@@ -1,5 +1,6 @@
 import Foundation
 @testable import LocalLMDB
+import LocalLMDBTestSupport
 import Testing
 
 /// Fuzzes the JSON reader, bounded in time. Set LOCALLMDB_FUZZ_SECONDS for longer runs.
@@ -9,17 +10,8 @@ struct JSONFuzzTests {
         ProcessInfo.processInfo.environment["LOCALLMDB_FUZZ_SECONDS"].flatMap(Double.init) ?? 1.5
     }
 
-    /// A random generator seeded per test, so failures can be replayed from the printed seed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// Seeded per test, so a failure can be replayed from the printed seed.
+    typealias Generator = SplitMix
 
     static let alphabet: [String] = ["a", "Z", "0", " ", "é", "日", "🎉", "\"", "\\", "\n", "\t", "\u{1}", "\u{7F}", "/", "\u{2028}"]
 
@@ -85,8 +77,9 @@ struct JSONFuzzTests {
     }
 
     @Test func validDocumentsReadAsJSONSerializationReadsThem() throws {
-        var random = Generator(state: UInt64.random(in: 0...UInt64.max))
-        print("JSON fuzz seed: \(random.state)")
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = Generator(seed: seed)
+        print("JSON fuzz seed: \(seed)")
         let deadline = Date().addingTimeInterval(Self.seconds)
         var documents = 0
         while Date() < deadline {
@@ -114,8 +107,9 @@ struct JSONFuzzTests {
     }
 
     @Test func mutatedAndTruncatedDocumentsNeverCrash() throws {
-        var random = Generator(state: UInt64.random(in: 0...UInt64.max))
-        print("JSON mutation seed: \(random.state)")
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = Generator(seed: seed)
+        print("JSON mutation seed: \(seed)")
         let deadline = Date().addingTimeInterval(Self.seconds)
         var inputs = 0
         while Date() < deadline {

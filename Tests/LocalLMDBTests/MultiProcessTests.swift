@@ -5,21 +5,10 @@ import Testing
 
 @Suite("Several processes on one database")
 struct MultiProcessTests {
-    /// Starts the helper without waiting for it.
-    func launch(_ arguments: [String]) throws -> (Process, Pipe) {
-        let process = Process()
-        process.executableURL = try helperExecutable
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        return (process, output)
-    }
-
     @Test func twoProcessesAndThisOneWriteAtOnce() async throws {
         try await withDatabase { database, directory in
-            let first = try launch(["write-count", directory.path, "first", "600"])
-            let second = try launch(["write-count", directory.path, "second", "600"])
+            let first = try launchHelper(["write-count", directory.path, "first", "600"])
+            let second = try launchHelper(["write-count", directory.path, "second", "600"])
             for index in 0..<300 {
                 try await database.write(Record(id: "parent-\(index)", data: Entry(sequence: index, payload: "")))
                 if index % 50 == 0 { _ = try await database.count(Entry.self) }
@@ -53,7 +42,7 @@ struct MultiProcessTests {
 
     /// Starts a helper that holds a read transaction, waits until it does, and kills it.
     func killReaderMidRead(_ url: URL) throws {
-        let (reader, output) = try launch(["hold-reader", url.path])
+        let (reader, output) = try launchHelper(["hold-reader", url.path])
         #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) == "holding\n")
         kill(reader.processIdentifier, SIGKILL)
         reader.waitUntilExit()

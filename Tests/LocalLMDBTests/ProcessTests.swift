@@ -34,22 +34,14 @@ struct ProcessTests {
             let url = directory.appendingPathComponent("db")
             var acknowledged: Set<String> = []
             for round in 0..<3 {
-                let process = Process()
-                process.executableURL = try helperExecutable
-                process.arguments = ["write-loop", url.path, "r\(round)"]
-                let output = Pipe()
-                process.standardOutput = output
-                try process.run()
+                let (process, output) = try launchHelper(["write-loop", url.path, "r\(round)"])
                 // Let it write for a while, then kill it mid-write.
                 try await Task.sleep(nanoseconds: UInt64.random(in: 150_000_000...400_000_000))
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
                 #expect(process.terminationReason == .uncaughtSignal)
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                for line in text.split(separator: "\n") where line.hasSuffix("") {
+                for line in completeLines(of: output) {
                     let words = line.split(separator: " ").map(String.init)
-                    // A line cut short by the kill was not acknowledged.
-                    guard text.contains(line + "\n") else { continue }
                     if words.first == "ack" || words.first == "txn" { acknowledged.formUnion(words.dropFirst()) }
                 }
             }

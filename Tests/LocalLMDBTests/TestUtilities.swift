@@ -54,14 +54,28 @@ var helperExecutable: URL {
 
 struct HelperNotFound: Error {}
 
-/// Runs the helper to completion and returns its standard output lines.
-func runHelper(_ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+/// Starts the helper without waiting for it; its standard output is the returned pipe.
+func launchHelper(_ arguments: [String]) throws -> (process: Process, output: Pipe) {
     let process = Process()
     process.executableURL = try helperExecutable
     process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
     try process.run()
+    return (process, output)
+}
+
+/// The complete lines a process wrote before it ended (a line cut short by a kill is left out).
+func completeLines(of output: Pipe) -> [Substring] {
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    lines.removeLast()  // after the last newline: empty, or an unfinished line
+    return lines
+}
+
+/// Runs the helper to completion and returns its standard output lines.
+func runHelper(_ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+    let (process, output) = try launchHelper(arguments)
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
