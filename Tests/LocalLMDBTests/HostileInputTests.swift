@@ -25,24 +25,53 @@ struct HostileInputTests {
         }
     }
 
+    /// Runs a command to completion; true when it succeeded.
+    @discardableResult
+    static func run(_ path: String, _ arguments: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    @Test(.enabled(if: canMount, "needs root to mount a small tmpfs"))
+    func aReadOnlyDirectoryIsATypedErrorAndKeepsWhatWasStored() async throws {
+        try await Self.withTinyDisk { disk in
+            let url = disk.appendingPathComponent("db")
+            do {
+                let database = try LocalDatabase(directory: url)
+                try await database.write(Record(id: "kept", data: Note(text: "safe")))
+            }
+            try await Task.sleep(nanoseconds: 100_000_000)  // let the engine close
+            #expect(Self.run("/bin/mount", ["-o", "remount,ro", disk.path]))
+            #expect {
+                _ = try LocalDatabase(directory: url)
+            } throws: { error in
+                guard case .invalidDirectory = error as? LocalDatabaseError else { return false }
+                return true
+            }
+            #expect {
+                _ = try LocalDatabase(directory: disk.appendingPathComponent("new"))
+            } throws: { error in
+                guard case .invalidDirectory = error as? LocalDatabaseError else { return false }
+                return true
+            }
+            #expect(Self.run("/bin/mount", ["-o", "remount,rw", disk.path]))
+            let database = try LocalDatabase(directory: url)
+            let note: Note? = try await database.read(id: "kept")
+            #expect(note?.text == "safe")
+        }
+    }
+
     /// Mounts a 3 MiB tmpfs (needs root, as CI has), runs `body` on it, and unmounts it.
     static func withTinyDisk(_ body: (URL) async throws -> Void) async throws {
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("tiny-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: mountPoint) }
-        let mount = Process()
-        mount.executableURL = URL(fileURLWithPath: "/bin/mount")
-        mount.arguments = ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mountPoint.path]
-        try mount.run()
-        mount.waitUntilExit()
-        try #require(mount.terminationStatus == 0, "mounting a tmpfs failed")
-        defer {
-            let unmount = Process()
-            unmount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            unmount.arguments = ["-l", mountPoint.path]
-            try? unmount.run()
-            unmount.waitUntilExit()
-        }
+        try #require(run("/bin/mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", mountPoint.path]), "mounting a tmpfs failed")
+        defer { run("/bin/umount", ["-l", mountPoint.path]) }
         try await body(mountPoint)
     }
 
@@ -52,14 +81,6 @@ struct HostileInputTests {
         let probe = FileManager.default.temporaryDirectory.appendingPathComponent("mount-probe-\(UUID().uuidString)")
         guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil else { return false }
         defer { try? FileManager.default.removeItem(at: probe) }
-        func run(_ path: String, _ arguments: [String]) -> Bool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: path)
-            process.arguments = arguments
-            guard (try? process.run()) != nil else { return false }
-            process.waitUntilExit()
-            return process.terminationStatus == 0
-        }
         guard run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe.path]) else { return false }
         return run("/bin/umount", [probe.path])
     }()
