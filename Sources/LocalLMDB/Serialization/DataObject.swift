@@ -18,7 +18,7 @@ public final class DataObject {
     public init(_ object: Storable) {
         let name = TypeRegistry.shared.register(Swift.type(of: object))
         var members: [JSONObject.Member] = []
-        members.reserveCapacity(8)
+        members.reserveCapacity(16)
         members.append(.init(key: Self.classNameKey, value: .string(name)))
         self.object = JSONObject(members: members)
     }

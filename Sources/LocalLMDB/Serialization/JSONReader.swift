@@ -81,7 +81,7 @@ struct JSONReader {
     private mutating func parseObject() throws(LocalDatabaseError) -> JSONObject {
         try enterContainer()
         var members: [JSONObject.Member] = []
-        members.reserveCapacity(8)
+        members.reserveCapacity(16)
         if current == UInt8(ascii: "}") {
             offset += 1
             depth -= 1
