@@ -209,6 +209,20 @@ struct CoreAPITests {
         }
     }
 
+    @Test func droppingAndReopeningAtOnceIsSafe() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            for round in 0..<150 {
+                // The last database on a directory closes its environment on the writer thread
+                // while this loop opens the next one. (Whether a reopen waits for that close is
+                // tested on OpenPaths itself: a double open harms file locks, not this loop.)
+                let database = try LocalDatabase(directory: url)
+                try await database.write(Record(id: "r\(round)", data: Note(text: "\(round)")))
+                #expect(try await database.count() == round + 1)
+            }
+        }
+    }
+
     @Test func databasesOnOneDirectoryShareTheirData() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("db")

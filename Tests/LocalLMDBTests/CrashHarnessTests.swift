@@ -25,7 +25,8 @@ struct CrashHarnessTests {
     }
 
     @Test func everyAcknowledgedOperationSurvivesSIGKILL() async throws {
-        try await withDatabase { database, url in
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
             var expected = CrashState()
             var operationsChecked = 0
             var inFlightCommitted = 0
@@ -46,6 +47,8 @@ struct CrashHarnessTests {
                 var withInFlight = afterAcknowledged
                 withInFlight.apply(CrashWorkload.operation(acknowledged + 1, seed: seed))
 
+                // Reopen, as an app restarting after the crash would.
+                let database = try LocalDatabase(directory: url)
                 // If the child died between writing its commit's meta page and publishing the new
                 // transaction id, the commit is durable but readers keep seeing the state before it
                 // until a process next takes the write lock, when LMDB recovers the dead owner's

@@ -34,9 +34,13 @@ final class Environment: @unchecked Sendable {
 
     /// Opens (creating if needed) the environment in the existing directory `path`.
     init(path: String, syncFlags: Int32, initialMapSize: Int, maxDatabases: Int) throws(LocalDatabaseError) {
+        try OpenPaths.shared.claim(path)
         var env: OpaquePointer?
-        try LMDBStatus.check(mdb_env_create(&env), "env create")
-        guard let env else { throw LMDBStatus.error(ENOMEM, "env create") }
+        let created = mdb_env_create(&env)
+        guard created == MDB_SUCCESS, let env else {
+            OpenPaths.shared.release(path)
+            throw LMDBStatus.error(created == MDB_SUCCESS ? ENOMEM : created, "env create")
+        }
         do {
             try LMDBStatus.check(mdb_env_set_maxdbs(env, UInt32(maxDatabases)), "set max databases")
             try LMDBStatus.check(mdb_env_set_maxreaders(env, 256), "set max readers")
@@ -45,6 +49,7 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
         } catch {
             mdb_env_close(env)
+            OpenPaths.shared.release(path)
             throw error
         }
         // Free reader slots left behind by processes that died mid-read.
@@ -61,6 +66,7 @@ final class Environment: @unchecked Sendable {
             readers.removeAll()
         }
         mdb_env_close(handle)
+        OpenPaths.shared.release(path)
     }
 
     /// Opens (creating if needed) the named database. Only called while opening the store.
