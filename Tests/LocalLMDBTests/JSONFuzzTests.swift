@@ -72,17 +72,27 @@ struct JSONFuzzTests {
         return same ? nil : "\(path): \(value) vs \(foundation) (\(type(of: foundation)))"
     }
 
+    /// Runs `body` with a freshly seeded generator until the time is up; returns how often.
+    /// The seed is printed, so a failure can be replayed.
+    static func fuzz(_ name: String, _ body: (inout Generator) throws -> Void) rethrows -> Int {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = Generator(seed: seed)
+        print("\(name) seed: \(seed)")
+        let deadline = Date().addingTimeInterval(Self.seconds)
+        var runs = 0
+        while Date() < deadline {
+            try body(&random)
+            runs += 1
+        }
+        return runs
+    }
+
     static func parse(_ bytes: [UInt8]) -> Result<JSONValue, LocalDatabaseError> {
         bytes.withUnsafeBytes { buffer in Result { () throws(LocalDatabaseError) in try JSONReader.parse(buffer) } }
     }
 
     @Test func validDocumentsReadAsJSONSerializationReadsThem() throws {
-        let seed = UInt64.random(in: 0...UInt64.max)
-        var random = Generator(seed: seed)
-        print("JSON fuzz seed: \(seed)")
-        let deadline = Date().addingTimeInterval(Self.seconds)
-        var documents = 0
-        while Date() < deadline {
+        let documents = try Self.fuzz("JSON fuzz") { random in
             let object = Self.randomObject(&random, depth: 6)
             let data = try JSONSerialization.data(withJSONObject: object)
             let foundation = try JSONSerialization.jsonObject(with: data)
@@ -101,18 +111,12 @@ struct JSONFuzzTests {
                 let difference = Self.difference(value, reread)
                 #expect(difference == nil, "rewritten: \(difference ?? "")")
             }
-            documents += 1
         }
         #expect(documents > 100)
     }
 
     @Test func mutatedAndTruncatedDocumentsNeverCrash() throws {
-        let seed = UInt64.random(in: 0...UInt64.max)
-        var random = Generator(seed: seed)
-        print("JSON mutation seed: \(seed)")
-        let deadline = Date().addingTimeInterval(Self.seconds)
-        var inputs = 0
-        while Date() < deadline {
+        let inputs = try Self.fuzz("JSON mutation") { random in
             var bytes = Array(try JSONSerialization.data(withJSONObject: Self.randomObject(&random, depth: 4)))
             for _ in 0..<Int.random(in: 1...4, using: &random) where !bytes.isEmpty {
                 let position = Int.random(in: 0..<bytes.count, using: &random)
@@ -131,7 +135,6 @@ struct JSONFuzzTests {
                         "accepted \(text)")
             }
             _ = DataObject(rawString: String(decoding: bytes, as: UTF8.self))
-            inputs += 1
         }
         #expect(inputs > 100)
     }

@@ -134,6 +134,7 @@ final class Environment: @unchecked Sendable {
         }) {
             clearStaleReaders()
         }
+        let usage = usage
         if usage.used > usage.mapSize / 4 * 3 {
             try growMap()
         }
