@@ -80,6 +80,8 @@ public actor LocalDatabase {
         return base.appendingPathComponent("LocalLMDB/default", isDirectory: true)
     }
 
+    /// The database's writer thread: every job of this actor runs there, so an LMDB write
+    /// transaction stays on the thread that began it across awaits.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         engine.thread.asUnownedSerialExecutor()
     }

@@ -29,6 +29,7 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// This indicates a bug in LocalLMDB, reported as an error rather than a hang.
     case wrongThread(operation: String)
 
+    /// A sentence describing the error, with its context.
     public var description: String {
         switch self {
         case .emptyID:

@@ -14,6 +14,7 @@ public struct IntegrityReport: Sendable, Equatable, CustomStringConvertible {
         /// A record's stored bytes cannot be decoded.
         case undecodableRecord(id: String, reason: String)
 
+        /// A sentence describing the problem.
         public var description: String {
             switch self {
             case let .missingIndexEntry(id, type): return "record '\(id)' (\(type)) is missing from the type index"
@@ -34,6 +35,7 @@ public struct IntegrityReport: Sendable, Equatable, CustomStringConvertible {
     /// True when the index and the records agree and every record decodes.
     public var isConsistent: Bool { problems.isEmpty }
 
+    /// A summary line, followed by one line per problem.
     public var description: String {
         let summary = "\(recordCount) records, \(indexEntryCount) index entries"
         guard !problems.isEmpty else { return summary + ": consistent" }
