@@ -6,7 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "LocalLMDB", targets: ["LocalLMDB"]),
-        .executable(name: "localllmdb-demo", targets: ["LocalLMDBDemo"]),
+        .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
     ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
@@ -17,7 +17,7 @@ let package = Package(
         ),
         // The library: depends on LMDB and the toolchain only.
         .target(name: "LocalLMDB", dependencies: ["CLMDB"]),
-        // A short example program: the README's main-job command until the benchmark suite lands.
+        // A short example program: `swift run locallmdb-demo`.
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
         // Model classes shared by the tests and the child processes they launch, so that
         // mangled type names are identical on both sides of a process boundary.

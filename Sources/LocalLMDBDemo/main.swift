@@ -22,7 +22,7 @@ final class Person: Storable {
     }
 }
 
-let directory = FileManager.default.temporaryDirectory.appendingPathComponent("localllmdb-demo-\(UUID().uuidString)")
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-demo-\(UUID().uuidString)")
 defer { try? FileManager.default.removeItem(at: directory) }
 
 let database = try LocalDatabase(directory: directory)
