@@ -8,8 +8,11 @@ final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
     private struct State {
-        /// Stored names of registered types.
+        /// Stored names by type, for every type named so far: `String(describing:)` costs
+        /// about a microsecond, and every encode and decode needs a name.
         var names: [ObjectIdentifier: String] = [:]
+        /// The types `register` has seen.
+        var registered: Set<ObjectIdentifier> = []
         /// Resolved types by stored class name.
         var types: [String: any Storable.Type] = [:]
         /// Mangled names loaded from databases, resolved on first use.
@@ -17,37 +20,36 @@ final class TypeRegistry: Sendable {
         /// Every (name, mangled name) registered in this process, in order; databases persist
         /// the entries past the count they last saved.
         var log: [(name: String, mangled: String)] = []
+
+        mutating func name(of type: Any.Type) -> String {
+            let id = ObjectIdentifier(type)
+            if let name = names[id] { return name }
+            let name = String(describing: type)
+            names[id] = name
+            return name
+        }
     }
 
     private let state = Locked(State())
-    /// Names by type: `String(describing:)` costs about a microsecond, and every encode and
-    /// decode needs a name.
-    private static let names = Locked<[ObjectIdentifier: String]>([:])
 
     /// The name a type is stored under: its unqualified Swift name.
     static func name(of type: Any.Type) -> String {
-        let id = ObjectIdentifier(type)
-        if let name = names.withLock({ $0[id] }) { return name }
-        let name = String(describing: type)
-        names.withLock { $0[id] = name }
-        return name
+        shared.state.withLock { $0.name(of: type) }
     }
 
     /// Records `type` under its stored name, and returns that name. Called for every object
-    /// encoded, so a type seen before costs one lock and one dictionary lookup.
+    /// encoded, so a type seen before costs one lock and two lookups.
     func register(_ type: any Storable.Type) -> String {
-        let id = ObjectIdentifier(type)
-        if let name = state.withLock({ $0.names[id] }) { return name }
-        let name = Self.name(of: type)
         state.withLock { state in
-            state.names[id] = name
-            if let known = state.types[name], known == type { return }
+            let name = state.name(of: type)
+            guard state.registered.insert(ObjectIdentifier(type)).inserted else { return name }
+            if let known = state.types[name], known == type { return name }
             state.types[name] = type
             if let mangled = _mangledTypeName(type) {
                 state.log.append((name, mangled))
             }
+            return name
         }
-        return name
     }
 
     /// The type stored as `name`, from this process's registrations or a database's records.
