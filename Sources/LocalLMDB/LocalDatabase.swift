@@ -175,13 +175,23 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func read<T: Storable>(id: String) async throws -> T? {
         let key = try recordKey(id)
         let store = engine.store
-        let stored = try await snapshot { transaction throws(LocalDatabaseError) -> StoredObject? in
+        if transactionFlag.withLock({ $0 }),
+           let found = try await readInTransaction({ transaction throws(LocalDatabaseError) in
+               try store.value(key, in: transaction).map { value throws(LocalDatabaseError) in
+                   try key.withBytes { keyBytes throws(LocalDatabaseError) in
+                       try RecordCodec.decode(key: keyBytes, value: value, id: id).detached()
+                   }
+               }
+           }) {
+            return try found?.stored.instantiate(as: T.self)
+        }
+        // Outside a transaction, the object is built inside the snapshot, from the stored bytes.
+        return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) -> T? in
             guard let value = try store.value(key, in: transaction) else { return nil }
             return try key.withBytes { keyBytes throws(LocalDatabaseError) in
-                try RecordCodec.decode(key: keyBytes, value: value, id: id)
+                try RecordCodec.decode(key: keyBytes, value: value, id: id).instantiate(as: T.self)
             }
         }
-        return try stored?.instantiate(as: T.self)
     }
 
     /// Every object stored as `T` (under its current or any legacy class name), in id order.
@@ -192,13 +202,13 @@ public actor LocalDatabase {
         let store = engine.store
         if transactionFlag.withLock({ $0 }),
            let objects = try await readInTransaction({ transaction throws(LocalDatabaseError) in
-               try store.objects(typeKeys: typeKeys, in: transaction) { $0 }
+               try store.objects(typeKeys: typeKeys, in: transaction) { $0.detached() }
            }) {
-            return objects.map { T(dataObject: DataObject(jsonObject: $0)) }
+            return objects.map { DataObject.restore(T.self, from: $0.stored.object) }
         }
-        // Outside a transaction, objects are built inside the snapshot: no intermediate copies.
+        // Outside a transaction, objects are built inside the snapshot, from the stored bytes.
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in
-            try store.objects(typeKeys: typeKeys, in: transaction) { T(dataObject: DataObject(jsonObject: $0)) }
+            try store.objects(typeKeys: typeKeys, in: transaction) { DataObject.restore(T.self, from: $0.object) }
         }
     }
 

@@ -11,7 +11,7 @@ import Darwin
 /// operations inside one. It is not `Sendable`: a transaction is used on one thread at a time,
 /// and a write transaction only on the thread that began it (LMDB's writer lock is a mutex owned
 /// by that thread), which every mutating call checks.
-final class Transaction {
+struct Transaction {
     /// The `MDB_txn*`. Valid until the environment commits, aborts or resets it.
     let handle: OpaquePointer
     /// True for write transactions.

@@ -107,10 +107,29 @@ extension DataObject {
     public func get(_ key: String, legacyKeys: [String] = []) -> [Date?] { optionalArray(key, legacyKeys) }
 }
 
+// Reading fields in place. A lookup walks the members from `nextMember` round to where it
+// started; after a value whose end the reader found, the next lookup starts at the member after
+// it, so reading fields in the order they were written never walks back. (The walk itself is
+// `EncodedObject`'s: this object's stored properties are touched once per lookup, as each
+// touch of a class's property costs an exclusivity check.)
 extension DataObject {
-    func set(_ key: String, _ value: JSONValue) -> Self {
-        object.set(key, value)
-        return self
+    /// The member named `key` or, failing that, each of `legacyKeys` in turn.
+    func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject) -> JSONScanner.Member? {
+        let start = nextMember
+        var found = object.member(named: key, from: start)
+        if found == nil {
+            for legacyKey in legacyKeys {
+                found = object.member(named: legacyKey, from: start)
+                if found != nil { break }
+            }
+        }
+        if let found { nextMember = found.start }
+        return found
+    }
+
+    /// Notes that the value just read ended at `end`: the next lookup starts after it.
+    func didRead(upTo end: Int, in object: EncodedObject) {
+        nextMember = object.scanner.nextMember(after: end)
     }
 
     func optional<V: JSONScalar>(_ value: V?) -> JSONValue {
@@ -118,16 +137,61 @@ extension DataObject {
     }
 
     func scalar<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> V? {
-        value(key, legacyKeys: legacyKeys).flatMap(V.init(jsonValue:))
+        let object = encodedStorage
+        guard let member = member(key, legacyKeys, in: object),
+              let (value, end) = V.read(object.scanner, at: member.value) else { return nil }
+        didRead(upTo: end, in: object)
+        return value
     }
 
     func array<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> [V] {
-        guard case let .array(elements) = value(key, legacyKeys: legacyKeys) else { return [] }
-        return elements.compactMap(V.init(jsonValue:))
+        var values: [V] = []
+        forEachElement(key, legacyKeys, reserving: { values.reserveCapacity($0) }) { scanner, offset in
+            guard let (value, end) = V.read(scanner, at: offset) else { return nil }
+            values.append(value)
+            return end
+        }
+        return values
     }
 
     func optionalArray<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> [V?] {
-        guard case let .array(elements) = value(key, legacyKeys: legacyKeys) else { return [] }
-        return elements.map(V.init(jsonValue:))
+        var values: [V?] = []
+        forEachElement(key, legacyKeys, reserving: { values.reserveCapacity($0) }) { scanner, offset in
+            guard let (value, end) = V.read(scanner, at: offset) else {
+                values.append(nil)
+                return nil
+            }
+            values.append(value)
+            return end
+        }
+        return values
+    }
+
+    /// Calls `body` with each element of the array under `key`; nothing when it is missing or
+    /// not an array. `body` returns where the element ended, or nil when it does not know.
+    /// `reserve` is told the number of elements first, so a result is allocated once.
+    func forEachElement(
+        _ key: String, _ legacyKeys: [String], reserving reserve: (Int) -> Void = { _ in },
+        _ body: (JSONScanner, Int) -> Int?
+    ) {
+        let object = encodedStorage
+        let scanner = object.scanner
+        guard let member = member(key, legacyKeys, in: object),
+              scanner.byte(at: member.value) == UInt8(ascii: "[") else { return }
+        var count = 0
+        var next = scanner.firstElement(ofArrayAt: member.value)
+        while let element = next {
+            count += 1
+            next = scanner.nextElement(after: scanner.end(ofValueAt: element))
+        }
+        reserve(count)
+        next = scanner.firstElement(ofArrayAt: member.value)
+        var end = member.value + 2  // `[]`
+        while let element = next {
+            let elementEnd = body(scanner, element) ?? scanner.end(ofValueAt: element)
+            end = scanner.skipWhitespace(from: elementEnd) + 1
+            next = scanner.nextElement(after: elementEnd)
+        }
+        didRead(upTo: end, in: object)
     }
 }

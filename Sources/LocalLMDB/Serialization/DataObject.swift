@@ -11,8 +11,25 @@ public final class DataObject {
     /// The key holding the class name.
     static let classNameKey = "object"
 
-    /// The fields, the class name among them.
-    var object: JSONObject
+    /// A data object is built as a tree of fields and read as JSON bytes: reading a stored
+    /// record parses each field where it lies, straight into the type asked for, with no tree
+    /// in between. Either form turns into the other when used the other way.
+    enum Storage {
+        /// Fields being added.
+        case fields(JSONObject)
+        /// Valid JSON to read fields from.
+        case encoded(EncodedObject)
+    }
+
+    // Exclusivity is not checked at run time on these two: each access is a plain load or store
+    // (no method holds one across a call), and a data object is not Sendable, so accesses
+    // cannot overlap. The checks cost more than the field reads they guarded.
+
+    @exclusivity(unchecked) private(set) var storage: Storage
+
+    /// In `.encoded` storage: the member the next lookup starts at. Fields are usually read in
+    /// the order they were written, so most lookups match at once.
+    @exclusivity(unchecked) var nextMember: Int?
 
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: Storable) {
@@ -20,38 +37,45 @@ public final class DataObject {
         var members: [JSONObject.Member] = []
         members.reserveCapacity(16)
         members.append(.init(key: Self.classNameKey, value: .string(name)))
-        self.object = JSONObject(members: members)
+        storage = .fields(JSONObject(members: members))
     }
 
     /// Creates a data object from JSON text produced by `toRawString()`.
     /// Text that is not a JSON object gives an empty data object; use `init(validating:)` to
     /// find out why.
     public init(rawString: String) {
-        self.object = (try? Self.parse(rawString)) ?? JSONObject()
+        storage = (try? Self.parse(rawString)).map(Storage.encoded) ?? .fields(JSONObject())
     }
 
     /// Creates a data object from JSON text produced by `toRawString()`.
     /// - Throws: `LocalDatabaseError.invalidJSON` when the text is not a JSON object.
     public init(validating rawString: String) throws(LocalDatabaseError) {
-        self.object = try Self.parse(rawString)
+        storage = .encoded(try Self.parse(rawString))
     }
 
-    init(jsonObject: JSONObject) {
-        self.object = jsonObject
+    init(fields: JSONObject) {
+        storage = .fields(fields)
     }
 
-    private static func parse(_ text: String) throws(LocalDatabaseError) -> JSONObject {
+    init(encoded: EncodedObject) {
+        storage = .encoded(encoded)
+    }
+
+    private static func parse(_ text: String) throws(LocalDatabaseError) -> EncodedObject {
         var text = text
-        let result = text.withUTF8 { utf8 in
-            Result { () throws(LocalDatabaseError) in try JSONReader.parseObject(UnsafeRawBufferPointer(utf8)) }
-        }
-        return try result.get()
+        let buffer = text.withUTF8 { JSONBuffer(copying: UnsafeRawBufferPointer($0)) }
+        return try EncodedObject.validating(UnsafeRawBufferPointer(buffer.bytes), owner: buffer)
     }
 
     /// The stored class name, if this data object has one.
     public var className: String? {
-        if case let .string(name) = object[Self.classNameKey] { return name }
-        return nil
+        switch storage {
+        case let .fields(fields):
+            if case let .string(name) = fields[Self.classNameKey] { return name }
+            return nil
+        case let .encoded(encoded):
+            return encoded.className
+        }
     }
 
     /// This data object as UTF-8 JSON.
@@ -66,18 +90,61 @@ public final class DataObject {
 
     /// The JSON bytes, appended to `bytes`.
     func encoded(appendingTo bytes: [UInt8] = []) -> [UInt8] {
-        var writer = JSONWriter(bytes: bytes)
-        writer.bytes.reserveCapacity(writer.bytes.count + 384)
-        writer.write(object)
-        return writer.bytes
+        switch storage {
+        case let .fields(fields):
+            var writer = JSONWriter(bytes: bytes)
+            writer.bytes.reserveCapacity(writer.bytes.count + 384)
+            writer.write(fields)
+            return writer.bytes
+        case let .encoded(encoded):
+            return bytes + encoded.extent
+        }
     }
 
-    /// The first value found under `key` or, failing that, under each of `legacyKeys` in turn.
-    func value(_ key: String, legacyKeys: [String]) -> JSONValue? {
-        if let value = object.lookup(key) { return value }
-        for legacyKey in legacyKeys {
-            if let value = object.lookup(legacyKey) { return value }
+    /// The fields as a tree, for writing them into another object.
+    var fields: JSONObject {
+        switch storage {
+        case let .fields(fields): return fields
+        case let .encoded(encoded): return encoded.scanner.object(at: 0, mayRepeatKeys: false).object
         }
-        return nil
+    }
+
+    /// Stores `value` under `key`, in place of any value there.
+    func set(_ key: String, _ value: JSONValue) -> Self {
+        var fields = fields
+        storage = .fields(JSONObject())  // Drop the old storage's reference: `fields` is unique.
+        fields.set(key, value)
+        storage = .fields(fields)
+        nextMember = nil
+        return self
+    }
+
+    /// The bytes to read fields from, written out first when fields were being added.
+    var encodedStorage: EncodedObject {
+        if case let .encoded(encoded) = storage { return encoded }
+        let encoded = EncodedObject(writing: fields)
+        storage = .encoded(encoded)
+        nextMember = nil
+        return encoded
+    }
+
+    /// Copies borrowed bytes into bytes of its own, so this object outlives the read that
+    /// lent them.
+    func takeOwnership() {
+        if case let .encoded(encoded) = storage, encoded.owner == nil {
+            storage = .encoded(encoded.owned())
+        }
+    }
+
+    /// `type.init(dataObject:)` reading `object` in place. A data object that the initializer
+    /// keeps (so that it outlives this call) is given bytes of its own first: borrowed bytes
+    /// never outlive the read transaction that lent them.
+    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject) -> T {
+        var dataObject = DataObject(encoded: object)
+        let restored = type.init(dataObject: dataObject)
+        if object.owner == nil, !isKnownUniquelyReferenced(&dataObject) {
+            dataObject.takeOwnership()
+        }
+        return restored
     }
 }

@@ -23,12 +23,11 @@ enum ObjectDecoding {
 
     /// Restores a nested object: as the class it names when that is `T` or a subclass,
     /// otherwise as `T` itself.
-    static func instantiate<T: Storable>(_ requested: T.Type, from object: JSONObject) -> T {
+    static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject) -> T {
         var type = requested
-        if case let .string(storedName) = object[DataObject.classNameKey],
-           case let .restore(resolved) = resolve(storedName: storedName, as: requested) {
+        if let storedName = object.className, case let .restore(resolved) = resolve(storedName: storedName, as: requested) {
             type = resolved
         }
-        return type.init(dataObject: DataObject(jsonObject: object))
+        return DataObject.restore(type, from: object)
     }
 }

@@ -19,7 +19,9 @@ enum RecordCodec {
             value: dataObject.encoded(appendingTo: bytes))
     }
 
-    /// Parses a stored value. Errors name the record (`id`, or else the one in the value or key).
+    /// Parses and checks a stored value; the object reads its JSON in place, so the result is
+    /// valid only during the read transaction `value` came from. Errors name the record
+    /// (`id`, or else the one in the value or key).
     static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, id: String? = nil) throws(LocalDatabaseError) -> StoredObject {
         let stored: StoredValue
         do throws(StoredValueError) {
@@ -28,7 +30,7 @@ enum RecordCodec {
             throw .corruptRecord(id: id ?? displayID(key), reason: error.description)
         }
         do throws(LocalDatabaseError) {
-            let object = try JSONReader.parseObject(stored.json)
+            let object = try EncodedObject.validating(stored.json, owner: nil)
             return StoredObject(id: id, typeName: stored.typeNameString, object: object)
         } catch {
             throw .corruptRecord(id: id ?? stored.id(key: key), reason: error.description)
@@ -42,21 +44,32 @@ enum RecordCodec {
     }
 }
 
-/// A record's parsed contents, ready to become a model object.
-struct StoredObject: Sendable {
+/// A record's checked contents, ready to become a model object.
+struct StoredObject {
     /// The record's id, when the reader knows it (reads by type do not build id strings).
     let id: String?
     let typeName: String
-    let object: JSONObject
+    let object: EncodedObject
 
     /// The model object: as the stored class when it is `T` or a subclass of it.
     /// - Throws: `typeMismatch` when the stored class is another one.
     func instantiate<T: Storable>(as requested: T.Type) throws(LocalDatabaseError) -> T {
         switch ObjectDecoding.resolve(storedName: typeName, as: requested) {
         case let .restore(type):
-            return type.init(dataObject: DataObject(jsonObject: object))
+            return DataObject.restore(type, from: object)
         case .unrelated, .unknown:
             throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested), stored: typeName)
         }
+    }
+
+    /// A copy with bytes of its own, to carry out of the read transaction.
+    func detached() -> Detached {
+        Detached(stored: StoredObject(id: id, typeName: typeName, object: object.owned()))
+    }
+
+    /// A stored object whose bytes it owns. Sendable because those bytes are never written
+    /// after they are copied, and nothing in it points into LMDB's map.
+    struct Detached: @unchecked Sendable {
+        let stored: StoredObject
     }
 }

@@ -81,13 +81,24 @@ struct RecordStore: Sendable {
         typeKeys: [StorageKey], in transaction: Transaction,
         _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> Void
     ) throws(LocalDatabaseError) {
-        try transaction.withCursor(types) { cursor throws(LocalDatabaseError) in
-            for typeKey in typeKeys {
-                try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
-                    try cursor.forEachDuplicate(of: typeBytes) { recordKey throws(LocalDatabaseError) in
-                        // An index entry without its record is reported by verifyIntegrity; reads skip it.
-                        if let value = try transaction.get(records, recordKey) {
-                            try body(recordKey, value)
+        try transaction.withCursor(types) { index throws(LocalDatabaseError) in
+            try transaction.withCursor(records) { recordsCursor throws(LocalDatabaseError) in
+                var positioned = false
+                for typeKey in typeKeys {
+                    try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
+                        try index.forEachDuplicate(of: typeBytes) { recordKey throws(LocalDatabaseError) in
+                            // The index lists a type's records in key order, the order of the
+                            // records database: when the type holds most records, the next record
+                            // is the one after the last, one cursor step instead of a search.
+                            var found: UnsafeRawBufferPointer?
+                            if positioned, let next = try recordsCursor.get(MDB_NEXT), next.key.hasSameBytes(as: recordKey) {
+                                found = next.value
+                            } else {
+                                found = try recordsCursor.get(MDB_SET_KEY, key: recordKey)?.value
+                            }
+                            positioned = found != nil
+                            // An index entry without its record is reported by verifyIntegrity; reads skip it.
+                            if let found { try body(recordKey, found) }
                         }
                     }
                 }
@@ -95,14 +106,15 @@ struct RecordStore: Sendable {
         }
     }
 
-    /// `transform` applied to the parsed JSON of each record stored under any of `typeKeys`.
+    /// `transform` applied to each record stored under any of `typeKeys`, checked and read in
+    /// place (so only for the life of `transaction`).
     func objects<R>(
-        typeKeys: [StorageKey], in transaction: Transaction, _ transform: (JSONObject) -> R
+        typeKeys: [StorageKey], in transaction: Transaction, _ transform: (StoredObject) -> R
     ) throws(LocalDatabaseError) -> [R] {
         var objects: [R] = []
         objects.reserveCapacity(try count(typeKeys: typeKeys, in: transaction))
         try forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(LocalDatabaseError) in
-            objects.append(transform(try RecordCodec.decode(key: key, value: value).object))
+            objects.append(transform(try RecordCodec.decode(key: key, value: value)))
         }
         return objects
     }

@@ -5,46 +5,62 @@
 /// string starts with the byte `0xFF`, so the two forms never collide; the full name of a hashed
 /// key is kept in the record's value.
 struct StorageKey: Sendable, Hashable {
-    /// The LMDB key.
-    let bytes: [UInt8]
+    /// A name that is its own key keeps the `String` (its UTF-8 is the key, with no copy).
+    private enum Form: Sendable {
+        case name(String)
+        case digest([UInt8])
+    }
+
+    private let form: Form
 
     /// The first byte of a hashed key.
     static let hashMarker: UInt8 = 0xFF
 
     init(_ name: String, maxKeySize: Int) {
-        let utf8 = Array(name.utf8)
-        if utf8.isEmpty || utf8.count > maxKeySize {
-            bytes = [Self.hashMarker] + SHA256.digest(utf8)
+        let length = name.utf8.count
+        if length == 0 || length > maxKeySize {
+            form = .digest([Self.hashMarker] + SHA256.digest(Array(name.utf8)))
         } else {
-            bytes = utf8
+            form = .name(name)
         }
     }
 
-    init(rawBytes: UnsafeRawBufferPointer) {
-        bytes = Array(rawBytes)
+    /// True when the key is a digest, so the name must be read from the record's value.
+    var isHashed: Bool {
+        if case .digest = form { return true }
+        return false
     }
 
-    /// True when the key is a digest, so the name must be read from the record's value.
-    var isHashed: Bool { bytes.first == Self.hashMarker }
-
-    /// The name, when the key is the name itself.
-    var name: String? { isHashed ? nil : String(decoding: bytes, as: UTF8.self) }
+    /// The LMDB key, copied.
+    var bytes: [UInt8] {
+        switch form {
+        case let .name(name): return Array(name.utf8)
+        case let .digest(digest): return digest
+        }
+    }
 
     /// Calls `body` with the key's bytes.
     @discardableResult
     func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        try bytes.withBytes(body)
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// `withUnsafeBytes` with a typed error.
-    @discardableResult
-    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        let result: Result<R, E> = withUnsafeBytes { buffer in
-            Result { () throws(E) in try body(buffer) }
+        switch form {
+        case var .name(name):
+            let result: Result<R, E> = name.withUTF8 { utf8 in
+                Result { () throws(E) in try body(UnsafeRawBufferPointer(utf8)) }
+            }
+            return try result.get()
+        case let .digest(digest):
+            return try digest.withBytes(body)
         }
-        return try result.get()
+    }
+
+    // Keys are equal when their bytes are: `String`'s == would also equate different UTF-8
+    // spellings of the same characters, which LMDB stores under different keys.
+    static func == (lhs: StorageKey, rhs: StorageKey) -> Bool {
+        lhs.withBytes { left in rhs.withBytes { right in left.hasSameBytes(as: right) } }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        withBytes { hasher.combine(bytes: $0) }
     }
 }
 

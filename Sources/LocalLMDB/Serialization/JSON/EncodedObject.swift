@@ -1,0 +1,110 @@
+/// A valid JSON object's bytes, which a `DataObject` reads its fields from in place.
+///
+/// Borrowed bytes (`owner == nil`) point into LMDB's memory map and are valid only during the
+/// read transaction that found them: `DataObject.restore(_:from:)` copies them into a
+/// `JSONBuffer` when a data object outlives the initializer it was made for. Owned bytes live
+/// in the `JSONBuffer` this value keeps alive.
+///
+/// Invariant: `bytes` starts with the object's `{` and holds at least up to its matching `}`
+/// (nested objects share their parent's bytes and run to the parent's end); the document they
+/// belong to passed `JSONValidator` and names no member twice in any object.
+struct EncodedObject {
+    let bytes: UnsafeRawBufferPointer
+    /// Keeps owned bytes alive; nil when they are borrowed.
+    let owner: JSONBuffer?
+
+    var scanner: JSONScanner { JSONScanner(bytes) }
+
+    /// Exactly the object's bytes, from `{` to its `}`.
+    var extent: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[..<scanner.end(ofValueAt: 0)])
+    }
+
+    /// The string under `DataObject.classNameKey`: the writer puts it first, so this usually
+    /// reads one member.
+    var className: String? {
+        member(named: DataObject.classNameKey, from: nil).flatMap { scanner.string(at: $0.value)?.value }
+    }
+
+    /// The member named `key`, walking the members from the one at `start` (the first when
+    /// nil) to the end and then from the first round to `start`.
+    func member(named key: String, from start: Int?) -> JSONScanner.Member? {
+        let scanner = scanner
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        let start = start ?? first
+        var key = key
+        return key.withUTF8 { name in
+            let name = UnsafeRawBufferPointer(name)
+            var current: Int? = start
+            var wrapped = start == first
+            while let offset = current {
+                let member = scanner.member(at: offset)
+                if scanner.key(of: member, equals: name) { return member }
+                current = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
+                if current == nil, !wrapped {
+                    current = first
+                    wrapped = true
+                }
+                if wrapped, current == start { return nil }
+            }
+            return nil
+        }
+    }
+
+    /// The nested object whose `{` is at `offset`.
+    func nestedObject(at offset: Int) -> EncodedObject {
+        EncodedObject(bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]), owner: owner)
+    }
+
+    /// The same object in bytes of its own.
+    func owned() -> EncodedObject {
+        if owner != nil { return self }
+        let buffer = JSONBuffer(copying: extent)
+        return EncodedObject(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer)
+    }
+
+    /// Checks `json`, a whole document that must be an object, and reads it in place; or, when
+    /// an object in it repeats a key, reads a rewritten copy that keeps each key's last value.
+    /// - Parameter owner: What keeps `json` alive, or nil when it is borrowed.
+    /// - Throws: `LocalDatabaseError.invalidJSON`.
+    static func validating(_ json: UnsafeRawBufferPointer, owner: JSONBuffer?) throws(LocalDatabaseError) -> EncodedObject {
+        let summary = try JSONValidator.validateObject(json)
+        guard summary.mayRepeatKeys else {
+            return EncodedObject(bytes: UnsafeRawBufferPointer(rebasing: json[summary.start...]), owner: owner)
+        }
+        let object = JSONScanner(json).object(at: summary.start, mayRepeatKeys: true).object
+        return EncodedObject(writing: object)
+    }
+
+    /// The bytes of `object` as written by `JSONWriter`, owned.
+    init(writing object: JSONObject) {
+        var writer = JSONWriter()
+        writer.write(object)
+        let buffer = JSONBuffer.copying(writer.bytes)
+        self.init(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer)
+    }
+
+    init(bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
+        self.bytes = bytes
+        self.owner = owner
+    }
+}
+
+/// Bytes of JSON owned by the objects that read them. Immutable once made, so sharing one
+/// between threads is safe.
+final class JSONBuffer: @unchecked Sendable {
+    let bytes: UnsafeMutableRawBufferPointer
+
+    init(copying source: UnsafeRawBufferPointer) {
+        bytes = .allocate(byteCount: source.count, alignment: 1)
+        bytes.copyMemory(from: source)
+    }
+
+    static func copying(_ source: [UInt8]) -> JSONBuffer {
+        source.withUnsafeBytes { JSONBuffer(copying: $0) }
+    }
+
+    deinit {
+        bytes.deallocate()
+    }
+}

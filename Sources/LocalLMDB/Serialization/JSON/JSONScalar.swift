@@ -1,0 +1,56 @@
+import Foundation
+
+/// The field types `DataObject` stores directly, and how each maps to and from JSON.
+///
+/// Reading is lenient in one way only: numbers convert between `Int` and `Double` when the value
+/// is exactly representable (JSON does not distinguish `1` from `1.0`). Everything else that is
+/// mistyped yields nil, and the caller's default.
+protocol JSONScalar {
+    var jsonValue: JSONValue { get }
+    /// The value at `offset`, and where it ends; nil when the value there is another type.
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Self, end: Int)?
+}
+
+extension String: JSONScalar {
+    var jsonValue: JSONValue { .string(self) }
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
+        scanner.string(at: offset)
+    }
+}
+
+extension Int: JSONScalar {
+    var jsonValue: JSONValue { .int(Int64(self)) }
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
+        switch scanner.number(at: offset) {
+        case let (.int(number), end)?: return Int(exactly: number).map { ($0, end) }
+        case let (.double(number), end)?: return Int(exactly: number).map { ($0, end) }
+        default: return nil
+        }
+    }
+}
+
+extension Double: JSONScalar {
+    var jsonValue: JSONValue { .double(self) }
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+        switch scanner.number(at: offset) {
+        case let (.double(number), end)?: return (number, end)
+        case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
+        default: return nil
+        }
+    }
+}
+
+extension Bool: JSONScalar {
+    var jsonValue: JSONValue { .bool(self) }
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
+        scanner.bool(at: offset)
+    }
+}
+
+extension Date: JSONScalar {
+    var jsonValue: JSONValue { .string(ISO8601Date.format(self)) }
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
+        guard let (text, end) = scanner.string(at: offset), let date = ISO8601Date.parse(text) else { return nil }
+        return (date, end)
+    }
+}

@@ -1,0 +1,220 @@
+/// Checks that bytes are exactly one strict JSON (RFC 8259) document, building nothing.
+///
+/// Strict: the whole input must be one value with optional surrounding whitespace; strings
+/// must be valid UTF-8 with no raw control characters and no lone surrogate escapes; numbers
+/// must be within `Double`'s range; nesting is limited to `maxDepth` so hostile input cannot
+/// exhaust the stack. It allocates nothing, so a stored record is checked in one pass before
+/// `JSONScanner` reads fields out of it in place.
+struct JSONValidator {
+    /// The deepest nesting of arrays and objects accepted.
+    static let maxDepth = 512
+
+    /// What the validator learnt about a valid document.
+    struct Summary {
+        /// Where the document's value starts (after leading whitespace).
+        var start: Int
+        /// Some object may name a member twice. Readers of such documents must keep the last
+        /// value (as most JSON readers do), which reading in place cannot: they build a tree.
+        var mayRepeatKeys: Bool
+    }
+
+    private let input: UnsafeRawBufferPointer
+    private var offset = 0
+    private var depth = 0
+    private var mayRepeatKeys = false
+
+    private init(_ input: UnsafeRawBufferPointer) {
+        self.input = input
+    }
+
+    /// Checks one complete document.
+    /// - Throws: `LocalDatabaseError.invalidJSON`, with the offset of the problem.
+    static func validate(_ input: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> Summary {
+        var validator = JSONValidator(input)
+        validator.skipWhitespace()
+        let start = validator.offset
+        try validator.value()
+        validator.skipWhitespace()
+        guard validator.offset == input.count else { throw validator.failure("unexpected data after the document") }
+        return Summary(start: start, mayRepeatKeys: validator.mayRepeatKeys)
+    }
+
+    /// Checks one complete document that must be an object.
+    static func validateObject(_ input: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> Summary {
+        let summary = try validate(input)
+        guard input[summary.start] == UInt8(ascii: "{") else {
+            throw .invalidJSON(reason: "the document is not an object", offset: summary.start)
+        }
+        return summary
+    }
+
+    private func failure(_ reason: String) -> LocalDatabaseError {
+        .invalidJSON(reason: reason, offset: offset)
+    }
+
+    private var current: UInt8? { offset < input.count ? input[offset] : nil }
+
+    private mutating func skipWhitespace() {
+        while offset < input.count, JSONGrammar.isWhitespace(input[offset]) { offset += 1 }
+    }
+
+    private mutating func literal(_ text: StaticString) throws(LocalDatabaseError) {
+        let count = text.utf8CodeUnitCount
+        guard input.count - offset >= count else { throw failure("invalid literal") }
+        for index in 0..<count where input[offset + index] != text.utf8Start[index] {
+            throw failure("invalid literal")
+        }
+        offset += count
+    }
+
+    private mutating func value() throws(LocalDatabaseError) {
+        guard let byte = current else { throw failure("unexpected end of input") }
+        switch byte {
+        case UInt8(ascii: "{"): try object()
+        case UInt8(ascii: "["): try array()
+        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
+        default: throw failure("unexpected character")
+        }
+    }
+
+    private mutating func enterContainer() throws(LocalDatabaseError) {
+        depth += 1
+        guard depth <= Self.maxDepth else { throw failure("nesting deeper than \(Self.maxDepth) levels") }
+        offset += 1
+        skipWhitespace()
+    }
+
+    private mutating func object() throws(LocalDatabaseError) {
+        let objectStart = offset
+        try enterContainer()
+        if current == UInt8(ascii: "}") {
+            offset += 1
+            depth -= 1
+            return
+        }
+        // A 64-bit filter of the keys seen so far: only a key whose bit is already set can be a
+        // repeat, and only then are earlier keys compared.
+        var seenKeys: UInt64 = 0
+        while true {
+            guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
+            let keyStart = offset
+            let keyHasEscapes = try string()
+            if !mayRepeatKeys {
+                let key = UnsafeRawBufferPointer(rebasing: input[(keyStart + 1)..<(offset - 1)])
+                let bit = Self.filterBit(key)
+                if seenKeys & bit != 0, keyHasEscapes || isRepeat(key, inObjectAt: objectStart, before: keyStart) {
+                    mayRepeatKeys = true
+                }
+                seenKeys |= bit
+            }
+            skipWhitespace()
+            guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
+            offset += 1
+            skipWhitespace()
+            try value()
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","):
+                offset += 1
+                skipWhitespace()
+            case UInt8(ascii: "}"):
+                offset += 1
+                depth -= 1
+                return
+            default:
+                throw failure("expected ',' or '}'")
+            }
+        }
+    }
+
+    private static func filterBit(_ key: UnsafeRawBufferPointer) -> UInt64 {
+        let mix = key.count &* 31 &+ Int(key.first ?? 0) &* 7 &+ Int(key.last ?? 0)
+        return 1 << UInt64(mix & 63)
+    }
+
+    /// Whether a member before `end` in the object at `objectStart` has the raw key `key`, or a
+    /// key with escapes (which might spell the same key differently: assumed to).
+    /// The object is valid up to `end`, so the scanner can walk it.
+    private func isRepeat(_ key: UnsafeRawBufferPointer, inObjectAt objectStart: Int, before end: Int) -> Bool {
+        let scanner = JSONScanner(input)
+        var member = scanner.firstMember(ofObjectAt: objectStart)
+        while let keyOffset = member, keyOffset < end {
+            let earlier = scanner.member(at: keyOffset)
+            if earlier.keyHasEscapes || scanner.bytes(earlier.key).hasSameBytes(as: key) { return true }
+            member = scanner.nextMember(after: scanner.end(ofValueAt: earlier.value))
+        }
+        return false
+    }
+
+    private mutating func array() throws(LocalDatabaseError) {
+        try enterContainer()
+        if current == UInt8(ascii: "]") {
+            offset += 1
+            depth -= 1
+            return
+        }
+        while true {
+            try value()
+            skipWhitespace()
+            switch current {
+            case UInt8(ascii: ","):
+                offset += 1
+                skipWhitespace()
+            case UInt8(ascii: "]"):
+                offset += 1
+                depth -= 1
+                return
+            default:
+                throw failure("expected ',' or ']'")
+            }
+        }
+    }
+
+    private mutating func number() throws(LocalDatabaseError) {
+        guard let shape = JSONGrammar.numberShape(in: input, at: offset) else {
+            // Point at the offending byte: past the sign and digits that were fine.
+            while let byte = current, JSONGrammar.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") { offset += 1 }
+            throw failure("invalid number")
+        }
+        let start = offset
+        offset = shape.end
+        // Without an exponent, fewer than 300 integer digits cannot leave Double's range.
+        let text = UnsafeRawBufferPointer(rebasing: input[start..<shape.end])
+        let mayOverflow = text.count >= 300 || text.contains { $0 | 0x20 == UInt8(ascii: "e") }
+        if mayOverflow, JSONGrammar.numberValue(text, isInteger: shape.isInteger) == nil {
+            throw LocalDatabaseError.invalidJSON(reason: "number out of range", offset: start)
+        }
+    }
+
+    /// Checks the string whose opening quote is at `offset` and moves past its closing quote.
+    /// - Returns: Whether it contains escapes.
+    private mutating func string() throws(LocalDatabaseError) -> Bool {
+        offset += 1
+        var hasEscapes = false
+        while true {
+            offset = JSONGrammar.endOfPlainRun(in: input, from: offset)
+            guard let byte = current else { throw failure("unterminated string") }
+            switch byte {
+            case UInt8(ascii: "\""):
+                offset += 1
+                return hasEscapes
+            case UInt8(ascii: "\\"):
+                hasEscapes = true
+                do throws(JSONGrammar.EscapeError) {
+                    offset = try JSONGrammar.escape(in: input, at: offset).end
+                } catch {
+                    throw failure(error.reason)
+                }
+            case 0x80...:
+                guard let length = JSONGrammar.utf8SequenceLength(in: input, at: offset) else { throw failure("invalid UTF-8") }
+                offset += length
+            default:
+                throw failure("control character in string")
+            }
+        }
+    }
+}
