@@ -295,6 +295,23 @@ final class Keeper: Storable {
     }
 }
 
+/// Keeps the data objects of an array of nested objects.
+final class KeeperShelf: Storable {
+    let items: [Keeper]
+
+    init(items: [Keeper]) {
+        self.items = items
+    }
+
+    required init(dataObject: DataObject) {
+        items = dataObject.getObjectArray("items", type: Keeper.self)
+    }
+
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "items", value: items)
+    }
+}
+
 @Suite("Data objects that outlive their read")
 struct KeptDataObjectTests {
     @Test func keptDataObjectsStayValidAfterTheDataChanges() async throws {
@@ -330,6 +347,28 @@ struct KeptDataObjectTests {
             #expect(object.toRawString() == #"{"object":"Keeper","text":"changed","child":null,"extra":1}"#)
             let copy = Keeper(dataObject: DataObject(rawString: try #require(object.toRawString())))
             #expect(copy.text == "changed")
+        }
+    }
+
+    @Test func keptDataObjectsOfArrayElementsStayValid() async throws {
+        try await withDatabase { database, _ in
+            let shelf = KeeperShelf(items: (0..<20).map { Keeper(text: "item \($0) " + String(repeating: "i", count: 300), child: nil) })
+            try await database.write(Record(id: "shelf", data: shelf))
+            let read: KeeperShelf? = try await database.read(id: "shelf")
+            let all: [KeeperShelf] = try await database.read()
+            // Overwrite it, and enough besides that the pages it was read from are reused.
+            for round in 0..<4 {
+                let filler = (0..<50).map { Record(id: "filler\($0)", data: Keeper(text: String(repeating: "z", count: 700 + round), child: nil)) }
+                try await database.write(contentsOf: filler)
+                try await database.write(Record(id: "shelf", data: KeeperShelf(items: [Keeper(text: String(repeating: "y", count: 9000), child: nil)])))
+            }
+            for copy in [read, all.first] {
+                let items = try #require(copy?.items)
+                #expect(items.count == 20)
+                for (index, item) in items.enumerated() {
+                    #expect(item.kept.get("text") == "item \(index) " + String(repeating: "i", count: 300))
+                }
+            }
         }
     }
 }

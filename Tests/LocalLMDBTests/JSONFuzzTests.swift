@@ -168,4 +168,65 @@ struct JSONFuzzTests {
         let deepest = String(repeating: "[", count: JSONReader.maxDepth) + String(repeating: "]", count: JSONReader.maxDepth)
         #expect(throws: Never.self) { _ = try Self.parse(Array(deepest.utf8)).get() }
     }
+
+    /// What each typed getter should give for `value`, by the conversion rules, from the tree.
+    static func expectedReads(_ value: JSONValue?) -> (string: String?, int: Int?, double: Double?, bool: Bool?, strings: [String], optionalInts: [Int?]) {
+        func int(_ value: JSONValue) -> Int? {
+            switch value {
+            case let .int(number): return Int(exactly: number)
+            case let .double(number): return Int(exactly: number)
+            default: return nil
+            }
+        }
+        func double(_ value: JSONValue) -> Double? {
+            switch value {
+            case let .double(number): return number
+            case let .int(number): return Double(exactly: number)
+            default: return nil
+            }
+        }
+        var result: (string: String?, int: Int?, double: Double?, bool: Bool?, strings: [String], optionalInts: [Int?]) = (nil, nil, nil, nil, [], [])
+        guard let value else { return result }
+        if case let .string(text) = value { result.string = text }
+        if case let .bool(flag) = value { result.bool = flag }
+        result.int = int(value)
+        result.double = double(value)
+        if case let .array(elements) = value {
+            result.strings = elements.compactMap { if case let .string(text) = $0 { text } else { nil } }
+            result.optionalInts = elements.map(int)
+        }
+        return result
+    }
+
+    @Test func fieldsReadInPlaceMatchTheParsedTree() throws {
+        let documents = try Self.fuzz("in-place reads") { random in
+            var object = Self.randomObject(&random, depth: 3)
+            // Member names that need escapes, and fields of every type at the top level.
+            object["quote\"key"] = Self.randomValue(&random, depth: 1)
+            object["é/\n"] = [Int.random(in: -5...5, using: &random), NSNull(), 2.0, "x"]
+            let data = try JSONSerialization.data(withJSONObject: object)
+            let text = String(decoding: data, as: UTF8.self)
+            guard case let .success(.object(tree)) = Self.parse(Array(data)) else {
+                Issue.record("rejected \(text)")
+                return
+            }
+            let dataObject = DataObject(rawString: text)
+            // Shuffled order, each key twice, and a missing one: lookups wrap round the members.
+            let keys = (tree.members.map(\.key) + tree.members.map(\.key) + ["no such key"]).shuffled(using: &random)
+            for key in keys {
+                let expected = Self.expectedReads(tree[key])
+                #expect(dataObject.get(key) as String? == expected.string, "\(key.debugDescription) in \(text)")
+                #expect(dataObject.get(key) as Int? == expected.int, "\(key.debugDescription) in \(text)")
+                let double: Double? = dataObject.get(key)
+                #expect(double == expected.double || (double?.isNaN == true && expected.double?.isNaN == true), "\(key.debugDescription) in \(text)")
+                #expect(dataObject.get(key) as Bool? == expected.bool, "\(key.debugDescription) in \(text)")
+                #expect(dataObject.get(key) as [String] == expected.strings, "\(key.debugDescription) in \(text)")
+                #expect(dataObject.get(key) as [Int?] == expected.optionalInts, "\(key.debugDescription) in \(text)")
+            }
+            // Re-encoding what was read in place gives the same tree back.
+            let rewritten = try #require(dataObject.toRawString())
+            #expect(Self.parse(Array(rewritten.utf8)) == .success(.object(tree)), "\(text)")
+        }
+        #expect(documents > 100)
+    }
 }
