@@ -23,6 +23,7 @@ enum RecordCodec {
     /// valid only during the read transaction `value` came from. Errors name the record
     /// (`id`, or else the one in the value or key).
     static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, id: String? = nil) throws(LocalDatabaseError) -> StoredObject {
+        value.prefetch()
         let stored: StoredValue
         do throws(StoredValueError) {
             stored = try StoredValue(parsing: value)

@@ -83,20 +83,22 @@ struct RecordStore: Sendable {
     ) throws(LocalDatabaseError) {
         try transaction.withCursor(types) { index throws(LocalDatabaseError) in
             try transaction.withCursor(records) { recordsCursor throws(LocalDatabaseError) in
-                var positioned = false
+                // The index lists a type's records in key order, the order of the records
+                // database: when the type holds most records, the next record is the one after
+                // the last, one cursor step instead of a search. That step is taken before the
+                // current record is handled, so the next one's bytes load in the meantime.
+                var ahead: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
                 for typeKey in typeKeys {
                     try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
                         try index.forEachDuplicate(of: typeBytes) { recordKey throws(LocalDatabaseError) in
-                            // The index lists a type's records in key order, the order of the
-                            // records database: when the type holds most records, the next record
-                            // is the one after the last, one cursor step instead of a search.
-                            var found: UnsafeRawBufferPointer?
-                            if positioned, let next = try recordsCursor.get(MDB_NEXT), next.key.hasSameBytes(as: recordKey) {
-                                found = next.value
+                            let found: UnsafeRawBufferPointer?
+                            if let ahead, ahead.key.hasSameBytes(as: recordKey) {
+                                found = ahead.value
                             } else {
                                 found = try recordsCursor.get(MDB_SET_KEY, key: recordKey)?.value
                             }
-                            positioned = found != nil
+                            ahead = found == nil ? nil : try recordsCursor.get(MDB_NEXT)
+                            ahead?.value.prefetch()
                             // An index entry without its record is reported by verifyIntegrity; reads skip it.
                             if let found { try body(recordKey, found) }
                         }
