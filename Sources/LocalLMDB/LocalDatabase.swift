@@ -204,11 +204,13 @@ public actor LocalDatabase {
            let objects = try await readInTransaction({ transaction throws(LocalDatabaseError) in
                try store.objects(typeKeys: typeKeys, in: transaction) { $0.detached() }
            }) {
-            return objects.map { DataObject.restore(T.self, from: $0.stored.object) }
+            var spare: DataObject?
+            return objects.map { DataObject.restore(T.self, from: $0.stored.object, spare: &spare) }
         }
         // Outside a transaction, objects are built inside the snapshot, from the stored bytes.
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in
-            try store.objects(typeKeys: typeKeys, in: transaction) { DataObject.restore(T.self, from: $0.object) }
+            var spare: DataObject?
+            return try store.objects(typeKeys: typeKeys, in: transaction) { DataObject.restore(T.self, from: $0.object, spare: &spare) }
         }
     }
 

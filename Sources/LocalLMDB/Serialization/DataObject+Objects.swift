@@ -33,7 +33,11 @@ extension DataObject {
         let object = encodedStorage
         guard let member = member(key, legacyKeys, in: object),
               object.scanner.byte(at: member.value) == UInt8(ascii: "{") else { return nil }
-        return ObjectDecoding.instantiate(type, from: object.nestedObject(at: member.value))
+        // The spare is taken out while the nested initializer runs, and put back after.
+        var spare = spareChild
+        spareChild = nil
+        defer { spareChild = spare }
+        return ObjectDecoding.instantiate(type, from: object.nestedObject(at: member.value), spare: &spare)
     }
 
     /// The array of nested objects under `key`; `[]` when missing. Elements that are not
@@ -41,9 +45,12 @@ extension DataObject {
     public func getObjectArray<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> [T] {
         let object = encodedStorage
         var elements: [T] = []
+        var spare = spareChild
+        spareChild = nil
+        defer { spareChild = spare }
         forEachElement(key, legacyKeys, reserving: { elements.reserveCapacity($0) }) { scanner, offset in
             if scanner.byte(at: offset) == UInt8(ascii: "{") {
-                elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset)))
+                elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
             }
             return nil
         }

@@ -31,6 +31,10 @@ public final class DataObject {
     /// the order they were written, so most lookups match at once.
     @exclusivity(unchecked) var nextMember: Int?
 
+    /// A data object to read the next nested object with: the last one, when its model did not
+    /// keep it. Reading many records of one type then allocates no data objects after the first.
+    @exclusivity(unchecked) var spareChild: DataObject?
+
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: Storable) {
         let name = TypeRegistry.shared.register(Swift.type(of: object))
@@ -138,13 +142,31 @@ public final class DataObject {
 
     /// `type.init(dataObject:)` reading `object` in place. A data object that the initializer
     /// keeps (so that it outlives this call) is given bytes of its own first: borrowed bytes
-    /// never outlive the read transaction that lent them.
-    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject) -> T {
-        var dataObject = DataObject(encoded: object)
+    /// never outlive the read transaction that lent them. One it does not keep is handed back in
+    /// `spare`, to restore the next object with; `spare` is used in the same way.
+    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
+        var dataObject: DataObject
+        if let reused = spare {
+            spare = nil
+            reused.storage = .encoded(object)
+            reused.nextMember = nil
+            dataObject = reused
+        } else {
+            dataObject = DataObject(encoded: object)
+        }
         let restored = type.init(dataObject: dataObject)
-        if object.owner == nil, !isKnownUniquelyReferenced(&dataObject) {
+        if isKnownUniquelyReferenced(&dataObject) {
+            dataObject.storage = .fields(JSONObject())  // Let go of the bytes.
+            spare = dataObject
+        } else if object.owner == nil {
             dataObject.takeOwnership()
         }
         return restored
+    }
+
+    /// `restore(_:from:spare:)` for one object.
+    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject) -> T {
+        var spare: DataObject?
+        return restore(type, from: object, spare: &spare)
     }
 }

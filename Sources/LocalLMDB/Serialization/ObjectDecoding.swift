@@ -23,11 +23,11 @@ enum ObjectDecoding {
 
     /// Restores a nested object: as the class it names when that is `T` or a subclass,
     /// otherwise as `T` itself.
-    static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject) -> T {
+    static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
         if let storedName = object.className, case let .restore(resolved) = resolve(storedName: storedName, as: requested) {
             type = resolved
         }
-        return DataObject.restore(type, from: object)
+        return DataObject.restore(type, from: object, spare: &spare)
     }
 }
