@@ -35,11 +35,16 @@ struct EncodedObject {
         var key = key
         return key.withUTF8 { name in
             let name = UnsafeRawBufferPointer(name)
+            // A name with nothing to escape matches a key spelled the same without finding
+            // the key's end first; a key with escapes might decode to it, so those are compared
+            // the long way.
+            let isPlain = JSONGrammar.endOfPlainRun(in: name, from: 0) == name.count
             var current: Int? = start
             var wrapped = start == first
             while let offset = current {
+                if isPlain, let member = scanner.member(at: offset, spelled: name) { return member }
                 let member = scanner.member(at: offset)
-                if scanner.key(of: member, equals: name) { return member }
+                if member.keyHasEscapes || !isPlain, scanner.key(of: member, equals: name) { return member }
                 current = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
                 if current == nil, !wrapped {
                     current = first

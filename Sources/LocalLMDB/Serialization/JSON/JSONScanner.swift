@@ -116,6 +116,17 @@ struct JSONScanner {
         return Member(start: offset, key: (offset + 1)..<max(offset + 1, keyEnd - 1), keyHasEscapes: hasEscapes, value: value)
     }
 
+    /// The member at `offset` if its key is spelled exactly `name`, which must hold no byte
+    /// that JSON escapes: then the quote after those bytes is the key's closing quote.
+    @inline(__always)
+    func member(at offset: Int, spelled name: UnsafeRawBufferPointer) -> Member? {
+        let keyEnd = offset + 1 + name.count
+        guard byte(at: keyEnd) == UInt8(ascii: "\""), bytes((offset + 1)..<keyEnd).hasSameBytes(as: name) else { return nil }
+        var value = skipWhitespace(from: keyEnd + 1)
+        if byte(at: value) == UInt8(ascii: ":") { value = skipWhitespace(from: value + 1) }
+        return Member(start: offset, key: (offset + 1)..<keyEnd, keyHasEscapes: false, value: value)
+    }
+
     /// The next member's key after a value that ended at `valueEnd`, or nil at the object's end.
     @inline(__always)
     func nextMember(after valueEnd: Int) -> Int? {
