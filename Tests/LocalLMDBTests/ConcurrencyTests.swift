@@ -1,5 +1,5 @@
 import Foundation
-import LocalLMDB
+@testable import LocalLMDB
 import LocalLMDBTestSupport
 import Testing
 
@@ -42,6 +42,34 @@ struct ConcurrencyTests {
     }
 
     @MainActor
+    @Test func concurrentWritesShareCommits() async throws {
+        try await withDatabase { database, _ in
+            let writers = 8
+            let perWriter = 40
+            let environment = database.engine.environment
+            let before = environment.lastTransactionID
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for index in 0..<perWriter {
+                            try await database.write(Record(id: "w\(writer)-\(index)", data: Entry(sequence: index, payload: "")))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let commits = environment.lastTransactionID - before
+            print("\(writers * perWriter) concurrent writes took \(commits) commits")
+            #expect(try await database.count(Entry.self) == writers * perWriter)
+            // Writers that arrive together share a commit: far fewer commits than writes.
+            #expect(commits <= writers * perWriter / 3)
+            // A lone writer is not held back waiting for company: one commit per write.
+            let lone = environment.lastTransactionID
+            for index in 0..<20 { try await database.write(Record(id: "lone\(index)", data: Entry(sequence: index, payload: ""))) }
+            #expect(environment.lastTransactionID - lone == 20)
+        }
+    }
+
     @Test func mainActorCodeWritesAndReadsNonSendableModels() async throws {
         try await withDatabase { database, _ in
             let student = makeStudent("Main")

@@ -44,7 +44,11 @@ final class Writer: @unchecked Sendable {
     private var user: UserTransaction?
     private var waitingToBegin: [(owner: Owner, continuation: CheckedContinuation<Void, any Error>)] = []
     private var pending: [PendingWrite] = []
-    private var flushScheduled = false
+    /// A delayed flush is waiting to run.
+    private var delayedFlushScheduled = false
+    /// Group commits so far. A delayed flush runs only if no flush came first: otherwise it
+    /// would commit, alone, the first write of the next group.
+    private var flushCount: UInt64 = 0
     /// How many writes a group commit is expected to carry: the largest recent group, decaying
     /// by one per commit. A flush waits (briefly) for that many, since concurrent writers come
     /// back together after each commit; a lone writer is never delayed for long.
@@ -223,11 +227,13 @@ final class Writer: @unchecked Sendable {
         if pending.count >= lastGroupSize {
             // The group is complete: commit behind the jobs already queued (their writes join it).
             thread.submit { [self] in flush() }
-        } else if !flushScheduled {
+        } else if !delayedFlushScheduled {
             // Wait a moment for the writers of the last group to come back.
-            flushScheduled = true
+            delayedFlushScheduled = true
+            let scheduledAfter = flushCount
             thread.submit(after: Self.groupWait) { [self] in
-                flushScheduled = false
+                guard flushCount == scheduledAfter else { return }
+                delayedFlushScheduled = false
                 flush()
             }
         }
@@ -238,6 +244,8 @@ final class Writer: @unchecked Sendable {
         guard user == nil, !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll()
+        flushCount += 1
+        delayedFlushScheduled = false
         lastGroupSize = max(batch.count, lastGroupSize - 1)
         do throws(LocalDatabaseError) {
             let results = try commitTransaction(batch.map(\.operation))

@@ -167,6 +167,13 @@ final class Environment: @unchecked Sendable {
 
     // MARK: The memory map
 
+    /// The id of the last committed write transaction: it grows by one per commit.
+    var lastTransactionID: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return info.me_last_txnid
+    }
+
     /// The map's size and the bytes the data file uses of it.
     var usage: (mapSize: Int, used: Int) {
         var info = MDB_envinfo()
