@@ -178,9 +178,7 @@ public actor LocalDatabase {
         if transactionFlag.withLock({ $0 }),
            let found = try await readInTransaction({ transaction throws(LocalDatabaseError) in
                try store.value(key, in: transaction).map { value throws(LocalDatabaseError) in
-                   try key.withBytes { keyBytes throws(LocalDatabaseError) in
-                       try RecordCodec.decode(key: keyBytes, value: value, id: id).detached()
-                   }
+                   try RecordCodec.decode(value: value, id: id).detached()
                }
            }) {
             return try found?.stored.instantiate(as: T.self)
@@ -188,9 +186,7 @@ public actor LocalDatabase {
         // Outside a transaction, the object is built inside the snapshot, from the stored bytes.
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) -> T? in
             guard let value = try store.value(key, in: transaction) else { return nil }
-            return try key.withBytes { keyBytes throws(LocalDatabaseError) in
-                try RecordCodec.decode(key: keyBytes, value: value, id: id).instantiate(as: T.self)
-            }
+            return try RecordCodec.decode(value: value, id: id).instantiate(as: T.self)
         }
     }
 

@@ -20,21 +20,32 @@ enum RecordCodec {
     }
 
     /// Parses and checks a stored value; the object reads its JSON in place, so the result is
-    /// valid only during the read transaction `value` came from. Errors name the record
-    /// (`id`, or else the one in the value or key).
-    static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, id: String? = nil) throws(LocalDatabaseError) -> StoredObject {
+    /// valid only during the read transaction `value` came from. Errors name the record by the
+    /// id in the value or else by its `key`.
+    static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> StoredObject {
+        try decode(value: value, id: nil) { stored in stored?.id(key: key) ?? displayID(key) }
+    }
+
+    /// `decode(key:value:)` for a record read by `id`, which errors name.
+    static func decode(value: UnsafeRawBufferPointer, id: String) throws(LocalDatabaseError) -> StoredObject {
+        try decode(value: value, id: id) { _ in id }
+    }
+
+    private static func decode(
+        value: UnsafeRawBufferPointer, id: String?, name: (StoredValue?) -> String
+    ) throws(LocalDatabaseError) -> StoredObject {
         value.prefetch()
         let stored: StoredValue
         do throws(StoredValueError) {
             stored = try StoredValue(parsing: value)
         } catch {
-            throw .corruptRecord(id: id ?? displayID(key), reason: error.description)
+            throw .corruptRecord(id: name(nil), reason: error.description)
         }
         do throws(LocalDatabaseError) {
             let object = try EncodedObject.validating(stored.json, owner: nil)
             return StoredObject(id: id, typeName: stored.typeNameString, object: object)
         } catch {
-            throw .corruptRecord(id: id ?? stored.id(key: key), reason: error.description)
+            throw .corruptRecord(id: name(stored), reason: error.description)
         }
     }
 
