@@ -7,6 +7,10 @@ import Foundation
 /// back in `init(dataObject:)` with `get`, `getObject`, `getObjectOptional` and
 /// `getObjectArray`. Reading never fails: a missing or mistyped field gives the default
 /// (`""`, `0`, `0.0`, `false`, `nil`, `[]`, or the `onFail:` value).
+///
+/// A data object given to `init(dataObject:)` reads the stored bytes in place. A model may keep
+/// it (it then gets a copy of its own), but only through a strong reference: one that nothing
+/// else holds strongly when the initializer returns is reused to read the next record.
 public final class DataObject {
     /// The key holding the class name.
     static let classNameKey = "object"

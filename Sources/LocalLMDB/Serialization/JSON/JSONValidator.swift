@@ -81,21 +81,40 @@ struct JSONValidator {
         }
     }
 
-    private mutating func enterContainer() throws(LocalDatabaseError) {
+    /// Moves past an opening `{` or `[`; and past `closing` too when the container is empty.
+    /// - Returns: Whether the container was empty.
+    private mutating func enterContainer(closing: UInt8) throws(LocalDatabaseError) -> Bool {
         depth += 1
         guard depth <= Self.maxDepth else { throw failure("nesting deeper than \(Self.maxDepth) levels") }
         offset += 1
         skipWhitespace()
+        guard current == closing else { return false }
+        offset += 1
+        depth -= 1
+        return true
+    }
+
+    /// Moves past what follows a member or element: a `,` (another follows) or `closing`.
+    /// - Returns: Whether the container ended.
+    private mutating func endOfEntry(closing: UInt8) throws(LocalDatabaseError) -> Bool {
+        skipWhitespace()
+        switch current {
+        case UInt8(ascii: ","):
+            offset += 1
+            skipWhitespace()
+            return false
+        case closing:
+            offset += 1
+            depth -= 1
+            return true
+        default:
+            throw failure(closing == UInt8(ascii: "}") ? "expected ',' or '}'" : "expected ',' or ']'")
+        }
     }
 
     private mutating func object() throws(LocalDatabaseError) {
         let objectStart = offset
-        try enterContainer()
-        if current == UInt8(ascii: "}") {
-            offset += 1
-            depth -= 1
-            return
-        }
+        if try enterContainer(closing: UInt8(ascii: "}")) { return }
         // A 64-bit filter of the keys seen so far: only a key whose bit is already set can be a
         // repeat, and only then are earlier keys compared.
         var seenKeys: UInt64 = 0
@@ -116,18 +135,7 @@ struct JSONValidator {
             offset += 1
             skipWhitespace()
             try value()
-            skipWhitespace()
-            switch current {
-            case UInt8(ascii: ","):
-                offset += 1
-                skipWhitespace()
-            case UInt8(ascii: "}"):
-                offset += 1
-                depth -= 1
-                return
-            default:
-                throw failure("expected ',' or '}'")
-            }
+            if try endOfEntry(closing: UInt8(ascii: "}")) { return }
         }
     }
 
@@ -151,26 +159,10 @@ struct JSONValidator {
     }
 
     private mutating func array() throws(LocalDatabaseError) {
-        try enterContainer()
-        if current == UInt8(ascii: "]") {
-            offset += 1
-            depth -= 1
-            return
-        }
+        if try enterContainer(closing: UInt8(ascii: "]")) { return }
         while true {
             try value()
-            skipWhitespace()
-            switch current {
-            case UInt8(ascii: ","):
-                offset += 1
-                skipWhitespace()
-            case UInt8(ascii: "]"):
-                offset += 1
-                depth -= 1
-                return
-            default:
-                throw failure("expected ',' or ']'")
-            }
+            if try endOfEntry(closing: UInt8(ascii: "]")) { return }
         }
     }
 
