@@ -46,35 +46,46 @@ func open(_ type: any Contender.Type, prepared count: Int) throws -> (any Conten
     return (store, directory)
 }
 
+// Every contender is set up first; then each repetition of a workload runs every contender in
+// turn, so that a slow spell of this shared machine slows them all alike rather than one.
+var stores: [(type: any Contender.Type, store: any Contender, directory: URL)] = []
 for type in contenderTypes {
-    log("\(type.name)…")
-    var (store, directory) = try open(type, prepared: recordCount)
+    log("setting up \(type.name)…")
+    let (store, directory) = try open(type, prepared: recordCount)
     if let sqlite = store as? SwiftLocalOnSQLite { notes.append("SwiftLocal on SQLite: PRAGMA synchronous = \(try sqlite.synchronousSetting()) (2 = FULL)") }
     if let grdb = store as? GRDBCodable { notes.append("GRDB Codable: PRAGMA synchronous = \(try grdb.synchronousSetting()) (2 = FULL)") }
     try await store.writeBatch(ids: ids, firstIndex: 0)
-    for workload in workloads {
-        var seconds: [Double] = []
-        for _ in 0..<repetitions {
-            var target = store
+    stores.append((type, store, directory))
+}
+
+for workload in workloads {
+    var seconds = Array(repeating: [Double](), count: stores.count)
+    for _ in 0..<repetitions {
+        let order = ids.shuffled()
+        for (index, entry) in stores.enumerated() {
+            var target = entry.store
             var scratch: URL?
             if workload.needsEmptyStore {
-                let fresh = try open(type, prepared: recordCount)
+                let fresh = try open(entry.type, prepared: recordCount)
                 target = fresh.0
                 scratch = fresh.1
             }
-            let order = ids.shuffled()
             let clock = ContinuousClock()
             let elapsed = try await clock.measure { try await workload.run(target, order) }
-            seconds.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            seconds[index].append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             if let scratch { try? FileManager.default.removeItem(at: scratch) }
         }
-        let result = Result(workload: workload.name, unit: workload.unit, contender: type.name, operations: workload.operations, seconds: seconds)
-        log(String(format: "  %-32@ best %10.0f/s  median %10.0f/s", workload.name, result.bestRate, result.medianRate))
+    }
+    for (index, entry) in stores.enumerated() {
+        let result = Result(workload: workload.name, unit: workload.unit, contender: entry.type.name, operations: workload.operations, seconds: seconds[index])
+        log(String(format: "  %-20@ %-32@ best %10.0f/s  median %10.0f/s", entry.type.name, workload.name, result.bestRate, result.medianRate))
         results.append(result)
     }
-    store = try type.init(directory: directory)  // release the measured store before removing it
-    try? FileManager.default.removeItem(at: directory)
 }
+
+let directories = stores.map(\.directory)
+stores.removeAll()  // close every store before removing its files
+for directory in directories { try? FileManager.default.removeItem(at: directory) }
 
 let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB, \(ProcessInfo.processInfo.operatingSystemVersionString)"
 let formatter = ISO8601DateFormatter()
