@@ -23,8 +23,7 @@ final class Environment: @unchecked Sendable {
     private let handle: OpaquePointer
     private let resizeLock = ReadWriteLock()
     /// Read transactions that were reset after use, ready for `mdb_txn_renew`.
-    private let idleReaders = Locked<[OpaquePointer]>([])
-    private static let maxIdleReaders = 64
+    private let idleReaders = ReaderPool()
     /// The map never grows by more than this at once: beyond it, growth is linear.
     private static let maxGrowthStep = 1 << 30
     /// When stale reader slots were last cleared. Slots of processes that died mid-read pin old
@@ -61,10 +60,7 @@ final class Environment: @unchecked Sendable {
     }
 
     deinit {
-        idleReaders.withLock { readers in
-            for reader in readers { mdb_txn_abort(reader) }
-            readers.removeAll()
-        }
+        idleReaders.drain { mdb_txn_abort($0) }
         mdb_env_close(handle)
         OpenPaths.shared.release(path)
     }
@@ -91,7 +87,7 @@ final class Environment: @unchecked Sendable {
             resizeLock.lockShared()
             var code: Int32
             var txn: OpaquePointer?
-            if let idle = idleReaders.withLock({ $0.popLast() }) {
+            if let idle = idleReaders.take() {
                 code = mdb_txn_renew(idle)
                 if code == MDB_SUCCESS {
                     txn = idle
@@ -113,12 +109,7 @@ final class Environment: @unchecked Sendable {
     private func endRead(_ transaction: Transaction) {
         mdb_txn_reset(transaction.handle)
         resizeLock.unlock()
-        let pooled = idleReaders.withLock { readers in
-            guard readers.count < Self.maxIdleReaders else { return false }
-            readers.append(transaction.handle)
-            return true
-        }
-        if !pooled { mdb_txn_abort(transaction.handle) }
+        if !idleReaders.put(transaction.handle) { mdb_txn_abort(transaction.handle) }
     }
 
     // MARK: Write transactions
