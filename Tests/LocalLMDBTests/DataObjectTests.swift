@@ -371,4 +371,30 @@ struct KeptDataObjectTests {
             }
         }
     }
+
+    @Test func readsByIDThatReuseDataObjectsKeepWhatModelsKept() async throws {
+        try await withDatabase { database, _ in
+            let payload = String(repeating: "q", count: 400)
+            for index in 0..<50 {
+                try await database.write(Record(id: "e\(index)", data: Entry(sequence: index, payload: payload)))
+                try await database.write(Record(id: "k\(index)", data: Keeper(text: "keeper \(index) \(payload)", child: Keeper(text: "child \(index)", child: nil))))
+            }
+            // Alternate models that let their data object go (so it is reused) with ones that keep it.
+            var keepers: [Keeper] = []
+            for index in 0..<50 {
+                let entry: Entry? = try await database.read(id: "e\(index)")
+                #expect(entry?.sequence == index && entry?.payload == payload)
+                keepers.append(try #require(try await database.read(id: "k\(index)") as Keeper?))
+            }
+            // Reuse the pages the keepers were read from.
+            #expect(try await database.clearDatabase() == 100)
+            for batch in 0..<5 {
+                try await database.write(contentsOf: (0..<40).map { Record(id: "z\(batch)-\($0)", data: Entry(sequence: $0, payload: String(repeating: "z", count: 700))) })
+            }
+            for (index, keeper) in keepers.enumerated() {
+                #expect(keeper.kept.get("text") == "keeper \(index) \(payload)")
+                #expect(keeper.child?.kept.get("text") == "child \(index)")
+            }
+        }
+    }
 }

@@ -34,7 +34,12 @@ final class TypeRegistry: Sendable {
 
     /// The name a type is stored under: its unqualified Swift name.
     static func name(of type: Any.Type) -> String {
-        shared.state.withLock { $0.name(of: type) }
+        let scratch = ReadScratch.current
+        let id = ObjectIdentifier(type)
+        if let name = scratch.name(of: id) { return name }
+        let name = shared.state.withLock { $0.name(of: type) }
+        scratch.remember(name, for: id)
+        return name
     }
 
     /// Records `type` under its stored name, and returns that name. Called for every object

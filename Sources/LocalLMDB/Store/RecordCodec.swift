@@ -68,7 +68,11 @@ struct StoredObject {
     func instantiate<T: Storable>(as requested: T.Type) throws(LocalDatabaseError) -> T {
         switch ObjectDecoding.resolve(storedName: typeName, as: requested) {
         case let .restore(type):
-            return DataObject.restore(type, from: object)
+            let scratch = ReadScratch.current
+            var spare = scratch.spare
+            scratch.spare = nil
+            defer { scratch.spare = spare }
+            return DataObject.restore(type, from: object, spare: &spare)
         case .unrelated, .unknown:
             throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested), stored: typeName)
         }
