@@ -200,13 +200,13 @@ public actor LocalDatabase {
            let objects = try await readInTransaction({ transaction throws(LocalDatabaseError) in
                try store.objects(typeKeys: typeKeys, in: transaction) { $0.detached() }
            }) {
-            var spare: DataObject?
-            return objects.map { DataObject.restore(T.self, from: $0.stored.object, spare: &spare) }
+            let scratch = ReadScratch.current
+            return objects.map { scratch.restore(T.self, from: $0.stored.object) }
         }
         // Outside a transaction, objects are built inside the snapshot, from the stored bytes.
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in
-            var spare: DataObject?
-            return try store.objects(typeKeys: typeKeys, in: transaction) { DataObject.restore(T.self, from: $0.object, spare: &spare) }
+            let scratch = ReadScratch.current
+            return try store.objects(typeKeys: typeKeys, in: transaction) { scratch.restore(T.self, from: $0.object) }
         }
     }
 

@@ -33,11 +33,9 @@ extension DataObject {
         let object = encodedStorage
         guard let member = member(key, legacyKeys, in: object),
               object.scanner.byte(at: member.value) == UInt8(ascii: "{") else { return nil }
-        // The spare is taken out while the nested initializer runs, and put back after.
-        var spare = spareChild
-        spareChild = nil
-        defer { spareChild = spare }
-        return ObjectDecoding.instantiate(type, from: object.nestedObject(at: member.value), spare: &spare)
+        return withSpareChild { spare in
+            ObjectDecoding.instantiate(type, from: object.nestedObject(at: member.value), spare: &spare)
+        }
     }
 
     /// The array of nested objects under `key`; `[]` when missing. Elements that are not
@@ -45,14 +43,13 @@ extension DataObject {
     public func getObjectArray<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> [T] {
         let object = encodedStorage
         var elements: [T] = []
-        var spare = spareChild
-        spareChild = nil
-        defer { spareChild = spare }
-        forEachElement(key, legacyKeys, reserving: { elements.reserveCapacity($0) }) { scanner, offset in
-            if scanner.byte(at: offset) == UInt8(ascii: "{") {
-                elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
+        withSpareChild { spare in
+            forEachElement(key, legacyKeys, reserving: { elements.reserveCapacity($0) }) { scanner, offset in
+                if scanner.byte(at: offset) == UInt8(ascii: "{") {
+                    elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
+                }
+                return nil
             }
-            return nil
         }
         return elements
     }

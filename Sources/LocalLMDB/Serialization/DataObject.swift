@@ -168,9 +168,12 @@ public final class DataObject {
         return restored
     }
 
-    /// `restore(_:from:spare:)` for one object.
-    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject) -> T {
-        var spare: DataObject?
-        return restore(type, from: object, spare: &spare)
+    /// Runs `body` with `spareChild` taken out (so a nested read inside finds none rather than
+    /// the same one), and keeps what `body` leaves in it as the new spare.
+    func withSpareChild<R>(_ body: (inout DataObject?) -> R) -> R {
+        var spare = spareChild
+        spareChild = nil
+        defer { spareChild = spare }
+        return body(&spare)
     }
 }

@@ -5,8 +5,8 @@ import Darwin
 #endif
 
 /// What reads keep per thread between calls: a spare data object and the names of the types
-/// they restored. With them, a read by id on a thread that has read before allocates no data
-/// object and takes no lock for type names.
+/// they restored. With them, reads on a thread that has read before allocate no data object
+/// for the records they restore and take no lock for type names.
 ///
 /// Confinement: each thread has its own instance (thread-local storage), used only by
 /// synchronous code on that thread, and released when the thread exits. Users take the spare
@@ -26,6 +26,15 @@ final class ReadScratch {
         let scratch = ReadScratch()
         pthread_setspecific(key, Unmanaged.passRetained(scratch).toOpaque())
         return scratch
+    }
+
+    /// `type.init(dataObject:)` reading `object` in place, with this thread's spare data object
+    /// (see `DataObject.restore(_:from:spare:)`). The spare is out of the scratch meanwhile.
+    func restore<T: Storable>(_ type: T.Type, from object: EncodedObject) -> T {
+        var spare = self.spare
+        self.spare = nil
+        defer { self.spare = spare }
+        return DataObject.restore(type, from: object, spare: &spare)
     }
 
     /// The name remembered for `type`, if any.

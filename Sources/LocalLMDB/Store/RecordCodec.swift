@@ -68,11 +68,7 @@ struct StoredObject {
     func instantiate<T: Storable>(as requested: T.Type) throws(LocalDatabaseError) -> T {
         switch ObjectDecoding.resolve(storedName: typeName, as: requested) {
         case let .restore(type):
-            let scratch = ReadScratch.current
-            var spare = scratch.spare
-            scratch.spare = nil
-            defer { scratch.spare = spare }
-            return DataObject.restore(type, from: object, spare: &spare)
+            return ReadScratch.current.restore(type, from: object)
         case .unrelated, .unknown:
             throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested), stored: typeName)
         }

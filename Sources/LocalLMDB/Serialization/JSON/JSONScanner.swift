@@ -208,10 +208,6 @@ struct JSONScanner {
         }
     }
 
-    func isNull(at offset: Int) -> Bool {
-        byte(at: offset) == UInt8(ascii: "n")
-    }
-
     // MARK: Trees
 
     /// The value at `offset` as a tree, and the offset past it. Repeated keys keep the last value
