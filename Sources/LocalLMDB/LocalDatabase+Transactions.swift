@@ -10,15 +10,16 @@ extension LocalDatabase {
     /// together on `commitTransaction()`, or are all undone by `rollbackTransaction()`. The
     /// transaction may span any number of awaits and tasks. While it is open, writes through
     /// other `LocalDatabase` values on the same directory wait for it to end, and
-    /// `startTransaction` on them waits too.
+    /// `startTransaction` on them waits too, each for at most its database's `busyTimeout`.
     /// - Parameter override: When a transaction of this database is already open, roll it back
     ///   and begin anew (`true`, the default), or throw and leave it intact (`false`).
     /// - Throws: `LocalDatabaseError.transactionAlreadyActive` when `override` is false and a
-    ///   transaction is open; `.storage` if LMDB fails.
+    ///   transaction is open; `.busy` when another database's transaction stays open longer
+    ///   than `busyTimeout`; `.storage` if LMDB fails.
     public func startTransaction(override: Bool = true) async throws {
         defer { updateTransactionFlag() }
         try await withCheckedThrowingContinuation { continuation in
-            engine.writer.begin(owner: owner, override: override, continuation: continuation)
+            engine.writer.begin(owner: owner, override: override, busyTimeout: busyTimeout, continuation: continuation)
         }
     }
 

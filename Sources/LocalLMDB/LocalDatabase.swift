@@ -27,6 +27,13 @@ public actor LocalDatabase {
     /// Mirrors "this database has a transaction open", so nonisolated reads can tell, without a
     /// hop, whether they must read inside the transaction.
     nonisolated let transactionFlag = Locked(false)
+    /// How long a write or `startTransaction` waits for another database's transaction on the
+    /// same directory before failing with `LocalDatabaseError.busy`.
+    public nonisolated let busyTimeout: Duration
+
+    /// The default `busyTimeout`: long enough for real transactions, short enough that a task
+    /// waiting on a transaction it holds itself (through another database) gets an error.
+    public static let defaultBusyTimeout = Duration.seconds(30)
 
     private static let ownerCounter = Locked<UInt64>(0)
 
@@ -42,12 +49,19 @@ public actor LocalDatabase {
     /// The directory is created with owner-only permissions (0700), and its files are readable
     /// and writable by their owner only (0600). Opening the same directory again in the same
     /// process shares the open environment; the durability must then match.
+    /// The directory is identified by the file system's identity of the folder (device and
+    /// inode), not by its path: two paths to one folder (a symbolic link, a bind mount, another
+    /// spelling on a case-insensitive volume) share one environment.
     /// - Parameters:
     ///   - directory: The folder for the database's two files, `data.mdb` and `lock.mdb`.
     ///   - durability: What a returned write survives; `.full` (survives power loss) by default.
+    ///   - busyTimeout: How long writes and `startTransaction` wait while another database on
+    ///     the same directory has a transaction open, before throwing
+    ///     `LocalDatabaseError.busy`; `defaultBusyTimeout` (30 seconds) by default.
     /// - Throws: `LocalDatabaseError.invalidDirectory`, `.incompatibleOptions`,
-    ///   `.unsupportedFormat` or `.storage`.
-    public init(directory: URL, durability: Durability = .full) throws {
+    ///   `.unsupportedFormat` or `.storage` (a full disk included).
+    public init(directory: URL, durability: Durability = .full, busyTimeout: Duration = defaultBusyTimeout) throws {
+        self.busyTimeout = busyTimeout
         engine = try Engine.shared(directory: directory, durability: durability)
         owner = Self.ownerCounter.withLock { counter in
             counter += 1
@@ -102,8 +116,9 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.emptyID` for an empty id, `.storage` if LMDB fails.
     @discardableResult
     public nonisolated(nonsending) func write<T: Storable>(_ record: Record<T>) async throws -> Bool {
-        let encoded = try RecordCodec.encode(record, maxKeySize: engine.maxKeySize)
-        _ = try await perform(.put([encoded]))
+        var classes: [StoredClass] = []
+        let encoded = try RecordCodec.encode(record, maxKeySize: engine.maxKeySize, classes: &classes)
+        _ = try await perform(.put([encoded], classes: classes))
         return true
     }
 
@@ -117,17 +132,22 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Storable>(contentsOf records: [Record<T>]) async throws -> Int {
         let maxKeySize = engine.maxKeySize
-        let encoded = try records.map { record throws(LocalDatabaseError) in try RecordCodec.encode(record, maxKeySize: maxKeySize) }
+        var classes: [StoredClass] = []
+        let encoded = try records.map { record throws(LocalDatabaseError) in
+            try RecordCodec.encode(record, maxKeySize: maxKeySize, classes: &classes)
+        }
         guard !encoded.isEmpty else { return 0 }
-        return try await perform(.put(encoded))
+        return try await perform(.put(encoded, classes: classes))
     }
 
     /// Deletes every record stored as `T` (under its current or any legacy class name).
     /// Records of subclasses are stored under their own class names and are not deleted.
     /// - Returns: The number of records deleted.
+    /// - Throws: `LocalDatabaseError.classNameConflict` when `T`'s stored name belongs to
+    ///   another type in this database (nothing is deleted then).
     @discardableResult
     public nonisolated(nonsending) func delete<T: Storable>(_ allOf: T.Type) async throws -> Int {
-        try await perform(.deleteTypes(typeKeys(allOf)))
+        try await perform(.deleteTypes(typeKeys(allOf), owner: TypeRegistry.storedClass(of: allOf)))
     }
 
     /// Deletes the record with id `id`.
@@ -153,9 +173,10 @@ public actor LocalDatabase {
         let writer = engine.writer
         let owner = owner
         let transactionFlag = transactionFlag
+        let busyTimeout = busyTimeout
         return try await withCheckedThrowingContinuation { continuation in
             engine.thread.submit {
-                writer.perform(operation, owner: owner) { result in
+                writer.perform(operation, owner: owner, busyTimeout: busyTimeout) { result in
                     if case .failure = result {
                         // A failed write may have ended the transaction (see Writer.applyInTransaction).
                         transactionFlag.withLock { $0 = writer.hasTransaction(owner: owner) }
@@ -181,12 +202,12 @@ public actor LocalDatabase {
                    try RecordCodec.decode(value: value, id: id).detached()
                }
            }) {
-            return try found?.stored.instantiate(as: T.self)
+            return try found?.stored.instantiate(as: T.self, context: readContext(nil))
         }
         // Outside a transaction, the object is built inside the snapshot, from the stored bytes.
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) -> T? in
             guard let value = try store.value(key, in: transaction) else { return nil }
-            return try RecordCodec.decode(value: value, id: id).instantiate(as: T.self)
+            return try RecordCodec.decode(value: value, id: id).instantiate(as: T.self, context: readContext(transaction))
         }
     }
 
@@ -195,27 +216,44 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Storable>() async throws -> [T] {
         let typeKeys = typeKeys(T.self)
+        let owner = TypeRegistry.storedClass(of: T.self)
         let store = engine.store
         if transactionFlag.withLock({ $0 }),
            let objects = try await readInTransaction({ transaction throws(LocalDatabaseError) in
-               try store.objects(typeKeys: typeKeys, in: transaction) { $0.detached() }
+               try store.checkOwner(owner, in: transaction)
+               return try store.objects(typeKeys: typeKeys, in: transaction) { stored, id in (stored.detached(), id()) }
            }) {
             let scratch = ReadScratch.current
-            return objects.map { scratch.restore(T.self, from: $0.stored.object) }
+            return try scratch.reading(in: readContext(nil)) { () throws(LocalDatabaseError) in
+                try objects.map { detached, id throws(LocalDatabaseError) in
+                    let object = scratch.restore(T.self, from: detached.stored.object)
+                    try scratch.throwFailure(id: id)
+                    return object
+                }
+            }
         }
         // Outside a transaction, objects are built inside the snapshot, from the stored bytes.
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in
+            try store.checkOwner(owner, in: transaction)
             let scratch = ReadScratch.current
-            return try store.objects(typeKeys: typeKeys, in: transaction) { scratch.restore(T.self, from: $0.object) }
+            return try scratch.reading(in: readContext(transaction)) { () throws(LocalDatabaseError) in
+                try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(LocalDatabaseError) in
+                    let object = scratch.restore(T.self, from: stored.object)
+                    try scratch.throwFailure(id: id())
+                    return object
+                }
+            }
         }
     }
 
     /// The ids of every record stored as `T` (under its current or any legacy class name).
     public nonisolated(nonsending) func readIDs<T: Storable>(_ allOf: T.Type) async throws -> [String] {
         let typeKeys = typeKeys(allOf)
+        let owner = TypeRegistry.storedClass(of: allOf)
         let store = engine.store
         return try await snapshot { transaction throws(LocalDatabaseError) in
-            try store.ids(typeKeys: typeKeys, in: transaction)
+            try store.checkOwner(owner, in: transaction)
+            return try store.ids(typeKeys: typeKeys, in: transaction)
         }
     }
 
@@ -230,9 +268,11 @@ public actor LocalDatabase {
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Storable>(_ allOf: T.Type) async throws -> Int {
         let typeKeys = typeKeys(allOf)
+        let owner = TypeRegistry.storedClass(of: allOf)
         let store = engine.store
         return try await snapshot { transaction throws(LocalDatabaseError) in
-            try store.count(typeKeys: typeKeys, in: transaction)
+            try store.checkOwner(owner, in: transaction)
+            return try store.count(typeKeys: typeKeys, in: transaction)
         }
     }
 
@@ -271,8 +311,14 @@ public actor LocalDatabase {
         return StorageKey(id, maxKeySize: engine.maxKeySize)
     }
 
+    /// Where a read from this database looks up stored classes: in `transaction`, or in a
+    /// fresh snapshot when nil.
+    private nonisolated func readContext(_ transaction: Transaction?) -> ReadContext {
+        ReadContext(database: engine.serial, classes: engine.store.classTable, transaction: transaction)
+    }
+
     /// The index keys of `T`'s current class name and every legacy name of it.
-    private nonisolated func typeKeys<T>(_ type: T.Type) -> [StorageKey] {
+    private nonisolated func typeKeys<T: Storable>(_ type: T.Type) -> [StorageKey] {
         Legacy.allNames(of: TypeRegistry.name(of: type)).map { StorageKey($0, maxKeySize: engine.maxKeySize) }
     }
 

@@ -28,6 +28,20 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// An LMDB write transaction was reached from a thread other than the one that began it.
     /// This indicates a bug in LocalLMDB, reported as an error rather than a hang.
     case wrongThread(operation: String)
+    /// Two Swift types would be stored under one class name `name`: `storedBy` owns it in this
+    /// database, `requestedBy` tried to write, read, count or delete under it. Give one of them
+    /// its own name with `StoredClasses.register(_:as:)`; or, when `storedBy` is `requestedBy`
+    /// moved to another module or renamed, adopt the name with `StoredClasses.register(_:)`.
+    case classNameConflict(name: String, storedBy: String, requestedBy: String)
+    /// The record `id` (or an object nested in it) is stored as class `className`, which this
+    /// process cannot find. Restoring it as another class would lose its fields, so the read
+    /// fails; register the class with `StoredClasses.register(_:)` (for example after moving
+    /// it to another module), or map an old name with `Legacy.addClassRefactor(old:new:)`.
+    case unresolvableClass(id: String, className: String)
+    /// `StoredClasses.register` was refused.
+    case classRegistration(type: String, reason: String)
+    /// Waited `timeout` for another database's transaction on the same directory to end.
+    case busy(timeout: Duration)
 
     /// A sentence describing the error, with its context.
     public var description: String {
@@ -54,6 +68,18 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
             return "No transaction is active."
         case let .wrongThread(operation):
             return "Internal error: \(operation) ran off the database's writer thread."
+        case let .classNameConflict(name, storedBy, requestedBy):
+            return "Class name '\(name)' is owned in this database by \(storedBy), so \(requestedBy) cannot use it. "
+                + "Give one of them its own stored name with StoredClasses.register(_:as:) before first use; or, if "
+                + "\(requestedBy) is the same class moved to another module, adopt the name with StoredClasses.register(_:)."
+        case let .unresolvableClass(id, className):
+            return "Record '\(id)' holds an object of class '\(className)', which this process cannot find; reading it as "
+                + "another class would lose its fields. Register the class with StoredClasses.register(_:) (for example "
+                + "after moving it to another module) or map the old name with Legacy.addClassRefactor(old:new:)."
+        case let .classRegistration(type, reason):
+            return "Cannot register \(type): \(reason)."
+        case let .busy(timeout):
+            return "Waited \(timeout) for another database's transaction on this directory to end (the busy timeout)."
         }
     }
 }

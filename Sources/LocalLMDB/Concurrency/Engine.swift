@@ -12,6 +12,10 @@ final class Engine: Sendable {
     let store: RecordStore
     let thread: WriterThread
     let writer: Writer
+    /// Identifies this engine for per-thread caches: unique for the life of the process.
+    let serial: UInt64
+
+    private static let serials = Locked<UInt64>(0)
 
     var environment: Environment { store.environment }
     var maxKeySize: Int { store.environment.maxKeySize }
@@ -23,22 +27,24 @@ final class Engine: Sendable {
         weak var engine: Engine?
     }
 
-    private static let openEngines = Locked<[String: WeakEngine]>([:])
+    /// Open engines by directory identity: one directory reached by two paths is one engine.
+    private static let openEngines = Locked<[FileIdentity: WeakEngine]>([:])
 
-    private init(path: String, durability: Durability) throws(LocalDatabaseError) {
+    private init(directory: DirectoryHandle, durability: Durability) throws(LocalDatabaseError) {
+        let path = directory.path
         let environment = try Environment(
-            path: path, syncFlags: durability.environmentFlags,
+            directory: directory, syncFlags: durability.environmentFlags,
             initialMapSize: Self.initialMapSize, maxDatabases: 8)
         let store = try RecordStore(environment: environment)
-        let classNames = try environment.withReadTransaction { transaction throws(LocalDatabaseError) in
-            try store.classNames(in: transaction)
-        }
-        TypeRegistry.shared.adoptPersisted(classNames)
         self.path = path
         self.durability = durability
         self.store = store
         self.thread = WriterThread(name: "LocalLMDB writer")
         self.writer = Writer(thread: thread, store: store)
+        self.serial = Self.serials.withLock { count in
+            count += 1
+            return count
+        }
     }
 
     deinit {
@@ -47,17 +53,17 @@ final class Engine: Sendable {
 
     /// The engine for `directory`, opening it (and creating the directory) if needed.
     static func shared(directory: URL, durability: Durability) throws(LocalDatabaseError) -> Engine {
-        let path = try prepare(directory)
+        let handle = try DirectoryHandle(path: try prepare(directory))
         return try openEngines.withLock { engines throws(LocalDatabaseError) in
-            if let engine = engines[path]?.engine {
+            if let engine = engines[handle.identity]?.engine {
                 guard engine.durability == durability else {
-                    throw .incompatibleOptions(path: path, reason: "durability \(engine.durability), not \(durability)")
+                    throw .incompatibleOptions(path: handle.path, reason: "durability \(engine.durability), not \(durability)")
                 }
                 return engine
             }
-            let engine = try Engine(path: path, durability: durability)
+            let engine = try Engine(directory: handle, durability: durability)
             engines = engines.filter { $0.value.engine != nil }
-            engines[path] = WeakEngine(engine: engine)
+            engines[handle.identity] = WeakEngine(engine: engine)
             return engine
         }
     }

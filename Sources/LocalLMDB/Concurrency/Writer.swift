@@ -35,6 +35,16 @@ final class Writer: @unchecked Sendable {
     private struct PendingWrite {
         let operation: WriteOperation
         let completion: Completion
+        /// Identifies a write waiting for another owner's transaction, for its busy timeout.
+        var waiter: UInt64 = 0
+    }
+
+    /// An owner waiting for another owner's transaction to end before beginning its own.
+    private struct WaitingBegin {
+        let owner: Owner
+        let continuation: CheckedContinuation<Void, any Error>
+        let waiter: UInt64
+        let busyTimeout: Duration
     }
 
     private let thread: WriterThread
@@ -42,7 +52,9 @@ final class Writer: @unchecked Sendable {
     private var environment: Environment { store.environment }
 
     private var user: UserTransaction?
-    private var waitingToBegin: [(owner: Owner, continuation: CheckedContinuation<Void, any Error>)] = []
+    private var waitingToBegin: [WaitingBegin] = []
+    /// The last id given to something waiting for another owner's transaction.
+    private var lastWaiter: UInt64 = 0
     private var pending: [PendingWrite] = []
     /// A delayed flush is waiting to run.
     private var delayedFlushScheduled = false
@@ -55,8 +67,6 @@ final class Writer: @unchecked Sendable {
     private var lastGroupSize = 1
     /// The longest a write waits for others to join its group: about half a durable commit.
     private static let groupWait = Duration.microseconds(150)
-    /// How many of `TypeRegistry`'s registrations this environment has persisted.
-    private var savedRegistrations = 0
     /// How often a failing transaction is rebuilt (growing the map) before giving up.
     private static let maxAttempts = 40
 
@@ -79,7 +89,10 @@ final class Writer: @unchecked Sendable {
     /// Begins a transaction for `owner`, resuming `continuation` once it is open. Waits while
     /// another owner's transaction is open. An open transaction of `owner`'s is rolled back
     /// when `override` is true, and left intact (with an error) otherwise.
-    func begin(owner: Owner, override: Bool, continuation: CheckedContinuation<Void, any Error>) {
+    ///
+    /// Waiting for another owner's transaction is bounded: after `busyTimeout`, the
+    /// continuation is resumed with `LocalDatabaseError.busy`.
+    func begin(owner: Owner, override: Bool, busyTimeout: Duration, continuation: CheckedContinuation<Void, any Error>) {
         do {
             try checkThread("startTransaction")
         } catch {
@@ -87,7 +100,8 @@ final class Writer: @unchecked Sendable {
         }
         if let open = user {
             guard open.owner == owner else {
-                waitingToBegin.append((owner, continuation))
+                let waiter = nextWaiter(busyTimeout)
+                waitingToBegin.append(WaitingBegin(owner: owner, continuation: continuation, waiter: waiter, busyTimeout: busyTimeout))
                 return
             }
             guard override else { return continuation.resume(throwing: LocalDatabaseError.transactionAlreadyActive) }
@@ -201,7 +215,25 @@ final class Writer: @unchecked Sendable {
         flush()
         while user == nil, !waitingToBegin.isEmpty {
             let next = waitingToBegin.removeFirst()
-            begin(owner: next.owner, override: false, continuation: next.continuation)
+            begin(owner: next.owner, override: false, busyTimeout: next.busyTimeout, continuation: next.continuation)
+        }
+    }
+
+    /// A new waiter id, which fails with `busy` unless it stops waiting within `busyTimeout`.
+    private func nextWaiter(_ busyTimeout: Duration) -> UInt64 {
+        lastWaiter += 1
+        let waiter = lastWaiter
+        thread.submit(after: busyTimeout) { [self] in expire(waiter, busyTimeout: busyTimeout) }
+        return waiter
+    }
+
+    /// Fails `waiter` with `busy` if it is still waiting for another owner's transaction.
+    private func expire(_ waiter: UInt64, busyTimeout: Duration) {
+        guard user != nil else { return }  // Not blocked any more: it is about to be served.
+        if let index = waitingToBegin.firstIndex(where: { $0.waiter == waiter }) {
+            waitingToBegin.remove(at: index).continuation.resume(throwing: LocalDatabaseError.busy(timeout: busyTimeout))
+        } else if let index = pending.firstIndex(where: { $0.waiter == waiter }) {
+            pending.remove(at: index).completion(.failure(.busy(timeout: busyTimeout)))
         }
     }
 
@@ -210,7 +242,8 @@ final class Writer: @unchecked Sendable {
     /// Applies `operation` in `owner`'s open transaction, or else queues it for the next group
     /// commit. `completion` runs on this thread once the result is known (for a group commit,
     /// once the commit is durable).
-    func perform(_ operation: WriteOperation, owner: Owner, completion: @escaping Completion) {
+    /// A write that waits for another owner's transaction fails with `busy` after `busyTimeout`.
+    func perform(_ operation: WriteOperation, owner: Owner, busyTimeout: Duration, completion: @escaping Completion) {
         do throws(LocalDatabaseError) {
             if let result = try applyInTransaction(operation, owner: owner) {
                 return completion(.success(result))
@@ -218,12 +251,16 @@ final class Writer: @unchecked Sendable {
         } catch {
             return completion(.failure(error))
         }
-        enqueue(operation, completion: completion)
+        enqueue(operation, busyTimeout: busyTimeout, completion: completion)
     }
 
-    private func enqueue(_ operation: WriteOperation, completion: @escaping Completion) {
+    private func enqueue(_ operation: WriteOperation, busyTimeout: Duration, completion: @escaping Completion) {
+        guard user == nil else {
+            // Another owner's transaction is open: wait for it, for a bounded time.
+            pending.append(PendingWrite(operation: operation, completion: completion, waiter: nextWaiter(busyTimeout)))
+            return
+        }
         pending.append(PendingWrite(operation: operation, completion: completion))
-        guard user == nil else { return }
         if pending.count >= lastGroupSize {
             // The group is complete: commit behind the jobs already queued (their writes join it).
             thread.submit { [self] in flush() }
@@ -285,19 +322,8 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    /// Persists class names registered since the last save, then commits. `transaction` is
-    /// over when this returns or throws.
+    /// Commits `transaction`, which is over when this returns or throws.
     private func finish(_ transaction: Transaction) throws(LocalDatabaseError) {
-        let (names, count) = TypeRegistry.shared.registrations(after: savedRegistrations)
-        if !names.isEmpty {
-            do throws(LocalDatabaseError) {
-                try store.saveClassNames(names, in: transaction)
-            } catch {
-                try? environment.abort(transaction)
-                throw error
-            }
-        }
         try environment.commit(transaction)
-        savedRegistrations = count
     }
 }

@@ -17,6 +17,8 @@ import Darwin
 final class Environment: @unchecked Sendable {
     /// The environment's directory.
     let path: String
+    /// The directory, held open while the environment is.
+    let directory: DirectoryHandle
     /// LMDB's largest key (and `MDB_DUPSORT` value) in bytes: 511 in the default build.
     let maxKeySize: Int
 
@@ -31,16 +33,18 @@ final class Environment: @unchecked Sendable {
     /// slot, so write transactions check at most once a second (and the map checks before growing).
     private let lastReaderCheck = Locked(ContinuousClock.now)
 
-    /// Opens (creating if needed) the environment in the existing directory `path`.
-    init(path: String, syncFlags: Int32, initialMapSize: Int, maxDatabases: Int) throws(LocalDatabaseError) {
-        try OpenPaths.shared.claim(path)
+    /// Opens (creating if needed) the environment in `directory`.
+    init(directory: DirectoryHandle, syncFlags: Int32, initialMapSize: Int, maxDatabases: Int) throws(LocalDatabaseError) {
+        let path = directory.path
+        try OpenDirectories.shared.claim(directory.identity, path: path)
         var env: OpaquePointer?
         let created = mdb_env_create(&env)
         guard created == MDB_SUCCESS, let env else {
-            OpenPaths.shared.release(path)
+            OpenDirectories.shared.release(directory.identity)
             throw LMDBStatus.error(created == MDB_SUCCESS ? ENOMEM : created, "env create")
         }
         do {
+            try LockFile.prepare(in: path)
             try LMDBStatus.check(mdb_env_set_maxdbs(env, UInt32(maxDatabases)), "set max databases")
             try LMDBStatus.check(mdb_env_set_maxreaders(env, 256), "set max readers")
             try LMDBStatus.check(mdb_env_set_mapsize(env, initialMapSize), "set map size")
@@ -48,7 +52,7 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
         } catch {
             mdb_env_close(env)
-            OpenPaths.shared.release(path)
+            OpenDirectories.shared.release(directory.identity)
             throw error
         }
         // Free reader slots left behind by processes that died mid-read.
@@ -56,13 +60,14 @@ final class Environment: @unchecked Sendable {
         mdb_reader_check(env, &stale)
         self.handle = env
         self.path = path
+        self.directory = directory
         self.maxKeySize = Int(mdb_env_get_maxkeysize(env))
     }
 
     deinit {
         idleReaders.drain { mdb_txn_abort($0) }
         mdb_env_close(handle)
-        OpenPaths.shared.release(path)
+        OpenDirectories.shared.release(directory.identity)
     }
 
     /// Opens (creating if needed) the named database. Only called while opening the store.

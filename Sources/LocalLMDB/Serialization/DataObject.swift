@@ -41,7 +41,10 @@ public final class DataObject {
 
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: Storable) {
-        let name = TypeRegistry.shared.register(Swift.type(of: object))
+        let scratch = ReadScratch.current
+        let storedClass = TypeRegistry.storedClass(of: Swift.type(of: object), scratch: scratch)
+        scratch.noteEncoded(storedClass)
+        let name = storedClass.name
         var members: [JSONObject.Member] = []
         members.reserveCapacity(16)
         members.append(.init(key: Self.classNameKey, value: .string(name)))

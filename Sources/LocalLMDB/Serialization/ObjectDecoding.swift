@@ -1,32 +1,108 @@
+/// The database a read restores objects from: where stored class names are looked up.
+///
+/// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
+struct ReadContext {
+    /// Identifies the database for the per-thread caches: unique for the life of the process.
+    let database: UInt64
+    let classes: ClassTable
+    /// The read's snapshot, or nil when lookups must open their own (reads restored outside
+    /// the transaction they read from).
+    let transaction: Transaction?
+
+    func row(named name: String) throws(LocalDatabaseError) -> StoredClass? {
+        try classes.row(named: name, in: transaction)
+    }
+}
+
 /// Chooses the class to restore a stored object as.
+///
+/// The rule: an object is restored as the class it was stored as, when that is the requested
+/// class or a subclass of it. It is never restored as another class: a stored class this
+/// process cannot find, one that is not a subclass of the requested class, or a name owned by
+/// another type in the database is an error (thrown by the read once the model's initializer
+/// returns, for nested objects), so that writing the model back cannot lose fields.
 enum ObjectDecoding {
-    /// How a stored class name relates to a requested type.
-    enum Resolution<T> {
-        /// Restore as this type: the requested one or a subclass.
-        case restore(T.Type)
-        /// The name belongs to a known class that is not the requested one or a subclass.
-        case unrelated
-        /// No class by that name is known to this process or the databases it opened.
-        case unknown
+    /// Why an object cannot be restored as the requested class.
+    enum Failure: Error {
+        /// The stored class is known and is not the requested class or a subclass of it.
+        case mismatch(requested: String, stored: String)
+        /// The stored class cannot be found in this process.
+        case unresolvable(className: String)
+        /// The requested class's name is owned by another type in the database.
+        case conflict(name: String, owner: StoredClass, requested: StoredClass)
+        /// Looking the class up failed.
+        case storage(LocalDatabaseError)
+
+        /// The error for a read of the record `id`.
+        func error(id: String) -> LocalDatabaseError {
+            switch self {
+            case let .mismatch(requested, stored):
+                return .typeMismatch(id: id, requested: requested, stored: stored)
+            case let .unresolvable(className):
+                return .unresolvableClass(id: id, className: className)
+            case let .conflict(name, owner, requested):
+                return .classNameConflict(name: name, storedBy: owner.displayName, requestedBy: requested.qualifiedName)
+            case let .storage(error):
+                return error
+            }
+        }
     }
 
-    /// Resolves `storedName` (after `Legacy` renames) against the requested type `T`.
-    static func resolve<T: Storable>(storedName: String, as requested: T.Type) -> Resolution<T> {
-        let requestedName = TypeRegistry.name(of: requested)
-        if storedName == requestedName { return .restore(requested) }
-        let currentName = Legacy.currentName(of: storedName)
-        if currentName == requestedName { return .restore(requested) }
-        guard let stored = TypeRegistry.shared.type(named: currentName) else { return .unknown }
-        if let subclass = stored as? T.Type { return .restore(subclass) }
-        return .unrelated
+    /// The type to restore an object stored as `storedName` as, when `requested` is asked for.
+    static func resolve<T: Storable>(
+        storedName: String, as requested: T.Type, context: ReadContext?
+    ) -> Result<T.Type, Failure> {
+        let requestedClass = TypeRegistry.storedClass(of: requested)
+        let currentName = storedName == requestedClass.name ? storedName : Legacy.currentName(of: storedName)
+        do throws(LocalDatabaseError) {
+            if currentName == requestedClass.name {
+                if let owner = try otherOwner(of: requested, requestedClass, context: context) {
+                    return .failure(.conflict(name: currentName, owner: owner, requested: requestedClass))
+                }
+                return .success(requested)
+            }
+            let row = try context?.row(named: currentName)
+            guard let stored = TypeRegistry.shared.type(named: currentName, row: row) else {
+                return .failure(.unresolvable(className: storedName))
+            }
+            guard let resolved = stored as? T.Type else {
+                return .failure(.mismatch(requested: requestedClass.name, stored: storedName))
+            }
+            return .success(resolved)
+        } catch {
+            return .failure(.storage(error))
+        }
     }
 
-    /// Restores a nested object: as the class it names when that is `T` or a subclass,
-    /// otherwise as `T` itself.
+    /// The database's owner of `requested`'s stored name when that is another type (one the
+    /// explicit registration of `requested` does not adopt from); nil when `requested` owns it
+    /// or nobody does.
+    static func otherOwner<T: Storable>(
+        of requested: T.Type, _ requestedClass: StoredClass, context: ReadContext?
+    ) throws(LocalDatabaseError) -> StoredClass? {
+        guard let context, !requestedClass.adopts else { return nil }
+        let scratch = ReadScratch.current
+        let id = ObjectIdentifier(requested)
+        if scratch.isVerified(id, in: context.database) { return nil }
+        guard let row = try context.row(named: requestedClass.name) else { return nil }
+        guard row.hasSameOwner(as: requestedClass) else { return row }
+        scratch.rememberVerified(id, in: context.database)
+        return nil
+    }
+
+    /// Restores a nested object: as the class it names when that is `T` or a subclass, as `T`
+    /// when it names none. Any other case is recorded in the thread's scratch, for the read to
+    /// throw, and the object is restored as `T` meanwhile (the read will not return it).
     static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
-        if let storedName = object.className, case let .restore(resolved) = resolve(storedName: storedName, as: requested) {
-            type = resolved
+        if let storedName = object.className {
+            let scratch = ReadScratch.current
+            switch resolve(storedName: storedName, as: requested, context: scratch.context) {
+            case let .success(resolved):
+                type = resolved
+            case let .failure(failure):
+                if scratch.failure == nil { scratch.failure = failure }
+            }
         }
         return DataObject.restore(type, from: object, spare: &spare)
     }

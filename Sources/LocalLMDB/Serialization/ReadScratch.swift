@@ -4,19 +4,33 @@ import Glibc
 import Darwin
 #endif
 
-/// What reads keep per thread between calls: a spare data object and the names of the types
-/// they restored. With them, reads on a thread that has read before allocate no data object
-/// for the records they restore and take no lock for type names.
+/// What encoding and decoding keep per thread between calls: a spare data object, the stored
+/// classes of the types they met, and the state of the read or encode under way. With it,
+/// reads on a thread that has read before allocate no data object for the records they restore
+/// and take no lock for type names.
 ///
 /// Confinement: each thread has its own instance (thread-local storage), used only by
 /// synchronous code on that thread, and released when the thread exits. Users take the spare
 /// out while they use it, so a nested use on the same thread finds none rather than the same.
+/// A read or encode that runs inside another on the same thread (a model's initializer that
+/// reads another database) saves and restores the outer one's state.
 final class ReadScratch {
     /// A data object that the last model restored on this thread did not keep.
     var spare: DataObject?
-    /// Type names by type, most recent last; a few entries, searched linearly.
-    private var names: [(type: ObjectIdentifier, name: String)] = []
-    private static let nameCapacity = 8
+    /// Stored classes by type, most recent last; a few entries, searched linearly.
+    private var classes: [(type: ObjectIdentifier, storedClass: StoredClass)] = []
+    private static let classCapacity = 8
+
+    /// The database the current read restores objects from, for resolving nested classes.
+    var context: ReadContext?
+    /// The first problem met while restoring the current record's nested objects: the read
+    /// throws it once the model's initializer returns (initializers cannot throw).
+    var failure: ObjectDecoding.Failure?
+    /// Types known to own their stored name in a database, as (database, type); a few entries.
+    private var verified: [(database: UInt64, type: ObjectIdentifier)] = []
+
+    /// The stored classes met by the encode under way, when one is collecting them.
+    private(set) var encodedClasses: [StoredClass]?
 
     /// The calling thread's scratch.
     static var current: ReadScratch {
@@ -37,16 +51,66 @@ final class ReadScratch {
         return DataObject.restore(type, from: object, spare: &spare)
     }
 
-    /// The name remembered for `type`, if any.
-    func name(of type: ObjectIdentifier) -> String? {
-        for entry in names.reversed() where entry.type == type { return entry.name }
+    /// Runs `body` as one read from the database `context` describes: nested objects resolve
+    /// their classes in it, and a problem restoring any of them is thrown after `body`.
+    func reading<R>(
+        in context: ReadContext?, _ body: () throws(LocalDatabaseError) -> R
+    ) throws(LocalDatabaseError) -> R {
+        let outer = (self.context, failure)
+        self.context = context
+        failure = nil
+        defer { (self.context, failure) = outer }
+        return try body()
+    }
+
+    /// Throws and clears the failure recorded while restoring the record `id`.
+    func throwFailure(id: String?) throws(LocalDatabaseError) {
+        guard let failure else { return }
+        self.failure = nil
+        throw failure.error(id: id ?? "")
+    }
+
+    // MARK: Stored classes
+
+    /// The stored class remembered for `type`, if any.
+    func storedClass(of type: ObjectIdentifier) -> StoredClass? {
+        for entry in classes.reversed() where entry.type == type { return entry.storedClass }
         return nil
     }
 
-    /// Remembers `name` for `type`, forgetting the oldest name when full.
-    func remember(_ name: String, for type: ObjectIdentifier) {
-        if names.count == Self.nameCapacity { names.removeFirst() }
-        names.append((type, name))
+    /// Remembers `storedClass` for `type`, forgetting the oldest when full.
+    func remember(_ storedClass: StoredClass, for type: ObjectIdentifier) {
+        if classes.count == Self.classCapacity { classes.removeFirst() }
+        classes.append((type, storedClass))
+    }
+
+    /// Whether `type` is known to own its name in `database`.
+    func isVerified(_ type: ObjectIdentifier, in database: UInt64) -> Bool {
+        verified.contains { $0.database == database && $0.type == type }
+    }
+
+    /// Remembers that `type` owns its name in `database`.
+    func rememberVerified(_ type: ObjectIdentifier, in database: UInt64) {
+        if verified.count == Self.classCapacity { verified.removeFirst() }
+        verified.append((database, type))
+    }
+
+    // MARK: Encoding
+
+    /// Runs `body` collecting the stored classes of every data object it creates
+    /// (`DataObject(self)`), and returns them with its result, each once.
+    func collectingClasses<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> (R, [StoredClass]) {
+        let outer = encodedClasses
+        encodedClasses = []
+        defer { encodedClasses = outer }
+        let result = try body()
+        return (result, encodedClasses ?? [])
+    }
+
+    /// Notes that a data object of `storedClass` was created, when an encode collects them.
+    func noteEncoded(_ storedClass: StoredClass) {
+        guard encodedClasses != nil, !(encodedClasses?.contains(storedClass) ?? true) else { return }
+        encodedClasses?.append(storedClass)
     }
 
     /// The thread-local slot; its destructor releases a thread's scratch when the thread exits.

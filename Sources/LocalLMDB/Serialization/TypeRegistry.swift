@@ -1,87 +1,108 @@
-/// The process-wide map from stored class names to Swift types.
+/// The process-wide map between Swift types and the class names they are stored under.
 ///
-/// A type is registered when an instance is encoded (`DataObject(self)`) or a type is read,
-/// and each database persists the name with the type's mangled Swift name. A fresh process
-/// can therefore restore a subclass, or a nested object's class, that it has not touched
-/// yet, with no manual registration: the mangled name is resolved by the Swift runtime.
+/// Every `Storable` type has one `StoredClass`, fixed at its first use in the process: its
+/// short Swift name (SwiftLocal's stored form) or the name it was registered under, with its
+/// mangled name. Each database records which type owns each name (`RecordStore.claim`), so a
+/// fresh process can restore a subclass or a nested object's class it has not touched yet, and
+/// two types with the same short name are never merged.
+///
+/// Resolving a stored name to a type, in order:
+/// 1. a type registered explicitly under that name (`StoredClasses.register`);
+/// 2. the type the database says owns the name, by its mangled name (nil when this process
+///    cannot load it: the name is then unresolvable, never guessed);
+/// 3. when the database has no owner for the name, the one type this process has seen under it.
 final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
     private struct State {
-        /// Stored names by type, for every type named so far: `String(describing:)` costs
-        /// about a microsecond, and every encode and decode needs a name.
-        var names: [ObjectIdentifier: String] = [:]
-        /// The types `register` has seen.
-        var registered: Set<ObjectIdentifier> = []
-        /// Resolved types by stored class name.
-        var types: [String: any Storable.Type] = [:]
-        /// Mangled names loaded from databases, resolved on first use.
-        var persisted: [String: String] = [:]
-        /// Every (name, mangled name) registered in this process, in order; databases persist
-        /// the entries past the count they last saved.
-        var log: [(name: String, mangled: String)] = []
+        /// Each type's stored class, fixed at first use.
+        var classes: [ObjectIdentifier: StoredClass] = [:]
+        /// Types registered explicitly, by stored name.
+        var explicit: [String: any Storable.Type] = [:]
+        /// Custom names given before first use, by type.
+        var customNames: [ObjectIdentifier: String] = [:]
+        /// The first type seen under each name in this process.
+        var seen: [String: any Storable.Type] = [:]
+        /// Names under which this process has seen more than one type.
+        var ambiguous: Set<String> = []
+        /// Types found by mangled name.
+        var byMangledName: [String: any Storable.Type] = [:]
 
-        mutating func name(of type: Any.Type) -> String {
+        mutating func storedClass(of type: any Storable.Type) -> StoredClass {
             let id = ObjectIdentifier(type)
-            if let name = names[id] { return name }
-            let name = String(describing: type)
-            names[id] = name
-            return name
+            if let known = classes[id] { return known }
+            let name = customNames[id] ?? String(describing: type)
+            let qualified = _typeName(type, qualified: true)
+            let storedClass = StoredClass(
+                name: name, mangledName: _mangledTypeName(type) ?? qualified, qualifiedName: qualified,
+                adopts: explicit[name].map { $0 == type } ?? false)
+            classes[id] = storedClass
+            if let other = seen[name] {
+                if other != type { ambiguous.insert(name) }
+            } else {
+                seen[name] = type
+            }
+            return storedClass
         }
     }
 
     private let state = Locked(State())
 
-    /// The name a type is stored under: its unqualified Swift name.
-    static func name(of type: Any.Type) -> String {
-        let scratch = ReadScratch.current
+    /// The name `type` is stored under.
+    static func name(of type: any Storable.Type) -> String {
+        storedClass(of: type).name
+    }
+
+    /// `type`'s stored class, from the calling thread's cache when it has it.
+    static func storedClass(of type: any Storable.Type, scratch: ReadScratch = .current) -> StoredClass {
         let id = ObjectIdentifier(type)
-        if let name = scratch.name(of: id) { return name }
-        let name = shared.state.withLock { $0.name(of: type) }
-        scratch.remember(name, for: id)
-        return name
+        if let known = scratch.storedClass(of: id) { return known }
+        let storedClass = shared.state.withLock { $0.storedClass(of: type) }
+        scratch.remember(storedClass, for: id)
+        return storedClass
     }
 
-    /// Records `type` under its stored name, and returns that name. Called for every object
-    /// encoded, so a type seen before costs one lock and two lookups.
-    func register(_ type: any Storable.Type) -> String {
-        state.withLock { state in
-            let name = state.name(of: type)
-            guard state.registered.insert(ObjectIdentifier(type)).inserted else { return name }
-            if let known = state.types[name], known == type { return name }
-            state.types[name] = type
-            if let mangled = _mangledTypeName(type) {
-                state.log.append((name, mangled))
+    /// Registers `type` explicitly under `name` (its short name when nil): reads resolve that
+    /// name to it first, and its writes adopt the name in databases where another type owns it.
+    /// - Throws: `LocalDatabaseError.classRegistration` when the type was already used under
+    ///   another name, or another type is registered under `name`.
+    func register(_ type: any Storable.Type, as name: String?) throws(LocalDatabaseError) {
+        try state.withLock { state throws(LocalDatabaseError) in
+            let id = ObjectIdentifier(type)
+            let name = name ?? state.classes[id]?.name ?? String(describing: type)
+            guard !name.isEmpty else {
+                throw .classRegistration(type: _typeName(type, qualified: true), reason: "a stored class name must not be empty")
             }
-            return name
+            if let other = state.explicit[name], other != type {
+                throw .classRegistration(
+                    type: _typeName(type, qualified: true),
+                    reason: "\(_typeName(other, qualified: true)) is already registered as '\(name)'")
+            }
+            if let used = state.classes[id] {
+                guard used.name == name, used.adopts else {
+                    throw .classRegistration(
+                        type: _typeName(type, qualified: true),
+                        reason: "it was already used as '\(used.name)'; register classes before they are first written or read")
+                }
+                return
+            }
+            state.explicit[name] = type
+            state.customNames[id] = name
         }
     }
 
-    /// The type stored as `name`, from this process's registrations or a database's records.
-    func type(named name: String) -> (any Storable.Type)? {
+    /// The type that a stored class `name` resolves to, given the database's owner of that
+    /// name (`row`, nil when the database has none); nil when no type can be found.
+    func type(named name: String, row: StoredClass?) -> (any Storable.Type)? {
         state.withLock { state in
-            if let type = state.types[name] { return type }
-            guard let mangled = state.persisted[name],
-                  let type = _typeByName(mangled) as? any Storable.Type else { return nil }
-            state.types[name] = type
-            return type
-        }
-    }
-
-    /// Makes names persisted by a database resolvable.
-    func adoptPersisted(_ names: [String: String]) {
-        state.withLock { state in
-            state.persisted.merge(names) { _, new in new }
-        }
-    }
-
-    /// The registrations after the first `count`, and the new count.
-    func registrations(after count: Int) -> (names: [String: String], count: Int) {
-        state.withLock { state in
-            guard state.log.count > count else { return ([:], count) }
-            var names: [String: String] = [:]
-            for entry in state.log[count...] { names[entry.name] = entry.mangled }
-            return (names, state.log.count)
+            if let registered = state.explicit[name] { return registered }
+            if let row {
+                if let known = state.byMangledName[row.mangledName] { return known }
+                guard let found = _typeByName(row.mangledName) as? any Storable.Type else { return nil }
+                state.byMangledName[row.mangledName] = found
+                return found
+            }
+            return state.ambiguous.contains(name) ? nil : state.seen[name]
         }
     }
 }

@@ -13,12 +13,14 @@ struct EncodedRecord: Sendable {
 
 /// One change to the store. Every operation keeps `records` and `types` in agreement.
 enum WriteOperation: Sendable {
-    /// Insert or replace records, in order.
-    case put([EncodedRecord])
+    /// Insert or replace records, in order, after claiming the stored classes they use
+    /// (`RecordStore.claim`).
+    case put([EncodedRecord], classes: [StoredClass])
     /// Delete the record under a key.
     case delete(StorageKey)
-    /// Delete every record stored under any of these type keys.
-    case deleteTypes([StorageKey])
+    /// Delete every record stored under any of these type keys, the first of which is
+    /// `owner`'s name: refused when another type owns that name (`RecordStore.checkOwner`).
+    case deleteTypes([StorageKey], owner: StoredClass)
     /// Delete every record.
     case clear
 }

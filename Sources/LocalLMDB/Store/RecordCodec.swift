@@ -4,10 +4,14 @@
 /// decoding parses stored bytes into `StoredObject`s inside a read transaction, and the
 /// caller instantiates model objects from them afterwards.
 enum RecordCodec {
-    /// Encodes `record` for storage.
-    static func encode<T: Storable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> EncodedRecord {
+    /// Encodes `record` for storage. `classes` gathers the stored classes of the record's
+    /// object and of every object nested in it, each once, for the write to claim.
+    static func encode<T: Storable>(
+        _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
+    ) throws(LocalDatabaseError) -> EncodedRecord {
         guard !record.id.isEmpty else { throw .emptyID }
-        let dataObject = record.data.toDataObject()
+        let (dataObject, used) = ReadScratch.current.collectingClasses { record.data.toDataObject() }
+        for storedClass in used where !classes.contains(storedClass) { classes.append(storedClass) }
         let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         var bytes: [UInt8] = []
@@ -64,13 +68,20 @@ struct StoredObject {
     let object: EncodedObject
 
     /// The model object: as the stored class when it is `T` or a subclass of it.
-    /// - Throws: `typeMismatch` when the stored class is another one.
-    func instantiate<T: Storable>(as requested: T.Type) throws(LocalDatabaseError) -> T {
-        switch ObjectDecoding.resolve(storedName: typeName, as: requested) {
-        case let .restore(type):
-            return ReadScratch.current.restore(type, from: object)
-        case .unrelated, .unknown:
-            throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested), stored: typeName)
+    /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
+    ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
+    ///   type in the database; the same for any nested object.
+    func instantiate<T: Storable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
+        let scratch = ReadScratch.current
+        let type: T.Type
+        switch ObjectDecoding.resolve(storedName: typeName, as: requested, context: context) {
+        case let .success(resolved): type = resolved
+        case let .failure(failure): throw failure.error(id: id ?? "")
+        }
+        return try scratch.reading(in: context) { () throws(LocalDatabaseError) in
+            let object = scratch.restore(type, from: object)
+            try scratch.throwFailure(id: id)
+            return object
         }
     }
 

@@ -110,13 +110,16 @@ struct RecordStore: Sendable {
 
     /// `transform` applied to each record stored under any of `typeKeys`, checked and read in
     /// place (so only for the life of `transaction`).
+    /// `transform` is also given a function that makes the record's id.
     func objects<R>(
-        typeKeys: [StorageKey], in transaction: Transaction, _ transform: (StoredObject) -> R
+        typeKeys: [StorageKey], in transaction: Transaction,
+        _ transform: (StoredObject, _ id: () -> String) throws(LocalDatabaseError) -> R
     ) throws(LocalDatabaseError) -> [R] {
         var objects: [R] = []
         objects.reserveCapacity(try count(typeKeys: typeKeys, in: transaction))
         try forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(LocalDatabaseError) in
-            objects.append(transform(try RecordCodec.decode(key: key, value: value)))
+            let stored = try RecordCodec.decode(key: key, value: value)
+            objects.append(try transform(stored) { (try? StoredValue(parsing: value))?.id(key: key) ?? RecordCodec.displayID(key) })
         }
         return objects
     }
@@ -146,12 +149,14 @@ struct RecordStore: Sendable {
     /// Applies one operation. Returns the number of records written or deleted.
     func apply(_ operation: WriteOperation, in transaction: Transaction) throws(LocalDatabaseError) -> Int {
         switch operation {
-        case let .put(records):
+        case let .put(records, classes):
+            try claim(classes, in: transaction)
             for record in records { try put(record, in: transaction) }
             return records.count
         case let .delete(key):
             return try delete(key, in: transaction) ? 1 : 0
-        case let .deleteTypes(typeKeys):
+        case let .deleteTypes(typeKeys, owner):
+            try checkOwner(owner, in: transaction)
             return try deleteAll(typeKeys: typeKeys, in: transaction)
         case .clear:
             let count = try transaction.entryCount(records)
@@ -253,27 +258,36 @@ struct RecordStore: Sendable {
 
     // MARK: Class names
 
-    /// Every persisted class name with its mangled Swift name.
-    func classNames(in transaction: Transaction) throws(LocalDatabaseError) -> [String: String] {
-        var names: [String: String] = [:]
-        try transaction.withCursor(classes) { cursor throws(LocalDatabaseError) in
-            try cursor.forEach { _, value in
-                guard let separator = value.firstIndex(of: 0) else { return }
-                let name = String(decoding: UnsafeRawBufferPointer(rebasing: value[..<separator]), as: UTF8.self)
-                let mangled = String(decoding: UnsafeRawBufferPointer(rebasing: value[(separator + 1)...]), as: UTF8.self)
-                names[name] = mangled
+    /// The `classes` database, for lookups during reads.
+    var classTable: ClassTable { ClassTable(environment: environment, database: classes) }
+
+    /// Records each class's owner, unless it is recorded already.
+    /// - Throws: `classNameConflict` when another type owns one of the names and the writing
+    ///   type does not adopt it (nothing is changed then: the transaction is abandoned).
+    func claim(_ storedClasses: [StoredClass], in transaction: Transaction) throws(LocalDatabaseError) {
+        for storedClass in storedClasses {
+            let key = StorageKey(storedClass.name, maxKeySize: environment.maxKeySize)
+            let existing = try classTable.row(named: storedClass.name, in: transaction)
+            if let existing {
+                if existing.hasSameOwner(as: storedClass) && !existing.qualifiedName.isEmpty { continue }
+                guard existing.hasSameOwner(as: storedClass) || storedClass.adopts else {
+                    throw .classNameConflict(
+                        name: storedClass.name, storedBy: existing.displayName, requestedBy: storedClass.qualifiedName)
+                }
+            }
+            try key.withBytes { key throws(LocalDatabaseError) in
+                try storedClass.encoded.withBytes { bytes throws(LocalDatabaseError) in
+                    try transaction.put(classes, key, bytes)
+                }
             }
         }
-        return names
     }
 
-    /// Persists class names with their mangled names, so a fresh process can find the classes.
-    func saveClassNames(_ names: [String: String], in transaction: Transaction) throws(LocalDatabaseError) {
-        for (name, mangled) in names {
-            let value = Array(name.utf8) + [0] + Array(mangled.utf8)
-            try StorageKey(name, maxKeySize: environment.maxKeySize).withBytes { key throws(LocalDatabaseError) in
-                try value.withBytes { bytes throws(LocalDatabaseError) in try transaction.put(classes, key, bytes) }
-            }
-        }
+    /// Throws `classNameConflict` when a type other than `owner` owns `owner`'s name (and
+    /// `owner` does not adopt it): records under that name are not `owner`'s to read or delete.
+    func checkOwner(_ owner: StoredClass, in transaction: Transaction) throws(LocalDatabaseError) {
+        guard !owner.adopts, let existing = try classTable.row(named: owner.name, in: transaction),
+              !existing.hasSameOwner(as: owner) else { return }
+        throw .classNameConflict(name: owner.name, storedBy: existing.displayName, requestedBy: owner.qualifiedName)
     }
 }

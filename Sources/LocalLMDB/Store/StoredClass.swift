@@ -1,0 +1,76 @@
+import CLMDB
+
+/// A row of the `classes` database: the Swift type that owns a stored class name.
+///
+/// Invariant (kept by `RecordStore.claim`): a stored class name has one owner at a time. A
+/// write that would store a record or nested object under a name owned by another Swift type
+/// fails with `classNameConflict`, unless the writing type was registered explicitly
+/// (`StoredClasses.register`), which adopts the name (a class that moved to another module).
+///
+/// Stored as `name \0 mangledName \0 qualifiedName`; rows written before the qualified name was
+/// kept end after the mangled name.
+struct StoredClass: Sendable, Equatable {
+    /// The class name records are stored under (SwiftLocal's short class name, or a registered one).
+    let name: String
+    /// The owning type's mangled Swift name, which the Swift runtime resolves in any process
+    /// that links the type's module.
+    let mangledName: String
+    /// The owning type's module-qualified name, for messages; empty in older rows.
+    let qualifiedName: String
+    /// The owning type was registered explicitly, so it takes the name over from another type.
+    /// Not stored.
+    let adopts: Bool
+
+    init(name: String, mangledName: String, qualifiedName: String, adopts: Bool = false) {
+        self.name = name
+        self.mangledName = mangledName
+        self.qualifiedName = qualifiedName
+        self.adopts = adopts
+    }
+
+    /// Parses a stored row; nil when it is not one.
+    init?(parsing bytes: UnsafeRawBufferPointer) {
+        let parts = bytes.split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2 else { return nil }
+        name = String(decoding: parts[0], as: UTF8.self)
+        mangledName = String(decoding: parts[1], as: UTF8.self)
+        qualifiedName = parts.count > 2 ? String(decoding: parts[2], as: UTF8.self) : ""
+        adopts = false
+    }
+
+    /// The stored row.
+    var encoded: [UInt8] {
+        Array(name.utf8) + [0] + Array(mangledName.utf8) + [0] + Array(qualifiedName.utf8)
+    }
+
+    /// The owner's name for messages: qualified when known.
+    var displayName: String {
+        qualifiedName.isEmpty ? "the type with mangled name \(mangledName)" : qualifiedName
+    }
+
+    /// True when `other` is owned by the same Swift type.
+    func hasSameOwner(as other: StoredClass) -> Bool {
+        mangledName == other.mangledName
+    }
+}
+
+/// Reads rows of the `classes` database: in a given transaction, or in a fresh snapshot.
+///
+/// Holds its environment unowned: it is used only while a read holds the environment alive
+/// (a `ReadContext` lives for one read), so copying it costs no reference counting.
+struct ClassTable {
+    unowned(unsafe) let environment: Environment
+    let database: MDB_dbi
+
+    /// The row for `name`, read in `transaction`, or in a new read-only snapshot when nil.
+    func row(named name: String, in transaction: Transaction?) throws(LocalDatabaseError) -> StoredClass? {
+        let key = StorageKey(name, maxKeySize: environment.maxKeySize)
+        func read(_ transaction: Transaction) throws(LocalDatabaseError) -> StoredClass? {
+            try key.withBytes { bytes throws(LocalDatabaseError) in
+                try transaction.get(database, bytes).flatMap(StoredClass.init(parsing:))
+            }
+        }
+        if let transaction { return try read(transaction) }
+        return try environment.withReadTransaction(read)
+    }
+}
