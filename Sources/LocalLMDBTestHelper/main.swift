@@ -17,6 +17,11 @@ import LocalLMDBTestSupport
 //                                    "holding" and sleeps until killed
 //   helper stale-readers DIR         opens DIR with raw LMDB and prints how many stale reader
 //                                    slots mdb_reader_check cleared
+//   helper set-owner DIR NAME MANGLED records with raw LMDB that class NAME is owned by the type
+//                                    with that mangled name, then prints "done"
+//   helper open DIR                  opens DIR, printing "opened" or "error <description>"
+//   helper write-drawing DIR         writes Circle "c" and Drawing "d" holding a Circle
+//   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -47,6 +52,33 @@ case "hold-reader":
     guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { fail("mdb_txn_begin failed") }
     say("holding")
     while true { sleep(60) }
+case "set-owner":
+    guard arguments.count > 4 else { fail("set-owner needs NAME MANGLED") }
+    let env = openRawEnvironment()
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    guard mdb_txn_begin(env, nil, 0, &txn) == 0, mdb_dbi_open(txn, "classes", 0, &dbi) == 0 else { fail("cannot open classes") }
+    var key = Array(arguments[3].utf8)
+    var value = Array(arguments[3].utf8) + [0] + Array(arguments[4].utf8) + [0] + Array("Moved.\(arguments[3])".utf8)
+    let code = key.withUnsafeMutableBytes { keyBytes in
+        value.withUnsafeMutableBytes { valueBytes in
+            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
+            var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
+            return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+        }
+    }
+    guard code == 0, mdb_txn_commit(txn) == 0 else { fail("cannot write classes") }
+    mdb_env_close(env)
+    say("done")
+    exit(0)
+case "open":
+    do {
+        _ = try LocalDatabase(directory: directory)
+        say("opened")
+    } catch {
+        say("error \(error)")
+    }
+    exit(0)
 case "stale-readers":
     let env = openRawEnvironment()
     var cleared: Int32 = 0
@@ -115,6 +147,14 @@ do {
         say("done")
     case "count":
         say(String(try await database.count(Entry.self)))
+    case "write-drawing":
+        try await database.write(Record(id: "c", data: Circle(name: "round", radius: 2.5)))
+        try await database.write(Record(id: "d", data: Drawing(shape: Circle(name: "inner", radius: 7))))
+        say("done")
+    case "write-toolbox":
+        try await database.write(Record(id: "h", data: Hammer(label: "claw", weight: 3)))
+        try await database.write(Record(id: "t", data: Toolbox(tool: Hammer(label: "sledge", weight: 9))))
+        say("done")
     default:
         fail("unknown command \(arguments[1])")
     }

@@ -1,5 +1,5 @@
 import Foundation
-import LocalLMDB
+@testable import LocalLMDB
 import Testing
 
 /// A fresh temporary directory, removed when `body` returns.
@@ -21,18 +21,31 @@ nonisolated(nonsending) func withDatabase<R>(_ body: (LocalDatabase, URL) async 
 
 struct TimedOut: Error {}
 
-/// Runs `body`, failing with `TimedOut` if it takes longer than `seconds`.
+/// Runs `body`, failing with `TimedOut` if it takes longer than `seconds`. A body that never
+/// ends (a hang) is abandoned rather than awaited, so the test fails instead of hanging.
 @discardableResult
 func withTimeout<R: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> R) async throws -> R {
-    try await withThrowingTaskGroup(of: R.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
-            throw TimedOut()
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<R, any Error>) in
+        let resumed = Locked(false)
+        let finish: @Sendable (Result<R, any Error>) -> Bool = { result in
+            let first = resumed.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            if first { continuation.resume(with: result) }
+            return first
         }
-        guard let result = try await group.next() else { throw TimedOut() }
-        group.cancelAll()
-        return result
+        let work = Task {
+            do {
+                _ = finish(.success(try await body()))
+            } catch {
+                _ = finish(.failure(error))
+            }
+        }
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1_000_000_000))
+            if finish(.failure(TimedOut())) { work.cancel() }
+        }
     }
 }
 
@@ -81,3 +94,55 @@ func runHelper(_ arguments: [String]) throws -> (status: Int32, lines: [String])
     let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
     return (process.terminationStatus, lines)
 }
+
+/// Runs `body`, which must throw a `LocalDatabaseError` that `matches` accepts.
+func expectError(
+    _ matches: (LocalDatabaseError) -> Bool, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    do {
+        try await body()
+        Issue.record("expected an error, got none", sourceLocation: sourceLocation)
+    } catch let error as LocalDatabaseError {
+        if !matches(error) { Issue.record("unexpected error: \(error)", sourceLocation: sourceLocation) }
+    } catch {
+        Issue.record("unexpected error type: \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+extension LocalDatabaseError {
+    var isClassNameConflict: Bool {
+        if case .classNameConflict = self { return true }
+        return false
+    }
+
+    var isBusy: Bool {
+        if case .busy = self { return true }
+        return false
+    }
+}
+
+/// Runs a system command quietly; true when it succeeded.
+@discardableResult
+func runCommand(_ path: String, _ arguments: [String]) -> Bool {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return false }
+    process.waitUntilExit()
+    return process.terminationReason == .exit && process.terminationStatus == 0
+}
+
+/// Whether this process may mount file systems (root, with mount(8) present): the tests of full
+/// disks and bind mounts need it, and are skipped elsewhere.
+let canMount: Bool = {
+    guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/bin/mount") else { return false }
+    let probe = FileManager.default.temporaryDirectory.appendingPathComponent("LocalLMDB-mount-\(UUID().uuidString)")
+    guard (try? FileManager.default.createDirectory(at: probe, withIntermediateDirectories: true)) != nil else { return false }
+    defer { try? FileManager.default.removeItem(at: probe) }
+    guard runCommand("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", probe.path]) else { return false }
+    runCommand("/bin/umount", [probe.path])
+    return true
+}()

@@ -73,6 +73,9 @@ final class TypeRegistry: Sendable {
             guard !name.isEmpty else {
                 throw .classRegistration(type: _typeName(type, qualified: true), reason: "a stored class name must not be empty")
             }
+            if let registered = state.customNames[id], registered != name {
+                throw .classRegistration(type: _typeName(type, qualified: true), reason: "it is already registered as '\(registered)'")
+            }
             if let other = state.explicit[name], other != type {
                 throw .classRegistration(
                     type: _typeName(type, qualified: true),
