@@ -161,3 +161,37 @@ struct ClassIdentityTests {
         }
     }
 }
+
+/// Stores either a `Shape` or, wrongly, a `Note` under "shape"; reads a `Shape` back.
+final class Sketch: Storable {
+    let shape: Shape
+    let storesNote: Bool
+    init(storesNote: Bool) {
+        shape = Shape(name: "square")
+        self.storesNote = storesNote
+    }
+    required init(dataObject: DataObject) {
+        shape = dataObject.getObject("shape", type: Shape.self)
+        storesNote = false
+    }
+    func toDataObject() -> DataObject {
+        storesNote ? DataObject(self).add(key: "shape", value: Note(text: "not a shape")) : DataObject(self).add(key: "shape", value: shape)
+    }
+}
+
+extension ClassIdentityTests {
+    @Test func aNestedObjectOfAnUnrelatedClassIsAnErrorNotACast() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "good", data: Sketch(storesNote: false)))
+            try await database.write(Record(id: "odd", data: Sketch(storesNote: true)))
+            let good: Sketch? = try await database.read(id: "good")
+            #expect(good?.shape.name == "square")
+            await expectError({ $0 == .typeMismatch(id: "odd", requested: "Shape", stored: "Note") }) {
+                let _: Sketch? = try await database.read(id: "odd")
+            }
+            await expectError({ $0 == .typeMismatch(id: "odd", requested: "Shape", stored: "Note") }) {
+                let _: [Sketch] = try await database.read()
+            }
+        }
+    }
+}

@@ -91,8 +91,10 @@ enum ObjectDecoding {
     }
 
     /// Restores a nested object: as the class it names when that is `T` or a subclass, as `T`
-    /// when it names none. Any other case is recorded in the thread's scratch, for the read to
-    /// throw, and the object is restored as `T` meanwhile (the read will not return it).
+    /// when it names none. Any other case is recorded in the thread's scratch, for the database
+    /// read under way to throw, and the object is restored as `T` meanwhile (the read will not
+    /// return it). Outside a database read (`DataObject(rawString:)`), there is nobody to throw
+    /// to: the object is restored as `T`.
     static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
         if let storedName = object.className {
@@ -101,7 +103,7 @@ enum ObjectDecoding {
             case let .success(resolved):
                 type = resolved
             case let .failure(failure):
-                if scratch.failure == nil { scratch.failure = failure }
+                if scratch.isReading, scratch.failure == nil { scratch.failure = failure }
             }
         }
         return DataObject.restore(type, from: object, spare: &spare)

@@ -23,6 +23,9 @@ final class ReadScratch {
 
     /// The database the current read restores objects from, for resolving nested classes.
     var context: ReadContext?
+    /// A database read is restoring objects on this thread (nested objects read outside one,
+    /// from `DataObject(rawString:)`, have no read to report a failure to).
+    private(set) var isReading = false
     /// The first problem met while restoring the current record's nested objects: the read
     /// throws it once the model's initializer returns (initializers cannot throw).
     var failure: ObjectDecoding.Failure?
@@ -56,10 +59,11 @@ final class ReadScratch {
     func reading<R>(
         in context: ReadContext?, _ body: () throws(LocalDatabaseError) -> R
     ) throws(LocalDatabaseError) -> R {
-        let outer = (self.context, failure)
+        let outer = (self.context, failure, isReading)
         self.context = context
         failure = nil
-        defer { (self.context, failure) = outer }
+        isReading = true
+        defer { (self.context, failure, isReading) = outer }
         return try body()
     }
 
