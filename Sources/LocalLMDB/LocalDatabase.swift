@@ -221,6 +221,7 @@ public actor LocalDatabase {
         if transactionFlag.withLock({ $0 }),
            let objects = try await readInTransaction({ transaction throws(LocalDatabaseError) in
                try store.checkOwner(owner, in: transaction)
+               // Ids are made for every record here: reads in a transaction copy each record anyway.
                return try store.objects(typeKeys: typeKeys, in: transaction) { stored, id in (stored.detached(), id()) }
            }) {
             let scratch = ReadScratch.current

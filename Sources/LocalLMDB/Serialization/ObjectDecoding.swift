@@ -84,8 +84,11 @@ enum ObjectDecoding {
         let scratch = ReadScratch.current
         let id = ObjectIdentifier(requested)
         if scratch.isVerified(id, in: context.database) { return nil }
-        guard let row = try context.row(named: requestedClass.name) else { return nil }
-        guard row.hasSameOwner(as: requestedClass) else { return row }
+        guard let transaction = context.transaction else {
+            guard let row = try context.row(named: requestedClass.name) else { return nil }
+            return row.hasSameOwner(as: requestedClass) ? nil : row
+        }
+        if let other = try context.classes.otherOwner(of: requestedClass, in: transaction) { return other }
         scratch.rememberVerified(id, in: context.database)
         return nil
     }

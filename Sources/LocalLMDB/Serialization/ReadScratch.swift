@@ -32,8 +32,10 @@ final class ReadScratch {
     /// Types known to own their stored name in a database, as (database, type); a few entries.
     private var verified: [(database: UInt64, type: ObjectIdentifier)] = []
 
-    /// The stored classes met by the encode under way, when one is collecting them.
-    private(set) var encodedClasses: [StoredClass]?
+    /// The stored classes met by the encodes under way (kept, emptied, between encodes).
+    private var encodedClasses: [StoredClass] = []
+    /// How many encodes that collect classes are under way on this thread.
+    private var collecting = 0
 
     /// The calling thread's scratch.
     static var current: ReadScratch {
@@ -68,10 +70,10 @@ final class ReadScratch {
     }
 
     /// Throws and clears the failure recorded while restoring the record `id`.
-    func throwFailure(id: String?) throws(LocalDatabaseError) {
+    func throwFailure(id: @autoclosure () -> String?) throws(LocalDatabaseError) {
         guard let failure else { return }
         self.failure = nil
-        throw failure.error(id: id ?? "")
+        throw failure.error(id: id() ?? "")
     }
 
     // MARK: Stored classes
@@ -101,20 +103,24 @@ final class ReadScratch {
 
     // MARK: Encoding
 
-    /// Runs `body` collecting the stored classes of every data object it creates
-    /// (`DataObject(self)`), and returns them with its result, each once.
-    func collectingClasses<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> (R, [StoredClass]) {
-        let outer = encodedClasses
-        encodedClasses = []
-        defer { encodedClasses = outer }
-        let result = try body()
-        return (result, encodedClasses ?? [])
+    /// Runs `body`, adding to `classes` the stored class of every data object it creates
+    /// (`DataObject(self)`) that `classes` does not hold yet.
+    func collectingClasses<R>(into classes: inout [StoredClass], _ body: () -> R) -> R {
+        let start = encodedClasses.count
+        collecting += 1
+        defer {
+            collecting -= 1
+            encodedClasses.removeSubrange(start...)
+        }
+        let result = body()
+        for storedClass in encodedClasses[start...] where !classes.contains(storedClass) { classes.append(storedClass) }
+        return result
     }
 
     /// Notes that a data object of `storedClass` was created, when an encode collects them.
     func noteEncoded(_ storedClass: StoredClass) {
-        guard encodedClasses != nil, !(encodedClasses?.contains(storedClass) ?? true) else { return }
-        encodedClasses?.append(storedClass)
+        guard collecting > 0, !encodedClasses.contains(storedClass) else { return }
+        encodedClasses.append(storedClass)
     }
 
     /// The thread-local slot; its destructor releases a thread's scratch when the thread exits.

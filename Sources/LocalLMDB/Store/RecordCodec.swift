@@ -10,8 +10,7 @@ enum RecordCodec {
         _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
     ) throws(LocalDatabaseError) -> EncodedRecord {
         guard !record.id.isEmpty else { throw .emptyID }
-        let (dataObject, used) = ReadScratch.current.collectingClasses { record.data.toDataObject() }
-        for storedClass in used where !classes.contains(storedClass) { classes.append(storedClass) }
+        let dataObject = ReadScratch.current.collectingClasses(into: &classes) { record.data.toDataObject() }
         let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         var bytes: [UInt8] = []

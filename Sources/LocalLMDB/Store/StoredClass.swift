@@ -64,13 +64,28 @@ struct ClassTable {
 
     /// The row for `name`, read in `transaction`, or in a new read-only snapshot when nil.
     func row(named name: String, in transaction: Transaction?) throws(LocalDatabaseError) -> StoredClass? {
-        let key = StorageKey(name, maxKeySize: environment.maxKeySize)
-        func read(_ transaction: Transaction) throws(LocalDatabaseError) -> StoredClass? {
-            try key.withBytes { bytes throws(LocalDatabaseError) in
-                try transaction.get(database, bytes).flatMap(StoredClass.init(parsing:))
+        guard let transaction else {
+            return try environment.withReadTransaction { transaction throws(LocalDatabaseError) in
+                try row(named: name, in: transaction)
             }
         }
-        if let transaction { return try read(transaction) }
-        return try environment.withReadTransaction(read)
+        return try StorageKey(name, maxKeySize: environment.maxKeySize).withBytes { key throws(LocalDatabaseError) in
+            try transaction.get(database, key).flatMap(StoredClass.init(parsing:))
+        }
+    }
+
+    /// The row for `storedClass.name` when it names another owner; nil when `storedClass`'s type
+    /// owns the name or nobody does. Compares bytes, building no strings unless the owner differs.
+    func otherOwner(of storedClass: StoredClass, in transaction: Transaction) throws(LocalDatabaseError) -> StoredClass? {
+        try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(LocalDatabaseError) in
+            guard let row = try transaction.get(database, key) else { return nil }
+            if let separator = row.firstIndex(of: 0) {
+                let owner = row[(separator + 1)...].prefix { $0 != 0 }
+                var mangled = storedClass.mangledName
+                let same = mangled.withUTF8 { owner.elementsEqual($0) }
+                if same { return nil }
+            }
+            return StoredClass(parsing: row)
+        }
     }
 }
