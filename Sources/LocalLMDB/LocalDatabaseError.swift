@@ -42,6 +42,16 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     case classRegistration(type: String, reason: String)
     /// Waited `timeout` for another database's transaction on the same directory to end.
     case busy(timeout: Duration)
+    /// The transaction failed (`reason`) and was not rolled back yet: its writes, reads and
+    /// commit are refused until `rollbackTransaction()`. None of its changes will be kept.
+    case transactionFailed(reason: String)
+    /// The database was closed with `close()`.
+    case closed
+    /// The database was opened read-only (`DatabaseConfiguration.readOnly`).
+    case readOnly
+    /// A synchronous call would wait for itself: made on the database's writer thread, or from
+    /// inside a model's `init(dataObject:)` while a read of the same database restores it.
+    case wouldDeadlock(operation: String, reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String {
@@ -80,6 +90,14 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
             return "Cannot register \(type): \(reason)."
         case let .busy(timeout):
             return "Waited \(timeout) for another database's transaction on this directory to end (the busy timeout)."
+        case let .transactionFailed(reason):
+            return "The transaction failed and must be rolled back (nothing of it will be kept): \(reason)"
+        case .closed:
+            return "The database is closed."
+        case .readOnly:
+            return "The database was opened read-only."
+        case let .wouldDeadlock(operation, reason):
+            return "\(operation) would wait for itself: \(reason)"
         }
     }
 }

@@ -22,8 +22,8 @@ struct BusyTimeoutTests {
                 await expectError(\.isBusy) { try await second.startTransaction() }
                 await expectError(\.isBusy) { try await second.clearDatabase() }
             }
-            #expect(await first.transactionActive)
-            #expect(await !second.transactionActive)
+            #expect(first.transactionActive)
+            #expect(!second.transactionActive)
             try await first.commitTransaction()
             // Nothing of the refused calls happened; the second database works normally again.
             #expect(try await second.readIDs(Entry.self) == ["mine"])

@@ -46,7 +46,7 @@ struct ConcurrencyTests {
         try await withDatabase { database, _ in
             let writers = 8
             let perWriter = 40
-            let environment = database.engine.environment
+            let environment = database.session.engine.environment
             let before = environment.lastTransactionID
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<writers {

@@ -12,7 +12,7 @@ struct DurabilityTests {
             let url = directory.appendingPathComponent("db")
             do {
                 let database = try LocalDatabase(directory: url, durability: durability)
-                let flags = database.engine.environment.flags
+                let flags = database.session.engine.environment.flags
                 #expect((flags & UInt32(MDB_NOSYNC) != 0) == (durability == .none))
                 #expect((flags & UInt32(MDB_NOMETASYNC) != 0) == (durability == .metaAsync))
                 #expect(flags & UInt32(MDB_WRITEMAP) == 0)
@@ -32,7 +32,7 @@ struct DurabilityTests {
 
     @Test func theDefaultIsFull() async throws {
         try await withDatabase { database, _ in
-            #expect(database.engine.durability == .full)
+            #expect(database.configuration.durability == .full)
         }
     }
 }

@@ -7,9 +7,9 @@ import Testing
 struct TransactionTests {
     @Test func changesAreVisibleAtOnceAndCommitKeepsThem() async throws {
         try await withDatabase { database, _ in
-            #expect(await database.transactionActive == false)
+            #expect(database.transactionActive == false)
             try await database.startTransaction()
-            #expect(await database.transactionActive)
+            #expect(database.transactionActive)
             let first = try await database.write(Record(id: "a", data: Note(text: "1")))
             let second = try await database.write(Record(id: "b", data: Note(text: "2")))
             #expect(first && second)
@@ -18,7 +18,7 @@ struct TransactionTests {
             #expect(try await database.count() == 2)
             #expect(try await database.count(Note.self) == 2)
             try await database.commitTransaction()
-            #expect(await database.transactionActive == false)
+            #expect(database.transactionActive == false)
             #expect(try await database.count(Note.self) == 2)
         }
     }
@@ -68,7 +68,7 @@ struct TransactionTests {
             await #expect(throws: LocalDatabaseError.transactionAlreadyActive) {
                 try await database.startTransaction(override: false)
             }
-            #expect(await database.transactionActive)
+            #expect(database.transactionActive)
             #expect(try await database.count() == 1)
             try await database.commitTransaction()
             #expect(try await database.readIDs(Note.self) == ["kept"])
@@ -117,7 +117,7 @@ struct TransactionTests {
             try await owner.startTransaction()
             try await owner.write(Record(id: "uncommitted", data: Note(text: "x")))
             #expect(try await other.count() == 0)
-            #expect(await other.transactionActive == false)
+            #expect(other.transactionActive == false)
 
             // The other database's write waits for the transaction to end.
             let waitingWrite = Task { try await other.write(Record(id: "other", data: Note(text: "y"))) }

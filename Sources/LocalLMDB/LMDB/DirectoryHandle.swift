@@ -47,12 +47,15 @@ final class DirectoryHandle: Sendable {
 /// open. Only the part past the file's current end is allocated, so a lock file in use by
 /// other processes is never touched.
 enum LockFile {
-    /// Room for LMDB's lock table with the reader slots `Environment` asks for (256 readers of
-    /// 64 bytes and the header), rounded up: LMDB adopts a larger file as it is.
-    static let size = 32 << 10
+    /// Room for LMDB's lock table with `readers` reader slots (64 bytes each) and its header,
+    /// rounded up generously: LMDB adopts a larger file as it is.
+    static func size(readers: Int) -> Int {
+        (readers * 64 + 8192 + 4095) / 4096 * 4096
+    }
 
-    /// Allocates `lock.mdb` in `directory` up to `size` bytes, creating it (0600) if needed.
-    static func prepare(in directory: String) throws(LocalDatabaseError) {
+    /// Allocates `lock.mdb` in `directory` for `readers` reader slots, creating it (0600) if needed.
+    static func prepare(in directory: String, readers: Int) throws(LocalDatabaseError) {
+        let size = size(readers: readers)
         let path = directory + "/lock.mdb"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw failure(errno, "open lock file '\(path)'") }

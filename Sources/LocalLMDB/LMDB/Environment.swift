@@ -32,9 +32,17 @@ final class Environment: @unchecked Sendable {
     /// pages, so the file would grow instead of reusing them; checking costs a system call per
     /// slot, so write transactions check at most once a second (and the map checks before growing).
     private let lastReaderCheck = Locked(ContinuousClock.now)
+    /// The map never grows beyond this.
+    private let maximumMapSize: Int
+    /// Set once by `close()`, under the exclusive side of `resizeLock`; read under its shared
+    /// side, which every transaction holds, so no transaction begins on a closed environment.
+    private var isClosed = false
 
-    /// Opens (creating if needed) the environment in `directory`.
-    init(directory: DirectoryHandle, syncFlags: Int32, initialMapSize: Int, maxDatabases: Int) throws(LocalDatabaseError) {
+    /// Opens (creating if needed, unless `readOnly`) the environment in `directory`.
+    init(
+        directory: DirectoryHandle, syncFlags: Int32, readOnly: Bool, initialMapSize: Int, maximumMapSize: Int,
+        maxReaders: Int, maxDatabases: Int
+    ) throws(LocalDatabaseError) {
         let path = directory.path
         try OpenDirectories.shared.claim(directory.identity, path: path)
         var env: OpaquePointer?
@@ -44,11 +52,15 @@ final class Environment: @unchecked Sendable {
             throw LMDBStatus.error(created == MDB_SUCCESS ? ENOMEM : created, "env create")
         }
         do {
-            try LockFile.prepare(in: path)
+            do throws(LocalDatabaseError) {
+                try LockFile.prepare(in: path, readers: maxReaders)
+            } catch where readOnly && [EROFS, EACCES, EPERM].contains(error.lmdbCode ?? 0) {
+                // A read-only volume: LMDB reads without a lock file of its own there.
+            }
             try LMDBStatus.check(mdb_env_set_maxdbs(env, UInt32(maxDatabases)), "set max databases")
-            try LMDBStatus.check(mdb_env_set_maxreaders(env, 256), "set max readers")
-            try LMDBStatus.check(mdb_env_set_mapsize(env, initialMapSize), "set map size")
-            let flags = UInt32(MDB_NOTLS | syncFlags)
+            try LMDBStatus.check(mdb_env_set_maxreaders(env, UInt32(clamping: maxReaders)), "set max readers")
+            try LMDBStatus.check(mdb_env_set_mapsize(env, min(initialMapSize, maximumMapSize)), "set map size")
+            let flags = UInt32(MDB_NOTLS | syncFlags | (readOnly ? MDB_RDONLY : 0))
             try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
         } catch {
             mdb_env_close(env)
@@ -61,13 +73,25 @@ final class Environment: @unchecked Sendable {
         self.handle = env
         self.path = path
         self.directory = directory
+        self.maximumMapSize = maximumMapSize
         self.maxKeySize = Int(mdb_env_get_maxkeysize(env))
     }
 
     deinit {
-        idleReaders.drain { mdb_txn_abort($0) }
-        mdb_env_close(handle)
-        OpenDirectories.shared.release(directory.identity)
+        close()
+    }
+
+    /// Closes the environment once every transaction of this process on it has ended; later
+    /// transactions fail with `closed`. Idempotent.
+    func close() {
+        let closedNow = resizeLock.withExclusive {
+            guard !isClosed else { return false }
+            isClosed = true
+            idleReaders.drain { mdb_txn_abort($0) }
+            mdb_env_close(handle)
+            return true
+        }
+        if closedNow { OpenDirectories.shared.release(directory.identity) }
     }
 
     /// Opens (creating if needed) the named database. Only called while opening the store.
@@ -76,6 +100,26 @@ final class Environment: @unchecked Sendable {
         let flags = UInt32(MDB_CREATE | (dupSort ? MDB_DUPSORT : 0))
         try LMDBStatus.check(mdb_dbi_open(transaction.handle, name, flags, &dbi), "open database '\(name)'")
         return dbi
+    }
+
+    /// Opens existing named databases read-only, in a read transaction that is committed so
+    /// that the handles stay valid. Only called while opening a read-only store.
+    func openExistingDatabases(_ names: [(name: String, dupSort: Bool)]) throws(LocalDatabaseError) -> [MDB_dbi] {
+        var txn: OpaquePointer?
+        try LMDBStatus.check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn), "begin read transaction")
+        guard let txn else { throw LMDBStatus.error(EINVAL, "begin read transaction") }
+        var handles: [MDB_dbi] = []
+        for (name, dupSort) in names {
+            var dbi: MDB_dbi = 0
+            let code = mdb_dbi_open(txn, name, UInt32(dupSort ? MDB_DUPSORT : 0), &dbi)
+            guard code == MDB_SUCCESS else {
+                mdb_txn_abort(txn)
+                throw LMDBStatus.error(code, "open database '\(name)'")
+            }
+            handles.append(dbi)
+        }
+        try LMDBStatus.check(mdb_txn_commit(txn), "commit read transaction")
+        return handles
     }
 
     // MARK: Read transactions
@@ -90,6 +134,10 @@ final class Environment: @unchecked Sendable {
     private func beginRead() throws(LocalDatabaseError) -> Transaction {
         while true {
             resizeLock.lockShared()
+            guard !isClosed else {
+                resizeLock.unlock()
+                throw .closed
+            }
             var code: Int32
             var txn: OpaquePointer?
             if let idle = idleReaders.take() {
@@ -119,9 +167,9 @@ final class Environment: @unchecked Sendable {
 
     // MARK: Write transactions
 
-    /// Begins a write transaction on the calling thread, which must commit or abort it.
+    /// Begins a write transaction on the calling thread, which alone may use and end it.
     /// Grows the map first when it is more than three quarters used.
-    func beginWrite() throws(LocalDatabaseError) -> Transaction {
+    func beginWrite() throws(LocalDatabaseError) -> WriteTransaction {
         let now = ContinuousClock.now
         if lastReaderCheck.withLock({ last in
             guard now - last > .seconds(1) else { return false }
@@ -136,10 +184,14 @@ final class Environment: @unchecked Sendable {
         }
         while true {
             resizeLock.lockShared()
+            guard !isClosed else {
+                resizeLock.unlock()
+                throw .closed
+            }
             var txn: OpaquePointer?
             let code = mdb_txn_begin(handle, nil, 0, &txn)
             if code == MDB_SUCCESS, let txn {
-                return Transaction(handle: txn, isWrite: true)
+                return WriteTransaction(Transaction(handle: txn, isWrite: true), in: self)
             }
             resizeLock.unlock()
             guard code == MDB_MAP_RESIZED else { throw LMDBStatus.error(code, "begin write transaction") }
@@ -147,16 +199,16 @@ final class Environment: @unchecked Sendable {
         }
     }
 
-    /// Commits a write transaction begun by `beginWrite`. The transaction is over either way.
-    func commit(_ transaction: Transaction) throws(LocalDatabaseError) {
-        try transaction.checkWriterThread("commit")
+    /// Commits a write transaction; it is over either way, and the shared side of the resize
+    /// lock it held is released. Only `WriteTransaction` calls this, once per transaction.
+    func commitWrite(_ transaction: Transaction) throws(LocalDatabaseError) {
         defer { resizeLock.unlock() }
         try LMDBStatus.check(mdb_txn_commit(transaction.handle), "commit")
     }
 
-    /// Aborts a write transaction begun by `beginWrite`.
-    func abort(_ transaction: Transaction) throws(LocalDatabaseError) {
-        try transaction.checkWriterThread("abort")
+    /// Aborts a write transaction and releases the shared side of the resize lock it held.
+    /// Only `WriteTransaction` calls this, once per transaction.
+    func abortWrite(_ transaction: Transaction) {
         mdb_txn_abort(transaction.handle)
         resizeLock.unlock()
     }
@@ -184,8 +236,10 @@ final class Environment: @unchecked Sendable {
     func growMap() throws(LocalDatabaseError) {
         clearStaleReaders()
         try resizeLock.withExclusive { () throws(LocalDatabaseError) in
+            guard !isClosed else { throw .closed }
             let current = usage.mapSize
-            let newSize = current + min(current, Self.maxGrowthStep)
+            guard current < maximumMapSize else { throw LMDBStatus.error(MDB_MAP_FULL, "grow map beyond its maximum of \(maximumMapSize) bytes") }
+            let newSize = min(current + min(current, Self.maxGrowthStep), maximumMapSize)
             try LMDBStatus.check(mdb_env_set_mapsize(handle, newSize), "grow map to \(newSize) bytes")
         }
     }
@@ -201,6 +255,7 @@ final class Environment: @unchecked Sendable {
     /// Adopts the larger map another process set (`MDB_MAP_RESIZED`).
     private func adoptMapSize() {
         resizeLock.withExclusive {
+            guard !isClosed else { return }
             _ = mdb_env_set_mapsize(handle, 0)
         }
     }

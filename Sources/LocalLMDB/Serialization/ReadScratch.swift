@@ -69,6 +69,11 @@ final class ReadScratch {
         return try body()
     }
 
+    /// Whether this thread is restoring objects read from the database `serial`.
+    func isRestoring(from serial: UInt64) -> Bool {
+        isReading && context?.database == serial
+    }
+
     /// Throws and clears the failure recorded while restoring the record `id`.
     func throwFailure(id: @autoclosure () -> String?) throws(LocalDatabaseError) {
         guard let failure else { return }

@@ -1,27 +1,7 @@
-/// Converts between `Record`s and stored bytes.
-///
-/// Encoding happens in the caller's isolation before anything is sent to the writer thread;
-/// decoding parses stored bytes into `StoredObject`s inside a read transaction, and the
-/// caller instantiates model objects from them afterwards.
+/// Parses stored values into `StoredObject`s: the class name from the header and the checked
+/// JSON document. Bytes and names only: `RecordEncoding` makes values from models, and
+/// `StoredObject.instantiate` makes models from stored objects.
 enum RecordCodec {
-    /// Encodes `record` for storage. `classes` gathers the stored classes of the record's
-    /// object and of every object nested in it, each once, for the write to claim.
-    static func encode<T: Storable>(
-        _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
-    ) throws(LocalDatabaseError) -> EncodedRecord {
-        guard !record.id.isEmpty else { throw .emptyID }
-        let dataObject = ReadScratch.current.collectingClasses(into: &classes) { record.data.toDataObject() }
-        let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
-        let key = StorageKey(record.id, maxKeySize: maxKeySize)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        StoredValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
-        return EncodedRecord(
-            key: key, typeName: typeName,
-            typeKey: StorageKey(typeName, maxKeySize: maxKeySize),
-            value: dataObject.encoded(appendingTo: bytes))
-    }
-
     /// Parses and checks a stored value; the object reads its JSON in place, so the result is
     /// valid only during the read transaction `value` came from. Errors name the record by the
     /// id in the value or else by its `key`.
@@ -65,24 +45,6 @@ struct StoredObject {
     let id: String?
     let typeName: String
     let object: EncodedObject
-
-    /// The model object: as the stored class when it is `T` or a subclass of it.
-    /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
-    ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
-    ///   type in the database; the same for any nested object.
-    func instantiate<T: Storable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
-        let scratch = ReadScratch.current
-        let type: T.Type
-        switch ObjectDecoding.resolve(storedName: typeName, as: requested, context: context) {
-        case let .success(resolved): type = resolved
-        case let .failure(failure): throw failure.error(id: id ?? "")
-        }
-        return try scratch.reading(in: context) { () throws(LocalDatabaseError) in
-            let object = scratch.restore(type, from: object)
-            try scratch.throwFailure(id: id)
-            return object
-        }
-    }
 
     /// A copy with bytes of its own, to carry out of the read transaction.
     func detached() -> Detached {

@@ -20,10 +20,25 @@ struct RecordStore: Sendable {
     let meta: MDB_dbi
     let classes: MDB_dbi
 
-    /// Opens the four databases, creating them and recording the layout version if new.
-    init(environment: Environment) throws(LocalDatabaseError) {
+    /// Opens the four databases, creating them and recording the layout version if new (unless
+    /// `readOnly`: then they must exist).
+    init(environment: Environment, readOnly: Bool = false) throws(LocalDatabaseError) {
         self.environment = environment
-        let transaction = try environment.beginWrite()
+        if readOnly {
+            let handles = try environment.openExistingDatabases([
+                ("records", false), ("types", true), ("meta", false), ("classes", false),
+            ])
+            (records, types, meta, classes) = (handles[0], handles[1], handles[2], handles[3])
+            let stored = try environment.withReadTransaction { transaction throws(LocalDatabaseError) in
+                try Array("format".utf8).withBytes { key throws(LocalDatabaseError) in try transaction.get(meta, key).map { Array($0) } }
+            }
+            guard stored == [Self.layoutVersion] else {
+                throw LocalDatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.layoutVersion))
+            }
+            return
+        }
+        let write = try environment.beginWrite()
+        let transaction = write.transaction
         do throws(LocalDatabaseError) {
             records = try environment.openDatabase("records", dupSort: false, in: transaction)
             types = try environment.openDatabase("types", dupSort: true, in: transaction)
@@ -45,10 +60,10 @@ struct RecordStore: Sendable {
                 }
             }
         } catch {
-            try? environment.abort(transaction)
+            write.abort()
             throw error
         }
-        try environment.commit(transaction)
+        try write.commit()
     }
 
     // MARK: Reading

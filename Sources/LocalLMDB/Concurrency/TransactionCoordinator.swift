@@ -1,36 +1,49 @@
-/// All writing to one environment: user transactions and group-committed single writes.
+/// Every write to one environment: user transactions and group-committed writes.
 ///
-/// Confinement: every member is used only on `thread`, the environment's `WriterThread`;
-/// each entry point checks this and throws `wrongThread` otherwise. Callers are
-/// `LocalDatabase` actors, whose executor is that thread.
+/// Confinement: every member is used only on `thread`, the engine's `WriterThread`; each entry
+/// point checks this and reports `wrongThread` otherwise. `Session` is the only caller.
 ///
-/// Write transactions:
-/// - A user transaction (`begin`…`commit`/`rollback`) belongs to one `LocalDatabase` (its
-///   owner) and stays open across awaits. Its operations are journaled so that, when the map
-///   fills or an operation fails halfway, the transaction can be rebuilt without the failed
-///   part: abort, grow the map if needed, begin again, replay the journal.
-/// - Writes outside a user transaction wait in `pending`. One flush, queued behind the jobs
-///   already waiting for the thread, commits all of them in one durable transaction (group
-///   commit) and then resumes each writer. While a user transaction is open they wait for it.
-/// - Another database's `begin` waits until the open user transaction ends.
-final class Writer: @unchecked Sendable {
-    /// A `LocalDatabase`'s identity as a transaction owner: unique for the life of the process.
+/// The transaction rules, kept here alone:
+/// - A user transaction belongs to one session (its owner) and stays open across awaits and
+///   threads until its owner commits or rolls it back (or closes, or is deinitialized).
+/// - While it is open, other sessions' writes and `begin`s wait for it, each for at most its
+///   busy timeout, after which it fails with `busy`.
+/// - Its operations are journaled. When one fails (the map is full, a class name conflict, …),
+///   the transaction is rebuilt without it: abort, grow the map if needed, begin again, replay
+///   the journal. If it cannot be rebuilt, the transaction *fails*: its writes, reads and commit
+///   are refused with `transactionFailed` until its owner rolls it back. It never turns into
+///   automatic commits.
+/// - A commit that fails keeps none of the transaction's changes and ends it.
+/// - Writes outside a user transaction wait in `pending`; one flush commits all of them in one
+///   durable transaction (group commit) and then completes each.
+final class TransactionCoordinator: @unchecked Sendable {
+    /// A session's identity as a transaction owner: unique for the life of the process.
     typealias Owner = UInt64
+    /// Receives the outcome of a write: the number of records written or deleted, or the error.
+    typealias Completion = @Sendable (Result<Int, LocalDatabaseError>) -> Void
+    /// Receives the outcome of a `begin`.
+    typealias BeginCompletion = @Sendable (Result<Void, LocalDatabaseError>) -> Void
 
     /// A reference type, so that appending to the journal never copies it.
     private final class UserTransaction {
         let owner: Owner
-        var transaction: Transaction
+        /// The LMDB transaction; nil once the user transaction has failed.
+        var write: WriteTransaction?
         var journal: [WriteOperation] = []
+        /// Why the transaction failed, when it has.
+        var failure: LocalDatabaseError?
 
-        init(owner: Owner, transaction: Transaction) {
+        init(owner: Owner, write: consuming WriteTransaction) {
             self.owner = owner
-            self.transaction = transaction
+            self.write = .some(write)
+        }
+
+        /// The open LMDB transaction; `transactionFailed` when the user transaction has failed.
+        func transaction() throws(LocalDatabaseError) -> Transaction {
+            guard let transaction = write?.transaction else { throw .transactionFailed(reason: failure?.description ?? "") }
+            return transaction
         }
     }
-
-    /// Receives the outcome of a write: the number of records written or deleted, or the error.
-    typealias Completion = @Sendable (Result<Int, LocalDatabaseError>) -> Void
 
     private struct PendingWrite {
         let operation: WriteOperation
@@ -42,7 +55,7 @@ final class Writer: @unchecked Sendable {
     /// An owner waiting for another owner's transaction to end before beginning its own.
     private struct WaitingBegin {
         let owner: Owner
-        let continuation: CheckedContinuation<Void, any Error>
+        let completion: BeginCompletion
         let waiter: UInt64
         let busyTimeout: Duration
     }
@@ -53,9 +66,9 @@ final class Writer: @unchecked Sendable {
 
     private var user: UserTransaction?
     private var waitingToBegin: [WaitingBegin] = []
+    private var pending: [PendingWrite] = []
     /// The last id given to something waiting for another owner's transaction.
     private var lastWaiter: UInt64 = 0
-    private var pending: [PendingWrite] = []
     /// A delayed flush is waiting to run.
     private var delayedFlushScheduled = false
     /// Group commits so far. A delayed flush runs only if no flush came first: otherwise it
@@ -81,64 +94,61 @@ final class Writer: @unchecked Sendable {
 
     // MARK: User transactions
 
-    /// True when `owner` has a transaction open.
+    /// True when `owner` has a transaction open (failed or not).
     func hasTransaction(owner: Owner) -> Bool {
         thread.isCurrent && user?.owner == owner
     }
 
-    /// Begins a transaction for `owner`, resuming `continuation` once it is open. Waits while
-    /// another owner's transaction is open. An open transaction of `owner`'s is rolled back
-    /// when `override` is true, and left intact (with an error) otherwise.
-    ///
-    /// Waiting for another owner's transaction is bounded: after `busyTimeout`, the
-    /// continuation is resumed with `LocalDatabaseError.busy`.
-    func begin(owner: Owner, override: Bool, busyTimeout: Duration, continuation: CheckedContinuation<Void, any Error>) {
-        do {
+    /// Begins a transaction for `owner`, completing once it is open. Waits while another
+    /// owner's transaction is open, for at most `busyTimeout`. An open transaction of `owner`'s
+    /// is rolled back when `override` is true, and left intact (with an error) otherwise.
+    func begin(owner: Owner, override: Bool, busyTimeout: Duration, completion: @escaping BeginCompletion) {
+        do throws(LocalDatabaseError) {
             try checkThread("startTransaction")
         } catch {
-            return continuation.resume(throwing: error)
+            return completion(.failure(error))
         }
         if let open = user {
             guard open.owner == owner else {
                 let waiter = nextWaiter(busyTimeout)
-                waitingToBegin.append(WaitingBegin(owner: owner, continuation: continuation, waiter: waiter, busyTimeout: busyTimeout))
+                waitingToBegin.append(WaitingBegin(owner: owner, completion: completion, waiter: waiter, busyTimeout: busyTimeout))
                 return
             }
-            guard override else { return continuation.resume(throwing: LocalDatabaseError.transactionAlreadyActive) }
-            try? environment.abort(open.transaction)
+            guard override else { return completion(.failure(.transactionAlreadyActive)) }
+            open.write.take()?.abort()
             user = nil
         }
         flush()
-        do {
-            user = UserTransaction(owner: owner, transaction: try environment.beginWrite())
-            continuation.resume()
+        do throws(LocalDatabaseError) {
+            user = UserTransaction(owner: owner, write: try environment.beginWrite())
+            completion(.success(()))
         } catch {
-            continuation.resume(throwing: error)
+            completion(.failure(error))
             transactionEnded()
         }
     }
 
     /// Applies `operation` in `owner`'s transaction; nil when `owner` has none open.
-    func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(LocalDatabaseError) -> Int? {
+    private func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(LocalDatabaseError) -> Int? {
         try checkThread("write")
         guard let open = user, open.owner == owner else { return nil }
         var attempts = 0
         while true {
             do throws(LocalDatabaseError) {
-                let result = try store.apply(operation, in: open.transaction)
+                let result = try store.apply(operation, in: try open.transaction())
                 open.journal.append(operation)
                 return result
             } catch {
+                if case .transactionFailed = error { throw error }
                 // Leave no trace of the failed operation: rebuild the transaction from the
                 // journal, growing the map first when that was the problem.
-                try? environment.abort(open.transaction)
+                open.write.take()?.abort()
                 do throws(LocalDatabaseError) {
                     if error.isMapFull { try environment.growMap() }
-                    open.transaction = try rebuild(open.journal)
+                    open.write = try rebuild(open.journal)
                 } catch {
-                    // The transaction could not be rebuilt: it is over, rolled back.
-                    user = nil
-                    transactionEnded()
+                    // The transaction cannot go on: it stays, failed, until its owner rolls it back.
+                    open.failure = error
                     throw error
                 }
                 guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
@@ -148,62 +158,69 @@ final class Writer: @unchecked Sendable {
     }
 
     /// Commits `owner`'s transaction.
+    /// - Throws: `noActiveTransaction`; `transactionFailed` when it has failed (it stays open,
+    ///   failed, for its owner to roll back); the commit's error, when the commit fails (none of
+    ///   its changes are kept and it is over).
     func commit(owner: Owner) throws(LocalDatabaseError) {
         try checkThread("commitTransaction")
         guard let open = user, open.owner == owner else { throw .noActiveTransaction }
+        guard var write = open.write.take() else { throw .transactionFailed(reason: open.failure?.description ?? "") }
         user = nil
         defer { transactionEnded() }
-        var transaction = open.transaction
         var attempts = 0
         while true {
             do throws(LocalDatabaseError) {
-                return try finish(transaction)
+                return try write.commit()
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 try environment.growMap()
-                transaction = try rebuild(open.journal)
+                write = try rebuild(open.journal)
                 attempts += 1
             }
         }
     }
 
-    /// Rolls back `owner`'s transaction.
+    /// Rolls back `owner`'s transaction, failed or not.
     func rollback(owner: Owner) throws(LocalDatabaseError) {
         try checkThread("rollbackTransaction")
         guard let open = user, open.owner == owner else { throw .noActiveTransaction }
         user = nil
-        try? environment.abort(open.transaction)
+        open.write.take()?.abort()
         transactionEnded()
     }
 
-    /// Rolls back `owner`'s transaction if it has one: used when a database is deinitialized.
-    func abandon(owner: Owner) {
-        guard thread.isCurrent, let open = user, open.owner == owner else { return }
-        user = nil
-        try? environment.abort(open.transaction)
-        transactionEnded()
+    /// Rolls back `owner`'s transaction if it has one, and commits the writes waiting for a
+    /// group commit: for a session that closes or is deinitialized.
+    func detach(owner: Owner) {
+        guard thread.isCurrent else { return }
+        if let open = user, open.owner == owner {
+            user = nil
+            open.write.take()?.abort()
+            transactionEnded()
+        }
+        flush()
     }
 
     /// Runs `body` in `owner`'s open transaction; nil when it has none.
     func readInTransaction<R>(owner: Owner, _ body: (Transaction) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> R? {
         try checkThread("read")
         guard let open = user, open.owner == owner else { return nil }
-        return try body(open.transaction)
+        return try body(try open.transaction())
     }
 
     /// Begins a new write transaction and replays `journal` into it.
-    private func rebuild(_ journal: [WriteOperation]) throws(LocalDatabaseError) -> Transaction {
+    private func rebuild(_ journal: [WriteOperation]) throws(LocalDatabaseError) -> WriteTransaction {
         var attempts = 0
         while true {
-            let transaction = try environment.beginWrite()
-            do {
-                for operation in journal { _ = try store.apply(operation, in: transaction) }
-                return transaction
+            let write = try environment.beginWrite()
+            do throws(LocalDatabaseError) {
+                for operation in journal { _ = try store.apply(operation, in: write.transaction) }
+                return write
             } catch where error.isMapFull && attempts < Self.maxAttempts {
-                try? environment.abort(transaction)
+                write.abort()
                 try environment.growMap()
                 attempts += 1
             } catch {
-                try? environment.abort(transaction)
+                write.abort()
                 throw error
             }
         }
@@ -215,7 +232,7 @@ final class Writer: @unchecked Sendable {
         flush()
         while user == nil, !waitingToBegin.isEmpty {
             let next = waitingToBegin.removeFirst()
-            begin(owner: next.owner, override: false, busyTimeout: next.busyTimeout, continuation: next.continuation)
+            begin(owner: next.owner, override: false, busyTimeout: next.busyTimeout, completion: next.completion)
         }
     }
 
@@ -231,7 +248,7 @@ final class Writer: @unchecked Sendable {
     private func expire(_ waiter: UInt64, busyTimeout: Duration) {
         guard user != nil else { return }  // Not blocked any more: it is about to be served.
         if let index = waitingToBegin.firstIndex(where: { $0.waiter == waiter }) {
-            waitingToBegin.remove(at: index).continuation.resume(throwing: LocalDatabaseError.busy(timeout: busyTimeout))
+            waitingToBegin.remove(at: index).completion(.failure(.busy(timeout: busyTimeout)))
         } else if let index = pending.firstIndex(where: { $0.waiter == waiter }) {
             pending.remove(at: index).completion(.failure(.busy(timeout: busyTimeout)))
         }
@@ -241,8 +258,8 @@ final class Writer: @unchecked Sendable {
 
     /// Applies `operation` in `owner`'s open transaction, or else queues it for the next group
     /// commit. `completion` runs on this thread once the result is known (for a group commit,
-    /// once the commit is durable).
-    /// A write that waits for another owner's transaction fails with `busy` after `busyTimeout`.
+    /// once the commit is durable). A write that waits for another owner's transaction fails
+    /// with `busy` after `busyTimeout`.
     func perform(_ operation: WriteOperation, owner: Owner, busyTimeout: Duration, completion: @escaping Completion) {
         do throws(LocalDatabaseError) {
             if let result = try applyInTransaction(operation, owner: owner) {
@@ -251,10 +268,6 @@ final class Writer: @unchecked Sendable {
         } catch {
             return completion(.failure(error))
         }
-        enqueue(operation, busyTimeout: busyTimeout, completion: completion)
-    }
-
-    private func enqueue(_ operation: WriteOperation, busyTimeout: Duration, completion: @escaping Completion) {
         guard user == nil else {
             // Another owner's transaction is open: wait for it, for a bounded time.
             pending.append(PendingWrite(operation: operation, completion: completion, waiter: nextWaiter(busyTimeout)))
@@ -301,29 +314,24 @@ final class Writer: @unchecked Sendable {
         try checkThread("commit")
         var attempts = 0
         while true {
-            let transaction = try environment.beginWrite()
+            let write = try environment.beginWrite()
             let results: [Int]
             do throws(LocalDatabaseError) {
-                results = try operations.map { operation throws(LocalDatabaseError) in try store.apply(operation, in: transaction) }
+                results = try operations.map { operation throws(LocalDatabaseError) in try store.apply(operation, in: write.transaction) }
             } catch {
-                try? environment.abort(transaction)
+                write.abort()
                 guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
                 try environment.growMap()
                 attempts += 1
                 continue
             }
             do throws(LocalDatabaseError) {
-                try finish(transaction)
+                try write.commit()
                 return results
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 try environment.growMap()
                 attempts += 1
             }
         }
-    }
-
-    /// Commits `transaction`, which is over when this returns or throws.
-    private func finish(_ transaction: Transaction) throws(LocalDatabaseError) {
-        try environment.commit(transaction)
     }
 }

@@ -1,0 +1,56 @@
+/// How a database is opened. Every field has a safe default.
+///
+/// ```swift
+/// var configuration = DatabaseConfiguration()
+/// configuration.busyTimeout = .seconds(5)
+/// let database = try LocalDatabase(directory: url, configuration: configuration)
+/// ```
+///
+/// Every `LocalDatabase` and `SerializationDatabase` on one directory in one process shares one
+/// LMDB environment; they must agree on `durability`, `readOnly`, `maximumMapSize` and
+/// `maxReaders` (else `LocalDatabaseError.incompatibleOptions`). `busyTimeout` is each database's own.
+public struct DatabaseConfiguration: Sendable, Equatable {
+    /// What a returned write survives. `.full` (survives power loss) by default.
+    public var durability: Durability = .full
+    /// How long a write or `startTransaction` waits while another database on the same
+    /// directory has a transaction open, before failing with `LocalDatabaseError.busy`.
+    /// 30 seconds by default: long enough for real transactions, short enough that a task that
+    /// waits on a transaction it holds itself (through another database) gets an error.
+    public var busyTimeout: Duration = .seconds(30)
+    /// The largest the memory map (and so the data file) may grow to. A write that needs more
+    /// fails with a `.storage` error (`MDB_MAP_FULL`) and changes nothing. 1 TiB by default; the map
+    /// starts at 16 MiB and doubles as it fills.
+    public var maximumMapSize: Int = 1 << 40
+    /// How many read transactions may be open at once across every process using the
+    /// directory (LMDB's reader slots). 256 by default.
+    public var maxReaders: Int = 256
+    /// Open for reading only: no write lock is ever taken and no writer thread is started, so
+    /// the database can be read on a read-only volume or while another process holds a long
+    /// write transaction. Writes and transactions fail with `LocalDatabaseError.readOnly`. The
+    /// database must exist.
+    public var readOnly: Bool = false
+
+    /// The default configuration.
+    public init() {}
+
+    /// A configuration with the given values and defaults for the rest.
+    public init(
+        durability: Durability = .full, busyTimeout: Duration = .seconds(30), maximumMapSize: Int = 1 << 40,
+        maxReaders: Int = 256, readOnly: Bool = false
+    ) {
+        self.durability = durability
+        self.busyTimeout = busyTimeout
+        self.maximumMapSize = maximumMapSize
+        self.maxReaders = maxReaders
+        self.readOnly = readOnly
+    }
+
+    /// Why `other` cannot share an environment opened with this configuration; nil when it can.
+    func incompatibility(with other: DatabaseConfiguration) -> String? {
+        if durability != other.durability { return "durability \(durability), not \(other.durability)" }
+        if readOnly != other.readOnly { return readOnly ? "opened read-only" : "opened for writing" }
+        if maximumMapSize != other.maximumMapSize { return "maximum map size \(maximumMapSize), not \(other.maximumMapSize)" }
+        if maxReaders != other.maxReaders { return "\(maxReaders) readers, not \(other.maxReaders)" }
+        return nil
+    }
+}

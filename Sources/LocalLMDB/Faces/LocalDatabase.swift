@@ -1,0 +1,211 @@
+import Foundation
+
+/// A persistent store of `Storable` objects in one directory, on LMDB.
+///
+/// ```swift
+/// let database = try LocalDatabase(directory: url)
+/// try await database.write(Record(id: "andre", data: person))
+/// let person: Person? = try await database.read(id: "andre")
+/// ```
+///
+/// Concurrency: writes are encoded in the caller's isolation and sent to the database's writer
+/// thread as bytes (LMDB write transactions belong to the thread that began them); concurrent
+/// writes outside a transaction share one durable commit. Reads outside a transaction do not
+/// go through the writer at all: each runs in its own read-only snapshot on the caller's
+/// thread, so any number of tasks read at once and never see a partly written object. Objects
+/// are built and encoded in the caller's isolation, so model classes need not be `Sendable`.
+///
+/// Several databases on one directory (`LocalDatabase` or `SerializationDatabase`) share one
+/// LMDB environment. Each has its own transaction: while one has a transaction open, writes
+/// through the others wait for it to end (for at most their `busyTimeout`), and their reads
+/// see the last committed state.
+///
+/// All methods throw `LocalDatabaseError`.
+public actor LocalDatabase {
+    /// This database's connection to the engine, where every transaction rule lives.
+    nonisolated let session: Session
+
+    /// The default `busyTimeout`: 30 seconds.
+    public static let defaultBusyTimeout = Duration.seconds(30)
+
+    /// Opens the default database: `LocalLMDB/default` in the platform's application-support
+    /// directory (`$XDG_DATA_HOME`, else `~/.local/share`, on Linux).
+    /// - Throws: If the directory cannot be created or the database cannot be opened.
+    public init() throws {
+        try self.init(directory: Self.defaultDirectory)
+    }
+
+    /// Opens (creating if needed) the database in `directory`.
+    ///
+    /// The directory is created with owner-only permissions (0700), and its files are readable
+    /// and writable by their owner only (0600). The directory is identified by the file
+    /// system's identity of the folder (device and inode), not by its path: two paths to one
+    /// folder (a symbolic link, a bind mount, another spelling on a case-insensitive volume)
+    /// share one environment.
+    /// - Parameters:
+    ///   - directory: The folder for the database's two files, `data.mdb` and `lock.mdb`.
+    ///   - configuration: Durability, busy timeout, limits and read-only mode.
+    /// - Throws: `LocalDatabaseError.invalidDirectory`, `.incompatibleOptions` (another database
+    ///   in this process has the directory open with another configuration), `.unsupportedFormat`
+    ///   or `.storage` (a full disk included).
+    public init(directory: URL, configuration: DatabaseConfiguration) throws {
+        session = try Session(directory: directory, configuration: configuration)
+    }
+
+    /// Opens (creating if needed) the database in `directory`.
+    /// - Parameters:
+    ///   - directory: The folder for the database's two files, `data.mdb` and `lock.mdb`.
+    ///   - durability: What a returned write survives; `.full` (survives power loss) by default.
+    ///   - busyTimeout: How long writes and `startTransaction` wait while another database on
+    ///     the same directory has a transaction open, before throwing
+    ///     `LocalDatabaseError.busy`; `defaultBusyTimeout` (30 seconds) by default.
+    /// - Throws: As `init(directory:configuration:)`.
+    public init(directory: URL, durability: Durability = .full, busyTimeout: Duration = defaultBusyTimeout) throws {
+        try self.init(directory: directory, configuration: DatabaseConfiguration(durability: durability, busyTimeout: busyTimeout))
+    }
+
+    deinit {
+        // Writes already sent are committed and a transaction left open is rolled back, on the
+        // writer thread, without waiting here.
+        session.closeWhenDropped()
+    }
+
+    /// The directory used by `init()`.
+    public static var defaultDirectory: URL {
+        #if os(Linux) || os(Android) || os(FreeBSD)
+        let environment = ProcessInfo.processInfo.environment
+        let base: URL
+        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
+            base = URL(fileURLWithPath: dataHome, isDirectory: true)
+        } else {
+            base = FileManager.default.homeDirectoryForCurrentUser
+                .appendingPathComponent(".local/share", isDirectory: true)
+        }
+        #else
+        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        #endif
+        return base.appendingPathComponent("LocalLMDB/default", isDirectory: true)
+    }
+
+    /// The directory this database lives in (symbolic links resolved; the path it was first
+    /// opened by in this process).
+    public nonisolated var directory: URL {
+        URL(fileURLWithPath: session.engine.path, isDirectory: true)
+    }
+
+    /// How long a write or `startTransaction` waits for another database's transaction on the
+    /// same directory before failing with `LocalDatabaseError.busy`.
+    public nonisolated var busyTimeout: Duration { session.busyTimeout }
+
+    /// The configuration the directory's environment was opened with (its `busyTimeout` is
+    /// the first opener's; see `busyTimeout` for this database's).
+    public nonisolated var configuration: DatabaseConfiguration { session.engine.configuration }
+
+    // MARK: Writing
+
+    /// Writes a record, replacing any record with the same id (whatever its class).
+    ///
+    /// The object is encoded in the caller's isolation. Outside a transaction the write is
+    /// durable (per the database's `Durability`) when this returns; inside one it is visible to
+    /// this database's reads at once and kept or undone with the transaction.
+    /// - Returns: `true` once the record is stored (failures throw).
+    /// - Throws: `LocalDatabaseError.emptyID` for an empty id, `.classNameConflict` when the
+    ///   object's class name belongs to another type, `.busy`, `.readOnly`, `.closed`, `.storage`.
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Storable>(_ record: Record<T>) async throws -> Bool {
+        _ = try await session.perform(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize))
+        return true
+    }
+
+    /// Writes many records at once, in one transaction (or in this database's open transaction),
+    /// replacing any records with the same ids. Later records win over earlier ones with the same id.
+    ///
+    /// Much faster than writing the records one by one: they are encoded in the caller's
+    /// isolation and sent to the writer thread together.
+    /// - Returns: The number of records written.
+    /// - Throws: As `write(_:)`; if any record fails, nothing is written.
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Storable>(contentsOf records: [Record<T>]) async throws -> Int {
+        guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: session.engine.maxKeySize) else { return 0 }
+        return try await session.perform(operation)
+    }
+
+    /// Deletes every record stored as `T` (under its current or any legacy class name).
+    /// Records of subclasses are stored under their own class names and are not deleted.
+    /// - Returns: The number of records deleted.
+    /// - Throws: `LocalDatabaseError.classNameConflict` when `T`'s stored name belongs to
+    ///   another type in this database (nothing is deleted then).
+    @discardableResult
+    public nonisolated(nonsending) func delete<T: Storable>(_ allOf: T.Type) async throws -> Int {
+        try await session.perform(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize))
+    }
+
+    /// Deletes the record with id `id`.
+    /// - Returns: Whether a record was deleted.
+    @discardableResult
+    public nonisolated(nonsending) func delete(id: String) async throws -> Bool {
+        try await session.perform(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize))) > 0
+    }
+
+    /// Deletes every record.
+    /// - Returns: The number of records deleted.
+    @discardableResult
+    public nonisolated(nonsending) func clearDatabase() async throws -> Int {
+        try await session.perform(.clear)
+    }
+
+    // MARK: Reading
+
+    /// The object stored under `id`, as its stored class when that is `T` or a subclass of `T`.
+    /// - Returns: nil when no record has this id.
+    /// - Throws: `LocalDatabaseError.typeMismatch` when the record holds another class,
+    ///   `.unresolvableClass` when its class (or a nested object's) cannot be found in this
+    ///   process, `.corruptRecord` when its bytes cannot be decoded.
+    public nonisolated(nonsending) func read<T: Storable>(id: String) async throws -> T? {
+        try await session.read(ReadByID<T>(id, in: session.engine))
+    }
+
+    /// Every object stored as `T` (under its current or any legacy class name). Objects of
+    /// subclasses are stored under their own class names and are not included. Records under
+    /// `T`'s current name come first, then those under each legacy name; within a name, in the
+    /// byte order of their ids (ids over 511 bytes last).
+    /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
+    public nonisolated(nonsending) func read<T: Storable>() async throws -> [T] {
+        try await session.read(ReadAll<T>(in: session.engine))
+    }
+
+    /// The ids of every record stored as `T` (under its current or any legacy class name), in
+    /// the order of `read()`.
+    public nonisolated(nonsending) func readIDs<T: Storable>(_ allOf: T.Type) async throws -> [String] {
+        try await session.read(StoreRead<[String]>.ids(of: allOf, in: session.engine))
+    }
+
+    /// The number of records: O(1).
+    public nonisolated(nonsending) func count() async throws -> Int {
+        try await session.read(StoreRead<Int>.countAll(in: session.engine))
+    }
+
+    /// The number of records stored as `T` (under its current or any legacy class name): O(1).
+    public nonisolated(nonsending) func count<T: Storable>(_ allOf: T.Type) async throws -> Int {
+        try await session.read(StoreRead<Int>.count(of: allOf, in: session.engine))
+    }
+
+    /// Checks that the type index and the records agree and that every record decodes.
+    ///
+    /// Run it after a crash, or any time: it reads one consistent snapshot (inside this
+    /// database's transaction when one is open) and changes nothing. It walks every record.
+    public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
+        try await session.read(StoreRead<IntegrityReport>.integrity(in: session.engine))
+    }
+
+    // MARK: Closing
+
+    /// Closes the database: writes already made are committed first, an open transaction of
+    /// this database is rolled back, and, when no other database in the process uses the
+    /// directory, the environment closes now (once reads in progress end). Later calls throw
+    /// `LocalDatabaseError.closed`. Closing again does nothing.
+    public nonisolated(nonsending) func close() async {
+        await session.close()
+    }
+}

@@ -1,0 +1,125 @@
+// The reads both faces offer, each a `SessionRead`: what to do in a snapshot on the caller's
+// thread, or in the session's transaction on the writer thread and then on the caller's thread.
+// The faces only choose `Session.read` (async) or `Session.readBlocking`.
+
+/// Where restoring objects of one database looks up stored classes.
+private func readContext(_ store: RecordStore, _ database: UInt64, _ transaction: Transaction?) -> ReadContext {
+    ReadContext(database: database, classes: store.classTable, transaction: transaction)
+}
+
+/// The object stored under an id, as `T` or a subclass of it.
+struct ReadByID<T: Storable>: SessionRead {
+    let id: String
+    let key: StorageKey
+    let store: RecordStore
+    let database: UInt64
+
+    init(_ id: String, in engine: DatabaseEngine) throws(LocalDatabaseError) {
+        self.id = id
+        key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
+        store = engine.store
+        database = engine.serial
+    }
+
+    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> StoredObject.Detached? {
+        try store.value(key, in: transaction).map { value throws(LocalDatabaseError) in
+            try RecordCodec.decode(value: value, id: id).detached()
+        }
+    }
+
+    func restore(_ detached: StoredObject.Detached?) throws(LocalDatabaseError) -> T? {
+        try detached?.stored.instantiate(as: T.self, context: readContext(store, database, nil))
+    }
+
+    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> T? {
+        // The object is built inside the snapshot, from the stored bytes in place.
+        guard let value = try store.value(key, in: transaction) else { return nil }
+        return try RecordCodec.decode(value: value, id: id).instantiate(as: T.self, context: readContext(store, database, transaction))
+    }
+}
+
+/// Every object stored as `T` (its current and legacy class names).
+struct ReadAll<T: Storable>: SessionRead {
+    let typeKeys: [StorageKey]
+    let owner: StoredClass
+    let store: RecordStore
+    let database: UInt64
+
+    init(in engine: DatabaseEngine) {
+        typeKeys = RecordEncoding.typeKeys(T.self, maxKeySize: engine.maxKeySize)
+        owner = TypeRegistry.storedClass(of: T.self)
+        store = engine.store
+        database = engine.serial
+    }
+
+    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> [(object: StoredObject.Detached, id: String)] {
+        try store.checkOwner(owner, in: transaction)
+        // Ids are made for every record here: reads in a transaction copy each record anyway.
+        return try store.objects(typeKeys: typeKeys, in: transaction) { stored, id in (stored.detached(), id()) }
+    }
+
+    func restore(_ detached: [(object: StoredObject.Detached, id: String)]) throws(LocalDatabaseError) -> [T] {
+        let scratch = ReadScratch.current
+        return try scratch.reading(in: readContext(store, database, nil)) { () throws(LocalDatabaseError) in
+            try detached.map { object, id throws(LocalDatabaseError) in
+                let restored = scratch.restore(T.self, from: object.stored.object)
+                try scratch.throwFailure(id: id)
+                return restored
+            }
+        }
+    }
+
+    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> [T] {
+        try store.checkOwner(owner, in: transaction)
+        let scratch = ReadScratch.current
+        return try scratch.reading(in: readContext(store, database, transaction)) { () throws(LocalDatabaseError) in
+            try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(LocalDatabaseError) in
+                let restored = scratch.restore(T.self, from: stored.object)
+                try scratch.throwFailure(id: id())
+                return restored
+            }
+        }
+    }
+}
+
+/// A read of the store that builds no models: ids, counts, the integrity walk.
+struct StoreRead<Value: Sendable>: SessionRead {
+    let body: @Sendable (Transaction) throws(LocalDatabaseError) -> Value
+
+    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> Value { try body(transaction) }
+    func restore(_ detached: Value) -> Value { detached }
+    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> Value { try body(transaction) }
+}
+
+extension StoreRead {
+    /// The ids of the records stored as `type`.
+    static func ids<T: Storable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<[String]> {
+        let (typeKeys, owner, store) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), TypeRegistry.storedClass(of: type), engine.store)
+        return StoreRead<[String]> { transaction throws(LocalDatabaseError) in
+            try store.checkOwner(owner, in: transaction)
+            return try store.ids(typeKeys: typeKeys, in: transaction)
+        }
+    }
+
+    /// The number of records.
+    static func countAll(in engine: DatabaseEngine) -> StoreRead<Int> {
+        let store = engine.store
+        return StoreRead<Int> { transaction throws(LocalDatabaseError) in try store.count(in: transaction) }
+    }
+
+    /// The number of records stored as `type`.
+    static func count<T: Storable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<Int> {
+        let store = engine.store
+        let (typeKeys, owner) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), TypeRegistry.storedClass(of: type))
+        return StoreRead<Int> { transaction throws(LocalDatabaseError) in
+            try store.checkOwner(owner, in: transaction)
+            return try store.count(typeKeys: typeKeys, in: transaction)
+        }
+    }
+
+    /// The integrity walk.
+    static func integrity(in engine: DatabaseEngine) -> StoreRead<IntegrityReport> {
+        let store = engine.store
+        return StoreRead<IntegrityReport> { transaction throws(LocalDatabaseError) in try store.verify(in: transaction) }
+    }
+}

@@ -1,0 +1,74 @@
+/// Turns model records into the write operations the engine applies, in the caller's
+/// isolation, before anything is sent to the writer thread.
+enum RecordEncoding {
+    /// Encodes `record` for storage. `classes` gathers the stored classes of the record's
+    /// object and of every object nested in it, each once, for the write to claim.
+    static func encode<T: Storable>(
+        _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
+    ) throws(LocalDatabaseError) -> EncodedRecord {
+        guard !record.id.isEmpty else { throw .emptyID }
+        let dataObject = ReadScratch.current.collectingClasses(into: &classes) { record.data.toDataObject() }
+        let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
+        let key = StorageKey(record.id, maxKeySize: maxKeySize)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        StoredValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
+        return EncodedRecord(
+            key: key, typeName: typeName,
+            typeKey: StorageKey(typeName, maxKeySize: maxKeySize),
+            value: dataObject.encoded(appendingTo: bytes))
+    }
+
+    /// The operation writing `record`.
+    static func put<T: Storable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation {
+        var classes: [StoredClass] = []
+        let encoded = try encode(record, maxKeySize: maxKeySize, classes: &classes)
+        return .put([encoded], classes: classes)
+    }
+
+    /// The operation writing `records` in order, or nil when there are none.
+    static func put<T: Storable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
+        var classes: [StoredClass] = []
+        let encoded = try records.map { record throws(LocalDatabaseError) in
+            try encode(record, maxKeySize: maxKeySize, classes: &classes)
+        }
+        return encoded.isEmpty ? nil : .put(encoded, classes: classes)
+    }
+
+    /// The operation deleting every record stored as `type` (its current and legacy names).
+    static func deleteAll<T: Storable>(_ type: T.Type, maxKeySize: Int) -> WriteOperation {
+        .deleteTypes(typeKeys(type, maxKeySize: maxKeySize), owner: TypeRegistry.storedClass(of: type))
+    }
+
+    /// The key of the record `id`.
+    static func recordKey(_ id: String, maxKeySize: Int) throws(LocalDatabaseError) -> StorageKey {
+        guard !id.isEmpty else { throw .emptyID }
+        return StorageKey(id, maxKeySize: maxKeySize)
+    }
+
+    /// The index keys of `type`'s current class name and every legacy name of it.
+    static func typeKeys<T: Storable>(_ type: T.Type, maxKeySize: Int) -> [StorageKey] {
+        Legacy.allNames(of: TypeRegistry.name(of: type)).map { StorageKey($0, maxKeySize: maxKeySize) }
+    }
+}
+
+extension StoredObject {
+    /// The model object: as the stored class when it is `T` or a subclass of it.
+    /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
+    ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
+    ///   type in the database; the same for any nested object.
+    func instantiate<T: Storable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
+        let scratch = ReadScratch.current
+        let type: T.Type
+        switch ObjectDecoding.resolve(storedName: typeName, as: requested, context: context) {
+        case let .success(resolved): type = resolved
+        case let .failure(failure): throw failure.error(id: id ?? "")
+        }
+        return try scratch.reading(in: context) { () throws(LocalDatabaseError) in
+            let object = scratch.restore(type, from: object)
+            try scratch.throwFailure(id: id)
+            return object
+        }
+    }
+
+}
