@@ -20,6 +20,10 @@ import LocalLMDBTestSupport
 //   helper set-owner DIR NAME MANGLED records with raw LMDB that class NAME is owned by the type
 //                                    with that mangled name, then prints "done"
 //   helper open DIR                  opens DIR, printing "opened" or "error <description>"
+//   helper hold-writer DIR           opens DIR with raw LMDB, begins a write transaction, prints
+//                                    "holding" and sleeps until killed
+//   helper default-serialization     opens SerializationDatabase() (the default directory, from
+//                                    XDG_DATA_HOME), writes a Note, prints the result and lastError
 //   helper write-drawing DIR         writes Circle "c" and Drawing "d" holding a Circle
 //   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
 
@@ -33,6 +37,12 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 2, arguments[1] == "default-serialization" {
+    let database = SerializationDatabase()
+    let written = database.write(Record(id: "n", data: Note(text: "hello")))
+    say("\(written) \(database.count()) \(database.lastError.map { "\($0)" } ?? "none")")
+    exit(0)
+}
 guard arguments.count >= 3 else { fail("usage: helper COMMAND DIR …") }
 let directory = URL(fileURLWithPath: arguments[2], isDirectory: true)
 
@@ -50,6 +60,12 @@ case "hold-reader":
     let env = openRawEnvironment()
     var txn: OpaquePointer?
     guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { fail("mdb_txn_begin failed") }
+    say("holding")
+    while true { sleep(60) }
+case "hold-writer":
+    let env = openRawEnvironment()
+    var txn: OpaquePointer?
+    guard mdb_txn_begin(env, nil, 0, &txn) == 0 else { fail("mdb_txn_begin failed") }
     say("holding")
     while true { sleep(60) }
 case "set-owner":

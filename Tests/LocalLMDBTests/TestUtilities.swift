@@ -68,10 +68,13 @@ var helperExecutable: URL {
 struct HelperNotFound: Error {}
 
 /// Starts the helper without waiting for it; its standard output is the returned pipe.
-func launchHelper(_ arguments: [String]) throws -> (process: Process, output: Pipe) {
+func launchHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (process: Process, output: Pipe) {
     let process = Process()
     process.executableURL = try helperExecutable
     process.arguments = arguments
+    if let environment {
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+    }
     let output = Pipe()
     process.standardOutput = output
     try process.run()
@@ -87,8 +90,8 @@ func completeLines(of output: Pipe) -> [Substring] {
 }
 
 /// Runs the helper to completion and returns its standard output lines.
-func runHelper(_ arguments: [String]) throws -> (status: Int32, lines: [String]) {
-    let (process, output) = try launchHelper(arguments)
+func runHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, lines: [String]) {
+    let (process, output) = try launchHelper(arguments, environment: environment)
     let data = output.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)

@@ -3,8 +3,9 @@ import Foundation
 /// A value guarded by a lock.
 ///
 /// The lock is held only for the duration of `withLock`'s closure, which must not block or
-/// call back into code that takes the same lock.
-final class Locked<Value>: @unchecked Sendable {
+/// call back into code that takes the same lock. `Value` must be `Sendable`: the value is
+/// handed from thread to thread.
+final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Value
 

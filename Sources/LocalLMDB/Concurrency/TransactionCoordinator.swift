@@ -143,15 +143,19 @@ final class TransactionCoordinator: @unchecked Sendable {
                 // Leave no trace of the failed operation: rebuild the transaction from the
                 // journal, growing the map first when that was the problem.
                 open.write.take()?.abort()
+                var grown = false
+                if error.isMapFull, attempts < Self.maxAttempts {
+                    // At its maximum, the map cannot grow: the operation fails, the transaction goes on.
+                    grown = (try? environment.growMap()) != nil
+                }
                 do throws(LocalDatabaseError) {
-                    if error.isMapFull { try environment.growMap() }
                     open.write = try rebuild(open.journal)
                 } catch {
                     // The transaction cannot go on: it stays, failed, until its owner rolls it back.
                     open.failure = error
-                    throw error
+                    throw .transactionFailed(reason: error.description)
                 }
-                guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
+                guard grown else { throw error }
                 attempts += 1
             }
         }
@@ -207,8 +211,17 @@ final class TransactionCoordinator: @unchecked Sendable {
         return try body(try open.transaction())
     }
 
+    /// Makes the next rebuild of a user transaction fail with this error: for tests of what a
+    /// failed transaction does, which real faults (another process changing the database
+    /// between the abort and the replay) cause too rarely to test.
+    var failNextRebuild: LocalDatabaseError?
+
     /// Begins a new write transaction and replays `journal` into it.
     private func rebuild(_ journal: [WriteOperation]) throws(LocalDatabaseError) -> WriteTransaction {
+        if let fault = failNextRebuild {
+            failNextRebuild = nil
+            throw fault
+        }
         var attempts = 0
         while true {
             let write = try environment.beginWrite()

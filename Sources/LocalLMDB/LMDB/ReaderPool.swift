@@ -20,11 +20,17 @@ final class ReaderPool: Sendable {
     /// Each pooled handle keeps one of LMDB's reader slots (256 per environment here).
     private static let capacityPerStripe = 8
 
-    private let stripes: [Locked<[OpaquePointer]>] = (0..<ReaderPool.stripeCount).map { _ in Locked([]) }
+    /// A reset read transaction. With `MDB_NOTLS` it belongs to no thread, so it may be
+    /// handed between threads; the pool owns it until `take` hands it out.
+    private struct IdleReader: @unchecked Sendable {
+        let handle: OpaquePointer
+    }
+
+    private let stripes: [Locked<[IdleReader]>] = (0..<ReaderPool.stripeCount).map { _ in Locked([]) }
 
     /// A pooled handle from the calling thread's stripe, if it has one.
     func take() -> OpaquePointer? {
-        stripes[Self.stripeOfCurrentThread()].withLock { $0.popLast() }
+        stripes[Self.stripeOfCurrentThread()].withLock { $0.popLast()?.handle }
     }
 
     /// Pools `handle` in the calling thread's stripe.
@@ -32,7 +38,7 @@ final class ReaderPool: Sendable {
     func put(_ handle: OpaquePointer) -> Bool {
         stripes[Self.stripeOfCurrentThread()].withLock { handles in
             guard handles.count < Self.capacityPerStripe else { return false }
-            handles.append(handle)
+            handles.append(IdleReader(handle: handle))
             return true
         }
     }
@@ -40,8 +46,8 @@ final class ReaderPool: Sendable {
     /// Empties the pool, calling `body` with each handle it held.
     func drain(_ body: (OpaquePointer) -> Void) {
         for stripe in stripes {
-            for handle in stripe.withLock({ handles in defer { handles.removeAll() }; return handles }) {
-                body(handle)
+            for reader in stripe.withLock({ handles in defer { handles.removeAll() }; return handles }) {
+                body(reader.handle)
             }
         }
     }

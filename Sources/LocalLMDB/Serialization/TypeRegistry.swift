@@ -14,7 +14,8 @@
 final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
-    private struct State {
+    /// Unchecked: the only non-`Sendable` members are metatypes, which are immutable values.
+    private struct State: @unchecked Sendable {
         /// Each type's stored class, fixed at first use.
         var classes: [ObjectIdentifier: StoredClass] = [:]
         /// Types registered explicitly, by stored name.

@@ -146,11 +146,18 @@ struct RecordStore: Sendable {
             for typeKey in typeKeys {
                 try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
                     try cursor.forEachDuplicate(of: typeBytes) { recordKey throws(LocalDatabaseError) in
-                        if !recordKey.isHashedKey {
+                        guard recordKey.isHashedKey else {
                             ids.append(String(decoding: recordKey, as: UTF8.self))
-                        } else if let value = try transaction.get(records, recordKey),
-                                  let stored = try? StoredValue(parsing: value) {
-                            ids.append(stored.id(key: recordKey))
+                            return
+                        }
+                        // A hashed key's id is in the value: one that cannot be parsed is
+                        // reported as `read()` reports it, never skipped. (An index entry with
+                        // no record is skipped by both, and reported by `verify`.)
+                        guard let value = try transaction.get(records, recordKey) else { return }
+                        do throws(StoredValueError) {
+                            ids.append(try StoredValue(parsing: value).id(key: recordKey))
+                        } catch {
+                            throw .corruptRecord(id: RecordCodec.displayID(recordKey), reason: error.description)
                         }
                     }
                 }

@@ -1,0 +1,188 @@
+import Foundation
+
+/// A persistent store of `Storable` objects with SwiftSerialization's synchronous API, on the
+/// same engine as `LocalDatabase`.
+///
+/// ```swift
+/// let database = SerializationDatabase()
+/// database.write(Record(id: "andre", data: person))     // true once stored
+/// let person: Person? = database.read(id: "andre")
+/// ```
+///
+/// Methods block the calling thread until done and never throw: a failure returns the
+/// method's failure value (`false`, `nil`, `0`, `[]`) and is kept in `lastError`. Safe from any
+/// number of threads at once; a transaction belongs to the database, not to a thread, so it may
+/// be started on one thread, written from others and committed from yet another.
+///
+/// What blocks: writes wait for their durable commit (group-committed with concurrent writes,
+/// as in `LocalDatabase`), and for another database's transaction on the same directory for at
+/// most `busyTimeout`. Reads outside a transaction run on the calling thread and never wait for
+/// writers. Avoid calling it from Swift concurrency's cooperative threads for long waits;
+/// `LocalDatabase` is the `async` face of the same engine.
+///
+/// A call that would wait for itself fails at once with `LocalDatabaseError.wouldDeadlock`:
+/// one made on the database's writer thread, or from a model's `init(dataObject:)` while a read
+/// of the same database is restoring it.
+///
+/// `LocalDatabase` and `SerializationDatabase` values on one directory share one environment
+/// and the same transaction rules.
+public final class SerializationDatabase: DatabaseTarget, Sendable {
+    /// The session, or why the database could not be opened (`init()`).
+    let opened: Result<Session, LocalDatabaseError>
+    private let lastFailure = Locked<LocalDatabaseError?>(nil)
+
+    /// Opens the default database (`LocalDatabase.defaultDirectory`, shared with
+    /// `LocalDatabase()`), without throwing: if it cannot be opened, every call returns its
+    /// failure value and `lastError` says why.
+    public init() {
+        opened = Result { () throws(LocalDatabaseError) in
+            try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration())
+        }
+        if case let .failure(error) = opened { lastFailure.withLock { $0 = error } }
+    }
+
+    /// Opens (creating if needed, unless read-only) the database in `directory`.
+    /// - Throws: `LocalDatabaseError.invalidDirectory`, `.incompatibleOptions`,
+    ///   `.unsupportedFormat` or `.storage`.
+    public init(directory: URL, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws {
+        opened = .success(try Session(directory: directory, configuration: configuration))
+    }
+
+    deinit {
+        if case let .success(session) = opened { session.closeWhenDropped() }
+    }
+
+    /// The error of the most recent call that failed (on any thread), or of opening. A later
+    /// success does not clear it.
+    public var lastError: LocalDatabaseError? {
+        lastFailure.withLock { $0 }
+    }
+
+    /// The directory this database lives in; nil when it could not be opened.
+    public var directory: URL? {
+        (try? opened.get()).map { URL(fileURLWithPath: $0.engine.path, isDirectory: true) }
+    }
+
+    /// Runs `body` with the session; on failure records the error and returns `failure`.
+    private func run<R>(_ failure: R, _ body: (Session) throws(LocalDatabaseError) -> R) -> R {
+        do throws(LocalDatabaseError) {
+            return try body(try opened.get())
+        } catch {
+            lastFailure.withLock { $0 = error }
+            return failure
+        }
+    }
+
+    // MARK: DatabaseTarget
+
+    /// Writes a record, replacing any record with the same id; durable when this returns
+    /// (outside a transaction). Returns whether it was stored.
+    @discardableResult
+    public func write<T: Storable>(_ record: Record<T>) -> Bool {
+        run(false) { session throws(LocalDatabaseError) in
+            _ = try session.performBlocking(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize), "write")
+            return true
+        }
+    }
+
+    /// Writes many records in one transaction (or in the open one). Returns how many were
+    /// written: all of them, or 0 when any failed (then none is written).
+    @discardableResult
+    public func write<T: Storable>(contentsOf records: [Record<T>]) -> Int {
+        run(0) { session throws(LocalDatabaseError) in
+            guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: session.engine.maxKeySize) else { return 0 }
+            return try session.performBlocking(operation, "write")
+        }
+    }
+
+    /// Every object stored as `T` (its current and legacy class names); `[]` on failure.
+    public func read<T: Storable>() -> [T] {
+        run([]) { session throws(LocalDatabaseError) in try session.readBlocking(ReadAll<T>(in: session.engine), "read") }
+    }
+
+    /// The object stored under `id`, as `T` or a subclass; nil when there is none or on failure.
+    public func read<T: Storable>(id: String) -> T? {
+        run(nil) { session throws(LocalDatabaseError) in try session.readBlocking(ReadByID<T>(id, in: session.engine), "read") }
+    }
+
+    /// The ids of every record stored as `T`; `[]` on failure.
+    public func readIDs<T: Storable>(_ allOf: T.Type) -> [String] {
+        run([]) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs") }
+    }
+
+    /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
+    @discardableResult
+    public func delete<T: Storable>(_ allOf: T.Type) -> Int {
+        run(0) { session throws(LocalDatabaseError) in
+            try session.performBlocking(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize), "delete")
+        }
+    }
+
+    /// Deletes the record `id`. Returns whether one was deleted.
+    @discardableResult
+    public func delete(id: String) -> Bool {
+        run(false) { session throws(LocalDatabaseError) in
+            try session.performBlocking(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize)), "delete") > 0
+        }
+    }
+
+    /// Deletes every record. Returns how many were deleted (0 on failure).
+    @discardableResult
+    public func clearDatabase() -> Int {
+        run(0) { session throws(LocalDatabaseError) in try session.performBlocking(.clear, "clearDatabase") }
+    }
+
+    /// The number of records (0 on failure).
+    public func count() -> Int {
+        run(0) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<Int>.countAll(in: session.engine), "count") }
+    }
+
+    /// The number of records stored as `T` (0 on failure).
+    public func count<T: Storable>(_ allOf: T.Type) -> Int {
+        run(0) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<Int>.count(of: allOf, in: session.engine), "count") }
+    }
+
+    /// Checks that the type index and the records agree and that every record decodes; nil on failure.
+    public func verifyIntegrity() -> IntegrityReport? {
+        run(nil) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity") }
+    }
+
+    /// Begins a transaction (see `LocalDatabase.startTransaction(override:)` for the rules).
+    /// Returns whether one began.
+    @discardableResult
+    public func startTransaction(override: Bool) -> Bool {
+        run(false) { session throws(LocalDatabaseError) in
+            try session.beginBlocking(override: override)
+            return true
+        }
+    }
+
+    /// Commits the open transaction. Returns whether it was committed.
+    @discardableResult
+    public func commitTransaction() -> Bool {
+        run(false) { session throws(LocalDatabaseError) in
+            try session.endBlocking(commit: true)
+            return true
+        }
+    }
+
+    /// Rolls back the open transaction. Returns whether one was rolled back.
+    @discardableResult
+    public func rollbackTransaction() -> Bool {
+        run(false) { session throws(LocalDatabaseError) in
+            try session.endBlocking(commit: false)
+            return true
+        }
+    }
+
+    /// Whether this database has a transaction open.
+    public var transactionActive: Bool {
+        (try? opened.get())?.transactionActive ?? false
+    }
+
+    /// Closes the database (see `LocalDatabase.close()`); later calls fail with
+    /// `LocalDatabaseError.closed`. Closing again does nothing.
+    public func close() {
+        if case let .success(session) = opened { session.closeBlocking() }
+    }
+}
