@@ -8,6 +8,11 @@ let package = Package(
         .library(name: "LocalLMDB", targets: ["LocalLMDB"]),
         .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
     ],
+    dependencies: [
+        // Documentation only (`swift package generate-documentation`): a command plugin, used by no
+        // target, so the library still depends on LMDB and the toolchain alone.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
+    ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
         .systemLibrary(
