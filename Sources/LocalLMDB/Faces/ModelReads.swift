@@ -21,20 +21,20 @@ struct ReadByID<T: Storable>: SessionRead {
         database = engine.serial
     }
 
-    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> StoredObject.Detached? {
+    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> DecodedRecord.Detached? {
         try store.value(key, in: transaction).map { value throws(LocalDatabaseError) in
-            try RecordCodec.decode(value: value, id: id).detached()
+            try RecordDecoding.decode(value: value, id: id).detached()
         }
     }
 
-    func restore(_ detached: StoredObject.Detached?) throws(LocalDatabaseError) -> T? {
+    func restore(_ detached: DecodedRecord.Detached?) throws(LocalDatabaseError) -> T? {
         try detached?.stored.instantiate(as: T.self, context: readContext(store, database, nil))
     }
 
     func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> T? {
         // The object is built inside the snapshot, from the stored bytes in place.
         guard let value = try store.value(key, in: transaction) else { return nil }
-        return try RecordCodec.decode(value: value, id: id).instantiate(as: T.self, context: readContext(store, database, transaction))
+        return try RecordDecoding.decode(value: value, id: id).instantiate(as: T.self, context: readContext(store, database, transaction))
     }
 }
 
@@ -52,13 +52,13 @@ struct ReadAll<T: Storable>: SessionRead {
         database = engine.serial
     }
 
-    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> [(object: StoredObject.Detached, id: String)] {
+    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
         try store.checkOwner(owner, in: transaction)
         // Ids are made for every record here: reads in a transaction copy each record anyway.
         return try store.objects(typeKeys: typeKeys, in: transaction) { stored, id in (stored.detached(), id()) }
     }
 
-    func restore(_ detached: [(object: StoredObject.Detached, id: String)]) throws(LocalDatabaseError) -> [T] {
+    func restore(_ detached: [(object: DecodedRecord.Detached, id: String)]) throws(LocalDatabaseError) -> [T] {
         let scratch = ReadScratch.current
         return try scratch.reading(in: readContext(store, database, nil)) { () throws(LocalDatabaseError) in
             try detached.map { object, id throws(LocalDatabaseError) in

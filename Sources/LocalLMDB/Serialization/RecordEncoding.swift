@@ -5,15 +5,15 @@ enum RecordEncoding {
     /// object and of every object nested in it, each once, for the write to claim.
     static func encode<T: Storable>(
         _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
-    ) throws(LocalDatabaseError) -> EncodedRecord {
+    ) throws(LocalDatabaseError) -> RecordBytes {
         guard !record.id.isEmpty else { throw .emptyID }
         let dataObject = ReadScratch.current.collectingClasses(into: &classes) { record.data.toDataObject() }
         let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
-        StoredValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
-        return EncodedRecord(
+        RecordValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
+        return RecordBytes(
             key: key, typeName: typeName,
             typeKey: StorageKey(typeName, maxKeySize: maxKeySize),
             value: dataObject.encoded(appendingTo: bytes))
@@ -52,7 +52,7 @@ enum RecordEncoding {
     }
 }
 
-extension StoredObject {
+extension DecodedRecord {
     /// The model object: as the stored class when it is `T` or a subclass of it.
     /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
     ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another

@@ -52,15 +52,15 @@ extension RecordStore {
             try transaction.withCursor(types) { index throws(LocalDatabaseError) in
                 try records.forEach { key, value throws(LocalDatabaseError) in
                     recordCount += 1
-                    let stored: StoredObject
+                    let stored: DecodedRecord
                     do throws(LocalDatabaseError) {
-                        stored = try RecordCodec.decode(key: key, value: value)
+                        stored = try RecordDecoding.decode(key: key, value: value)
                     } catch {
                         let reason = if case let .corruptRecord(_, reason) = error { reason } else { error.description }
-                        problems.append(.undecodableRecord(id: RecordCodec.displayID(key), reason: reason))
+                        problems.append(.undecodableRecord(id: RecordDecoding.displayID(key), reason: reason))
                         return
                     }
-                    let id = (try? StoredValue(parsing: value))?.id(key: key) ?? RecordCodec.displayID(key)
+                    let id = (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key)
                     let typeKey = StorageKey(stored.typeName, maxKeySize: environment.maxKeySize)
                     let indexed = try typeKey.withBytes { typeBytes throws(LocalDatabaseError) in
                         try index.get(MDB_GET_BOTH, key: typeBytes, value: key) != nil
@@ -73,12 +73,12 @@ extension RecordStore {
         try transaction.withCursor(types) { index throws(LocalDatabaseError) in
             try index.forEach { typeKey, recordKey throws(LocalDatabaseError) in
                 indexCount += 1
-                let typeName = RecordCodec.displayID(typeKey)
+                let typeName = RecordDecoding.displayID(typeKey)
                 guard let value = try transaction.get(records, recordKey) else {
-                    problems.append(.orphanedIndexEntry(type: typeName, id: RecordCodec.displayID(recordKey)))
+                    problems.append(.orphanedIndexEntry(type: typeName, id: RecordDecoding.displayID(recordKey)))
                     return
                 }
-                guard let stored = try? StoredValue(parsing: value) else { return }  // reported above
+                guard let stored = try? RecordValue(parsing: value) else { return }  // reported above
                 let storedKey = StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize)
                 if !storedKey.bytes.elementsEqual(typeKey) {
                     problems.append(.misfiledIndexEntry(id: stored.id(key: recordKey), indexedAs: typeName, storedAs: stored.typeNameString))

@@ -2,7 +2,7 @@ import CLMDB
 
 /// The record layout, over one environment:
 ///
-/// - `records`: record key → `StoredValue` (class name, full id when hashed, JSON).
+/// - `records`: record key → `RecordValue` (class name, full id when hashed, JSON).
 /// - `types`: `MDB_DUPSORT`, class-name key → record key, one duplicate per record.
 /// - `meta`: `"format"` → the layout version.
 /// - `classes`: class-name key → class name, a zero byte, the class's mangled Swift name.
@@ -128,13 +128,13 @@ struct RecordStore: Sendable {
     /// `transform` is also given a function that makes the record's id.
     func objects<R>(
         typeKeys: [StorageKey], in transaction: Transaction,
-        _ transform: (StoredObject, _ id: () -> String) throws(LocalDatabaseError) -> R
+        _ transform: (DecodedRecord, _ id: () -> String) throws(LocalDatabaseError) -> R
     ) throws(LocalDatabaseError) -> [R] {
         var objects: [R] = []
         objects.reserveCapacity(try count(typeKeys: typeKeys, in: transaction))
         try forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(LocalDatabaseError) in
-            let stored = try RecordCodec.decode(key: key, value: value)
-            objects.append(try transform(stored) { (try? StoredValue(parsing: value))?.id(key: key) ?? RecordCodec.displayID(key) })
+            let stored = try RecordDecoding.decode(key: key, value: value)
+            objects.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
         }
         return objects
     }
@@ -154,10 +154,10 @@ struct RecordStore: Sendable {
                         // reported as `read()` reports it, never skipped. (An index entry with
                         // no record is skipped by both, and reported by `verify`.)
                         guard let value = try transaction.get(records, recordKey) else { return }
-                        do throws(StoredValueError) {
-                            ids.append(try StoredValue(parsing: value).id(key: recordKey))
+                        do throws(RecordValueError) {
+                            ids.append(try RecordValue(parsing: value).id(key: recordKey))
                         } catch {
-                            throw .corruptRecord(id: RecordCodec.displayID(recordKey), reason: error.description)
+                            throw .corruptRecord(id: RecordDecoding.displayID(recordKey), reason: error.description)
                         }
                     }
                 }
@@ -188,7 +188,7 @@ struct RecordStore: Sendable {
         }
     }
 
-    private func put(_ record: EncodedRecord, in transaction: Transaction) throws(LocalDatabaseError) {
+    private func put(_ record: RecordBytes, in transaction: Transaction) throws(LocalDatabaseError) {
         try record.key.withBytes { key throws(LocalDatabaseError) in
             switch try storedTypeKey(key, in: transaction) {
             case let .some(previousType) where previousType != record.typeKey:
@@ -253,7 +253,7 @@ struct RecordStore: Sendable {
 
     private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) -> StoredType {
         guard let existing = try transaction.get(records, key) else { return .none }
-        guard let stored = try? StoredValue(parsing: existing) else { return .unreadable }
+        guard let stored = try? RecordValue(parsing: existing) else { return .unreadable }
         return .some(StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize))
     }
 

@@ -9,7 +9,7 @@
 ///
 /// The class name is kept outside the JSON so that type checks and the integrity walk need not
 /// parse the document.
-struct StoredValue {
+struct RecordValue {
     static let formatVersion: UInt8 = 1
 
     /// The class name's UTF-8 bytes.
@@ -20,7 +20,7 @@ struct StoredValue {
     let json: UnsafeRawBufferPointer
 
     /// Parses a stored value; the views point into `bytes`.
-    init(parsing bytes: UnsafeRawBufferPointer) throws(StoredValueError) {
+    init(parsing bytes: UnsafeRawBufferPointer) throws(RecordValueError) {
         guard let version = bytes.first else { throw .empty }
         guard version == Self.formatVersion else { throw .unknownFormat(version) }
         var offset = 1
@@ -55,7 +55,7 @@ struct StoredValue {
         buffer.append(contentsOf: bytes)
     }
 
-    private static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(StoredValueError) -> UnsafeRawBufferPointer {
+    private static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(RecordValueError) -> UnsafeRawBufferPointer {
         var length = 0
         var shift = 0
         while true {
@@ -73,7 +73,7 @@ struct StoredValue {
 }
 
 /// Why a stored value could not be parsed.
-enum StoredValueError: Error, CustomStringConvertible {
+enum RecordValueError: Error, CustomStringConvertible {
     case empty
     case unknownFormat(UInt8)
     case truncated

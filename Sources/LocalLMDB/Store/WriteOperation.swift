@@ -1,13 +1,13 @@
 /// A record ready for storage: encoded in the caller's isolation, then handed to the writer
 /// thread as plain bytes.
-struct EncodedRecord: Sendable {
+struct RecordBytes: Sendable {
     /// The key in `records`.
     let key: StorageKey
     /// The stored class name.
     let typeName: String
     /// The key in `types` for `typeName`.
     let typeKey: StorageKey
-    /// The complete `StoredValue` bytes.
+    /// The complete `RecordValue` bytes.
     let value: [UInt8]
 }
 
@@ -15,7 +15,7 @@ struct EncodedRecord: Sendable {
 enum WriteOperation: Sendable {
     /// Insert or replace records, in order, after claiming the stored classes they use
     /// (`RecordStore.claim`).
-    case put([EncodedRecord], classes: [StoredClass])
+    case put([RecordBytes], classes: [StoredClass])
     /// Delete the record under a key.
     case delete(StorageKey)
     /// Delete every record stored under any of these type keys, the first of which is
