@@ -12,8 +12,9 @@ public enum Durability: Sendable, Equatable {
     /// may undo the last transactions, never corrupt the database. About half the cost of `.full`.
     case metaAsync
     /// Nothing is synced on commit (`MDB_NOSYNC`): the operating system writes data back in its
-    /// own time. A system crash may undo any number of recent transactions, without corrupting the
-    /// database. For caches and benchmarks.
+    /// own time. A system crash may undo any number of recent transactions; it corrupts nothing on
+    /// a file system that keeps writes in order (LMDB's condition for `MDB_NOSYNC`; ext4, XFS and
+    /// APFS do), but may on one that does not. For caches and benchmarks.
     case none
 
     /// The LMDB environment flags for this level. (`MDB_WRITEMAP` is never used: with no sync it
