@@ -131,10 +131,20 @@ final class Session: Sendable {
 
     // MARK: Reading
 
-    /// Runs `read`: in this session's open transaction when it has one, else in a snapshot on
-    /// the calling thread.
-    nonisolated(nonsending) func read<Read: SessionRead>(_ read: Read) async throws(LocalDatabaseError) -> Read.Value {
-        if try checkOpen(), let detached = try await onWriterThread(readingInTransaction(read)) {
+    /// Runs `read` in a snapshot on the calling thread, unless this session has a transaction
+    /// open: then returns nil, and the caller must `await readInTransaction(read)`.
+    ///
+    /// Two steps rather than one `async` function because the snapshot path is the hot one: a
+    /// synchronous generic call costs nothing, while an unspecialized `async` generic one looks
+    /// its types' metadata up by name on every call (measured: +0.8 µs per read by id).
+    func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(LocalDatabaseError) -> Read.Value? {
+        guard try !checkOpen() else { return nil }
+        return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+    }
+
+    /// Runs `read` in this session's open transaction, or in a snapshot if it has none by now.
+    nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(LocalDatabaseError) -> Read.Value {
+        if let detached = try await onWriterThread(readingInTransaction(read)) {
             return try read.restore(detached)
         }
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }

@@ -163,7 +163,9 @@ public actor LocalDatabase {
     ///   `.unresolvableClass` when its class (or a nested object's) cannot be found in this
     ///   process, `.corruptRecord` when its bytes cannot be decoded.
     public nonisolated(nonsending) func read<T: Storable>(id: String) async throws -> T? {
-        try await session.read(ReadByID<T>(id, in: session.engine))
+        let read = try ReadByID<T>(id, in: session.engine)
+        if let value = try session.readOutsideTransaction(read) { return value }
+        return try await session.readInTransaction(read)
     }
 
     /// Every object stored as `T` (under its current or any legacy class name). Objects of
@@ -172,23 +174,31 @@ public actor LocalDatabase {
     /// byte order of their ids (ids over 511 bytes last).
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Storable>() async throws -> [T] {
-        try await session.read(ReadAll<T>(in: session.engine))
+        let read = ReadAll<T>(in: session.engine)
+        if let value = try session.readOutsideTransaction(read) { return value }
+        return try await session.readInTransaction(read)
     }
 
     /// The ids of every record stored as `T` (under its current or any legacy class name), in
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Storable>(_ allOf: T.Type) async throws -> [String] {
-        try await session.read(StoreRead<[String]>.ids(of: allOf, in: session.engine))
+        let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
+        if let value = try session.readOutsideTransaction(read) { return value }
+        return try await session.readInTransaction(read)
     }
 
     /// The number of records: O(1).
     public nonisolated(nonsending) func count() async throws -> Int {
-        try await session.read(StoreRead<Int>.countAll(in: session.engine))
+        let read = StoreRead<Int>.countAll(in: session.engine)
+        if let value = try session.readOutsideTransaction(read) { return value }
+        return try await session.readInTransaction(read)
     }
 
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Storable>(_ allOf: T.Type) async throws -> Int {
-        try await session.read(StoreRead<Int>.count(of: allOf, in: session.engine))
+        let read = StoreRead<Int>.count(of: allOf, in: session.engine)
+        if let value = try session.readOutsideTransaction(read) { return value }
+        return try await session.readInTransaction(read)
     }
 
     /// Checks that the type index and the records agree and that every record decodes.
@@ -196,7 +206,9 @@ public actor LocalDatabase {
     /// Run it after a crash, or any time: it reads one consistent snapshot (inside this
     /// database's transaction when one is open) and changes nothing. It walks every record.
     public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
-        try await session.read(StoreRead<IntegrityReport>.integrity(in: session.engine))
+        let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
+        if let value = try session.readOutsideTransaction(read) { return value }
+        return try await session.readInTransaction(read)
     }
 
     // MARK: Closing

@@ -7,6 +7,14 @@ private func readContext(_ store: RecordStore, _ database: UInt64, _ transaction
     ReadContext(database: database, classes: store.classTable, transaction: transaction)
 }
 
+/// Throws `classNameConflict` when the stored name of the type `type` belongs to another type
+/// in the database.
+private func checkOwner(_ type: ObjectIdentifier, _ store: RecordStore, _ database: UInt64, _ transaction: Transaction) throws(LocalDatabaseError) {
+    if let conflict = try ObjectDecoding.conflict(for: type, context: readContext(store, database, transaction)) {
+        throw conflict.error(id: "")
+    }
+}
+
 /// The object stored under an id, as `T` or a subclass of it.
 struct ReadByID<T: Storable>: SessionRead {
     let id: String
@@ -41,19 +49,17 @@ struct ReadByID<T: Storable>: SessionRead {
 /// Every object stored as `T` (its current and legacy class names).
 struct ReadAll<T: Storable>: SessionRead {
     let typeKeys: [StorageKey]
-    let owner: StoredClass
     let store: RecordStore
     let database: UInt64
 
     init(in engine: DatabaseEngine) {
         typeKeys = RecordEncoding.typeKeys(T.self, maxKeySize: engine.maxKeySize)
-        owner = TypeRegistry.storedClass(of: T.self)
         store = engine.store
         database = engine.serial
     }
 
     func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
-        try store.checkOwner(owner, in: transaction)
+        try checkOwner(ObjectIdentifier(T.self), store, database, transaction)
         // Ids are made for every record here: reads in a transaction copy each record anyway.
         return try store.objects(typeKeys: typeKeys, in: transaction) { stored, id in (stored.detached(), id()) }
     }
@@ -70,7 +76,7 @@ struct ReadAll<T: Storable>: SessionRead {
     }
 
     func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> [T] {
-        try store.checkOwner(owner, in: transaction)
+        try checkOwner(ObjectIdentifier(T.self), store, database, transaction)
         let scratch = ReadScratch.current
         return try scratch.reading(in: readContext(store, database, transaction)) { () throws(LocalDatabaseError) in
             try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(LocalDatabaseError) in
@@ -94,9 +100,10 @@ struct StoreRead<Value: Sendable>: SessionRead {
 extension StoreRead {
     /// The ids of the records stored as `type`.
     static func ids<T: Storable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<[String]> {
-        let (typeKeys, owner, store) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), TypeRegistry.storedClass(of: type), engine.store)
+        let (typeKeys, store) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), engine.store)
+        let (database, type) = (engine.serial, ObjectIdentifier(type))
         return StoreRead<[String]> { transaction throws(LocalDatabaseError) in
-            try store.checkOwner(owner, in: transaction)
+            try checkOwner(type, store, database, transaction)
             return try store.ids(typeKeys: typeKeys, in: transaction)
         }
     }
@@ -110,9 +117,10 @@ extension StoreRead {
     /// The number of records stored as `type`.
     static func count<T: Storable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<Int> {
         let store = engine.store
-        let (typeKeys, owner) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), TypeRegistry.storedClass(of: type))
+        let (typeKeys, database) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), engine.serial)
+        let type = ObjectIdentifier(type)
         return StoreRead<Int> { transaction throws(LocalDatabaseError) in
-            try store.checkOwner(owner, in: transaction)
+            try checkOwner(type, store, database, transaction)
             return try store.count(typeKeys: typeKeys, in: transaction)
         }
     }

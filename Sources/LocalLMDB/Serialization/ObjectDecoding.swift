@@ -52,12 +52,12 @@ enum ObjectDecoding {
     static func resolve<T: Storable>(
         storedName: String, as requested: T.Type, context: ReadContext?
     ) -> Result<T.Type, Failure> {
-        let requestedClass = TypeRegistry.storedClass(of: requested)
-        let currentName = storedName == requestedClass.name ? storedName : Legacy.currentName(of: storedName)
+        let requestedName = TypeRegistry.name(of: requested)
+        let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
         do throws(LocalDatabaseError) {
-            if currentName == requestedClass.name {
-                if let owner = try otherOwner(of: requested, requestedClass, context: context) {
-                    return .failure(.conflict(name: currentName, owner: owner, requested: requestedClass))
+            if currentName == requestedName {
+                if let conflict = try conflict(for: ObjectIdentifier(requested), context: context) {
+                    return .failure(conflict)
                 }
                 return .success(requested)
             }
@@ -66,7 +66,7 @@ enum ObjectDecoding {
                 return .failure(.unresolvable(className: storedName))
             }
             guard let resolved = stored as? T.Type else {
-                return .failure(.mismatch(requested: requestedClass.name, stored: storedName))
+                return .failure(.mismatch(requested: requestedName, stored: storedName))
             }
             return .success(resolved)
         } catch {
@@ -74,23 +74,25 @@ enum ObjectDecoding {
         }
     }
 
-    /// The database's owner of `requested`'s stored name when that is another type (one the
-    /// explicit registration of `requested` does not adopt from); nil when `requested` owns it
-    /// or nobody does.
-    static func otherOwner<T: Storable>(
-        of requested: T.Type, _ requestedClass: StoredClass, context: ReadContext?
-    ) throws(LocalDatabaseError) -> StoredClass? {
-        guard let context, !requestedClass.adopts else { return nil }
+    /// A `conflict` when the database's owner of the stored name of the type `id` is another
+    /// type (one that an explicit registration of the type does not adopt from); nil when the
+    /// type owns the name or nobody does. Remembered per thread once the type is found to own
+    /// it in a committed snapshot, so the hot read paths look it up once.
+    static func conflict(for id: ObjectIdentifier, context: ReadContext?) throws(LocalDatabaseError) -> Failure? {
+        guard let context else { return nil }
         let scratch = ReadScratch.current
-        let id = ObjectIdentifier(requested)
         if scratch.isVerified(id, in: context.database) { return nil }
-        guard let transaction = context.transaction else {
-            guard let row = try context.row(named: requestedClass.name) else { return nil }
-            return row.hasSameOwner(as: requestedClass) ? nil : row
+        guard let requested = TypeRegistry.storedClass(ofID: id), !requested.adopts else { return nil }
+        let ownership: ClassTable.Ownership
+        if let transaction = context.transaction {
+            ownership = try context.classes.ownership(of: requested, in: transaction)
+            // Only committed ownership is remembered: a row an open transaction wrote may be rolled back.
+            if case .same = ownership, !transaction.isWrite { scratch.rememberVerified(id, in: context.database) }
+        } else {
+            ownership = try context.row(named: requested.name).map { $0.hasSameOwner(as: requested) ? .same : .other($0) } ?? .none
         }
-        if let other = try context.classes.otherOwner(of: requestedClass, in: transaction) { return other }
-        scratch.rememberVerified(id, in: context.database)
-        return nil
+        guard case let .other(owner) = ownership else { return nil }
+        return .conflict(name: requested.name, owner: owner, requested: requested)
     }
 
     /// Restores a nested object: as the class it names when that is `T` or a subclass, as `T`

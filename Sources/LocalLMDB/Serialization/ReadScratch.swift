@@ -83,6 +83,12 @@ final class ReadScratch {
 
     // MARK: Stored classes
 
+    /// The stored name remembered for `type`, if any (without copying the whole stored class).
+    func name(of type: ObjectIdentifier) -> String? {
+        for index in classes.indices.reversed() where classes[index].type == type { return classes[index].storedClass.name }
+        return nil
+    }
+
     /// The stored class remembered for `type`, if any.
     func storedClass(of type: ObjectIdentifier) -> StoredClass? {
         for entry in classes.reversed() where entry.type == type { return entry.storedClass }

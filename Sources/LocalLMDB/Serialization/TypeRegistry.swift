@@ -51,7 +51,12 @@ final class TypeRegistry: Sendable {
 
     /// The name `type` is stored under.
     static func name(of type: any Storable.Type) -> String {
-        storedClass(of: type).name
+        ReadScratch.current.name(of: ObjectIdentifier(type)) ?? storedClass(of: type).name
+    }
+
+    /// The stored class of the type with identity `id`, if that type has been named before.
+    static func storedClass(ofID id: ObjectIdentifier) -> StoredClass? {
+        ReadScratch.current.storedClass(of: id) ?? shared.state.withLock { $0.classes[id] }
     }
 
     /// `type`'s stored class, from the calling thread's cache when it has it.

@@ -308,7 +308,7 @@ struct RecordStore: Sendable {
     /// Throws `classNameConflict` when a type other than `owner` owns `owner`'s name (and
     /// `owner` does not adopt it): records under that name are not `owner`'s to read or delete.
     func checkOwner(_ owner: StoredClass, in transaction: Transaction) throws(LocalDatabaseError) {
-        guard !owner.adopts, let existing = try classTable.otherOwner(of: owner, in: transaction) else { return }
+        guard !owner.adopts, case let .other(existing) = try classTable.ownership(of: owner, in: transaction) else { return }
         throw .classNameConflict(name: owner.name, storedBy: existing.displayName, requestedBy: owner.qualifiedName)
     }
 }

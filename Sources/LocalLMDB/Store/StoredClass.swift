@@ -74,18 +74,27 @@ struct ClassTable {
         }
     }
 
-    /// The row for `storedClass.name` when it names another owner; nil when `storedClass`'s type
-    /// owns the name or nobody does. Compares bytes, building no strings unless the owner differs.
-    func otherOwner(of storedClass: StoredClass, in transaction: Transaction) throws(LocalDatabaseError) -> StoredClass? {
+    /// Who owns a stored class name, as seen by one type.
+    enum Ownership {
+        /// Nobody: no record or nested object has been stored under the name.
+        case none
+        /// The type asking.
+        case same
+        /// Another type.
+        case other(StoredClass)
+    }
+
+    /// Who owns `storedClass.name`, compared with `storedClass`'s type. Compares bytes, building
+    /// no strings unless the owner differs.
+    func ownership(of storedClass: StoredClass, in transaction: Transaction) throws(LocalDatabaseError) -> Ownership {
         try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(LocalDatabaseError) in
-            guard let row = try transaction.get(database, key) else { return nil }
+            guard let row = try transaction.get(database, key) else { return .none }
             if let separator = row.firstIndex(of: 0) {
                 let owner = row[(separator + 1)...].prefix { $0 != 0 }
                 var mangled = storedClass.mangledName
-                let same = mangled.withUTF8 { owner.elementsEqual($0) }
-                if same { return nil }
+                if mangled.withUTF8({ owner.elementsEqual($0) }) { return .same }
             }
-            return StoredClass(parsing: row)
+            return StoredClass(parsing: row).map(Ownership.other) ?? .none
         }
     }
 }
