@@ -52,6 +52,10 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// A synchronous call would wait for itself: made on the database's writer thread, or from
     /// inside a model's `init(dataObject:)` while a read of the same database restores it.
     case wouldDeadlock(operation: String, reason: String)
+    /// The record `id` holds a value that cannot be stored, at `path` (`address.visits[2]`):
+    /// a date that is not finite or more than 2^63 seconds from 1970, or objects and arrays
+    /// nested deeper than 512 levels (the most any reader accepts). Nothing is written.
+    case unencodableValue(id: String, path: String, reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String {
@@ -98,6 +102,8 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
             return "The database was opened read-only."
         case let .wouldDeadlock(operation, reason):
             return "\(operation) would wait for itself: \(reason)"
+        case let .unencodableValue(id, path, reason):
+            return "Record '\(id)' cannot be stored: the value at '\(path)' is refused (\(reason)); nothing was written."
         }
     }
 }

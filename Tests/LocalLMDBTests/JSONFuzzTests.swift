@@ -68,6 +68,8 @@ struct JSONFuzzTests {
                 if let difference = difference(member.value, other, path: "\(path).\(member.key.debugDescription)") { return difference }
             }
             return others.count == object.members.count ? nil : "\(path): \(object.members.count) members vs \(others.count)"
+        case .unencodable:
+            return "\(path): the reader never produces unencodable values"
         }
         return same ? nil : "\(path): \(value) vs \(foundation) (\(type(of: foundation)))"
     }

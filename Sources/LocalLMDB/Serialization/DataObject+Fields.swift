@@ -116,10 +116,10 @@ extension DataObject {
     /// The member named `key` or, failing that, each of `legacyKeys` in turn.
     func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject) -> JSONScanner.Member? {
         let start = nextMember
-        var found = object.member(named: key, from: start)
+        var found = object.member(named: FieldKey.stored(key), from: start)
         if found == nil {
             for legacyKey in legacyKeys {
-                found = object.member(named: legacyKey, from: start)
+                found = object.member(named: FieldKey.stored(legacyKey), from: start)
                 if found != nil { break }
             }
         }

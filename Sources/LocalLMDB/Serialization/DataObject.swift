@@ -89,27 +89,38 @@ public final class DataObject {
         }
     }
 
-    /// This data object as UTF-8 JSON.
+    /// This data object as UTF-8 JSON; empty when it holds a value that cannot be stored (a
+    /// date that is not finite, nesting deeper than 512 levels: see `toRawString()`).
     public var rawData: Data {
-        Data(encoded())
+        encoded().map { Data($0) } ?? Data()
     }
 
-    /// This data object as JSON text.
+    /// This data object as JSON text; nil when it holds a value that cannot be stored (a date
+    /// that is not finite or more than 2^63 seconds from 1970, or objects and arrays nested
+    /// deeper than 512 levels). Writing such an object to a database throws
+    /// `LocalDatabaseError.unencodableValue`, naming the field.
     public func toRawString() -> String? {
-        String(decoding: encoded(), as: UTF8.self)
+        encoded().map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The JSON bytes, appended to `bytes`.
-    func encoded(appendingTo bytes: [UInt8] = []) -> [UInt8] {
+    /// The JSON bytes, appended to `bytes`; nil when a value cannot be written
+    /// (`encodingFailure` says where and why).
+    func encoded(appendingTo bytes: [UInt8] = []) -> [UInt8]? {
         switch storage {
         case let .fields(fields):
             var writer = JSONWriter(bytes: bytes)
             writer.bytes.reserveCapacity(writer.bytes.count + 384)
             writer.write(fields)
-            return writer.bytes
+            return writer.failed ? nil : writer.bytes
         case let .encoded(encoded):
             return bytes + encoded.extent
         }
+    }
+
+    /// Where and why this data object cannot be written: the path of the field and the reason.
+    var encodingFailure: (path: String, reason: String)? {
+        guard case let .fields(fields) = storage else { return nil }
+        return JSONWriter.failure(in: fields)
     }
 
     /// The fields as a tree, for writing them into another object.
@@ -120,11 +131,12 @@ public final class DataObject {
         }
     }
 
-    /// Stores `value` under `key`, in place of any value there.
+    /// Stores `value` under the field key `key` (as its member name, `FieldKey.stored(key)`),
+    /// in place of any value there.
     func set(_ key: String, _ value: JSONValue) -> Self {
         var fields = fields
         storage = .fields(JSONObject())  // Drop the old storage's reference: `fields` is unique.
-        fields.set(key, value)
+        fields.set(FieldKey.stored(key), value)
         storage = .fields(fields)
         nextMember = nil
         return self

@@ -6,19 +6,39 @@ import Foundation
 /// thread-safe to share. Parsing also accepts SwiftLocal's `yyyy-MM-dd'T'HH:mm:ss.SSSZZZZZ`
 /// strings (any UTC offset, such as `+10:00`), fractions of any length, and no fraction.
 enum ISO8601Date {
-    /// Formats `date`, rounded to the nearest millisecond.
-    static func format(_ date: Date) -> String {
-        let totalMilliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        // Beyond ±2^53 ms (±285,000 years) the conversion below is meaningless.
-        guard abs(totalMilliseconds) < 9e15 else { return "" }
-        let milliseconds = Int64(totalMilliseconds)
+    /// Formats `date`, rounded to the nearest millisecond; nil when it cannot be written (not
+    /// finite, or more than 2^63 seconds from 1970, some 292 billion years).
+    ///
+    /// Years 0 to 9999 have four digits; others use ISO 8601's expanded form, a sign and at
+    /// least six digits (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.000Z`).
+    static func format(_ date: Date) -> String? {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite else { return nil }
         let dayLength: Int64 = 86_400_000
-        let days = milliseconds >= 0 ? milliseconds / dayLength : (milliseconds - dayLength + 1) / dayLength
-        let timeOfDay = milliseconds - days * dayLength
+        let days: Int64
+        let timeOfDay: Int64
+        let totalMilliseconds = (seconds * 1000).rounded()
+        if abs(totalMilliseconds) < 9.2e18 {
+            let milliseconds = Int64(totalMilliseconds)
+            days = floorDivision(milliseconds, dayLength)
+            timeOfDay = milliseconds - days * dayLength
+        } else if abs(seconds) < 9.2e18 {
+            // Here a double holds whole seconds only, so nothing is lost.
+            let whole = Int64(seconds)
+            days = floorDivision(whole, 86_400)
+            timeOfDay = (whole - days * 86_400) * 1000
+        } else {
+            return nil
+        }
         let (year, month, day) = civilDate(fromDays: days)
         var text = ""
         text.reserveCapacity(24)
-        append(year, width: 4, to: &text)
+        if (0...9999).contains(year) {
+            append(year, width: 4, to: &text)
+        } else {
+            text += year < 0 ? "-" : "+"
+            append(year.magnitude, width: 6, to: &text)
+        }
         text += "-"
         append(month, width: 2, to: &text)
         text += "-"
@@ -33,6 +53,10 @@ enum ISO8601Date {
         append(timeOfDay % 1000, width: 3, to: &text)
         text += "Z"
         return text
+    }
+
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> Int64 {
+        value >= 0 ? value / divisor : (value - divisor + 1) / divisor
     }
 
     /// Parses an ISO 8601 date-time with a UTC offset; nil when `text` is not one.
@@ -55,7 +79,19 @@ enum ISO8601Date {
             offset += 1
             return true
         }
-        guard let year = number(4), skip("-"), let month = number(2), skip("-"), let day = number(2),
+        // An expanded year has a sign and more digits; a plain one has four.
+        var yearSign: Int64 = 1
+        var signed = false
+        if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") {
+            yearSign = bytes[offset] == UInt8(ascii: "-") ? -1 : 1
+            signed = true
+            offset += 1
+        }
+        var yearDigits = 0
+        while offset + yearDigits < bytes.count, bytes[offset + yearDigits] &- UInt8(ascii: "0") < 10 { yearDigits += 1 }
+        guard signed ? (4...12).contains(yearDigits) : yearDigits == 4, let yearMagnitude = number(yearDigits) else { return nil }
+        let year = yearSign * yearMagnitude
+        guard skip("-"), let month = number(2), skip("-"), let day = number(2),
               skip("T") || skip("t"), let hour = number(2), skip(":"), let minute = number(2), skip(":"),
               let second = number(2),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
@@ -87,13 +123,18 @@ enum ISO8601Date {
         }
         guard offset == bytes.count else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - zoneSeconds
+        let (daySeconds, overflow) = days.multipliedReportingOverflow(by: 86_400)
+        guard !overflow else { return nil }
+        let (seconds, overflowAdding) = daySeconds.addingReportingOverflow(hour * 3600 + minute * 60 + second - zoneSeconds)
+        guard !overflowAdding else { return nil }
         // Round to whole milliseconds so values written by `format` come back exactly.
         let milliseconds = (fraction * 1000).rounded()
-        return Date(timeIntervalSince1970: (Double(seconds * 1000) + milliseconds) / 1000)
+        let (wholeMilliseconds, overflowMultiplying) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflowMultiplying else { return Date(timeIntervalSince1970: Double(seconds) + milliseconds / 1000) }
+        return Date(timeIntervalSince1970: (Double(wholeMilliseconds) + milliseconds) / 1000)
     }
 
-    private static func append(_ value: Int64, width: Int, to text: inout String) {
+    private static func append<Value: BinaryInteger>(_ value: Value, width: Int, to text: inout String) {
         let digits = String(value)
         if digits.count < width { text += String(repeating: "0", count: width - digits.count) }
         text += digits

@@ -16,7 +16,17 @@ enum RecordEncoding {
         return RecordBytes(
             key: key, typeName: typeName,
             typeKey: StorageKey(typeName, maxKeySize: maxKeySize),
-            value: dataObject.encoded(appendingTo: bytes))
+            value: try encodedValue(of: dataObject, appendingTo: bytes, id: record.id))
+    }
+
+    /// `dataObject`'s JSON appended to `bytes`.
+    /// - Throws: `unencodableValue` when a value in it cannot be stored.
+    private static func encodedValue(of dataObject: DataObject, appendingTo bytes: [UInt8], id: String) throws(LocalDatabaseError) -> [UInt8] {
+        guard let value = dataObject.encoded(appendingTo: bytes) else {
+            let failure = dataObject.encodingFailure ?? (path: "", reason: "it cannot be encoded")
+            throw .unencodableValue(id: id, path: failure.path, reason: failure.reason)
+        }
+        return value
     }
 
     /// The operation writing `record`.

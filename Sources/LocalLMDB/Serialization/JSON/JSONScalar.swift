@@ -35,7 +35,11 @@ extension Double: JSONScalar {
         switch scanner.number(at: offset) {
         case let (.double(number), end)?: return (number, end)
         case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
-        default: return nil
+        default:
+            // NaN and the infinities are stored as strings (see `NonFiniteDouble`).
+            guard scanner.byte(at: offset) == UInt8(ascii: "\""), let (text, end) = scanner.string(at: offset),
+                  let value = NonFiniteDouble.value(of: text) else { return nil }
+            return (value, end)
         }
     }
 }
@@ -48,7 +52,12 @@ extension Bool: JSONScalar {
 }
 
 extension Date: JSONScalar {
-    var jsonValue: JSONValue { .string(ISO8601Date.format(self)) }
+    var jsonValue: JSONValue {
+        guard let text = ISO8601Date.format(self) else {
+            return .unencodable(reason: "the date \(timeIntervalSince1970) s since 1970 cannot be stored (not finite, or beyond ±2^63 seconds)")
+        }
+        return .string(text)
+    }
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
         guard let (text, end) = scanner.string(at: offset), let date = ISO8601Date.parse(text) else { return nil }
         return (date, end)

@@ -7,6 +7,9 @@ enum JSONValue: Sendable, Equatable {
     case string(String)
     case array([JSONValue])
     case object(JSONObject)
+    /// A value that cannot be stored (`reason` says why): never written. Encoding for storage
+    /// fails with `LocalDatabaseError.unencodableValue` instead.
+    case unencodable(reason: String)
 }
 
 /// A JSON object whose members keep their order.

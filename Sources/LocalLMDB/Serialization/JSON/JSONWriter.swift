@@ -1,9 +1,16 @@
 /// Writes `JSONValue`s as compact, standards-compliant JSON (RFC 8259) into a byte buffer.
 ///
-/// Strings are written as UTF-8 with only the required escapes; integers exactly; doubles in
-/// Swift's shortest round-tripping form. JSON has no NaN or infinity: those are written as `null`.
+/// Strings are written as UTF-8 with only the required escapes; integers exactly; finite
+/// doubles in Swift's shortest round-tripping form. JSON has no NaN or infinity: those are
+/// written as the strings of `NonFiniteDouble`, which reading a `Double` turns back into the
+/// same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
+/// `.unencodable` value is not written: either sets `failed`, and the bytes must not be stored.
 struct JSONWriter {
     var bytes: [UInt8]
+    /// Something could not be written (too deep, or `.unencodable`): see `JSONWriter.failure(in:)`.
+    private(set) var failed = false
+    /// Containers open around the value being written.
+    private var depth = 0
 
     init(bytes: [UInt8] = []) {
         self.bytes = bytes
@@ -17,18 +24,24 @@ struct JSONWriter {
         case let .double(number): write(number)
         case let .string(text): write(text)
         case let .array(elements):
+            guard enter() else { return }
             bytes.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 write(element)
             }
             bytes.append(UInt8(ascii: "]"))
+            depth -= 1
         case let .object(object):
             write(object)
+        case .unencodable:
+            failed = true
+            bytes.append(contentsOf: Self.null)
         }
     }
 
     mutating func write(_ object: JSONObject) {
+        guard enter() else { return }
         bytes.append(UInt8(ascii: "{"))
         for (index, member) in object.members.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -37,6 +50,55 @@ struct JSONWriter {
             write(member.value)
         }
         bytes.append(UInt8(ascii: "}"))
+        depth -= 1
+    }
+
+    /// Opens a container; false (and `failed`) past the reader's nesting limit, which the
+    /// writer does not go beyond either (so no input can exhaust its stack).
+    private mutating func enter() -> Bool {
+        depth += 1
+        guard depth <= JSONValidator.maxDepth else {
+            depth -= 1
+            failed = true
+            bytes.append(contentsOf: Self.null)
+            return false
+        }
+        return true
+    }
+
+    /// Where and why `object` cannot be written: the path of the first value that is too deep
+    /// or unencodable (`address.tags[3]`), and the reason; nil when it can be. Walks the tree
+    /// again, so only a failed write pays for it.
+    static func failure(in object: JSONObject) -> (path: String, reason: String)? {
+        var path: [String] = []
+        return failure(in: .object(object), depth: 0, path: &path)
+    }
+
+    private static func failure(in value: JSONValue, depth: Int, path: inout [String]) -> (path: String, reason: String)? {
+        func found(_ reason: String) -> (path: String, reason: String) {
+            (String(path.joined().trimmingPrefix(".")), reason)
+        }
+        switch value {
+        case let .unencodable(reason):
+            return found(reason)
+        case let .array(elements):
+            guard depth < JSONValidator.maxDepth else { return found("nested deeper than \(JSONValidator.maxDepth) levels") }
+            for (index, element) in elements.enumerated() {
+                path.append("[\(index)]")
+                defer { path.removeLast() }
+                if let failure = failure(in: element, depth: depth + 1, path: &path) { return failure }
+            }
+        case let .object(object):
+            guard depth < JSONValidator.maxDepth else { return found("nested deeper than \(JSONValidator.maxDepth) levels") }
+            for member in object.members {
+                path.append("." + member.key)
+                defer { path.removeLast() }
+                if let failure = failure(in: member.value, depth: depth + 1, path: &path) { return failure }
+            }
+        default:
+            break
+        }
+        return nil
     }
 
     mutating func write(_ number: Int64) {
@@ -55,10 +117,7 @@ struct JSONWriter {
     }
 
     mutating func write(_ number: Double) {
-        guard number.isFinite else {
-            bytes.append(contentsOf: Self.null)
-            return
-        }
+        guard number.isFinite else { return write(NonFiniteDouble.text(for: number)) }
         bytes.append(contentsOf: number.description.utf8)
     }
 

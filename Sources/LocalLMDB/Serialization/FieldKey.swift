@@ -1,0 +1,26 @@
+/// How a field's key is spelt as a member name of the stored JSON object.
+///
+/// The member `"object"` holds the object's class name (SwiftLocal's format), so a field may
+/// not be stored under it as is. The mapping, applied by every `add` and every lookup:
+/// a key made of zero or more `~` followed by `object` is stored with one more leading `~`
+/// (`object` → `~object`, `~object` → `~~object`); every other key is stored unchanged. It is
+/// one-to-one, so a model may name a field `object` (or anything else) and get it back, and the
+/// record's class is never taken from a field.
+enum FieldKey {
+    /// The member name for the field key `key`.
+    @inline(__always)
+    static func stored(_ key: String) -> String {
+        needsEscape(key) ? "~" + key : key
+    }
+
+    /// Whether `key` is `object` preceded by zero or more `~`.
+    @inline(__always)
+    static func needsEscape(_ key: String) -> Bool {
+        let utf8 = key.utf8
+        // The common case: a key that does not end in "object" is decided by its last byte or length.
+        guard utf8.count >= 6, utf8.last == UInt8(ascii: "t") else { return false }
+        let suffix = utf8.index(utf8.endIndex, offsetBy: -6)
+        guard utf8[suffix...].elementsEqual("object".utf8) else { return false }
+        return utf8[..<suffix].allSatisfy { $0 == UInt8(ascii: "~") }
+    }
+}
