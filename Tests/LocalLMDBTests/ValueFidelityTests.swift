@@ -1,0 +1,161 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+/// A model with a field named "object" (which the stored JSON uses for the class name), at the
+/// top level and in a nested object.
+final class FidelityAnnotation: Storable {
+    let object: String
+    let tilde: String
+    let nested: FidelityAnnotation?
+    init(object: String, tilde: String, nested: FidelityAnnotation?) {
+        self.object = object
+        self.tilde = tilde
+        self.nested = nested
+    }
+    required init(dataObject: DataObject) {
+        object = dataObject.get("object")
+        tilde = dataObject.get("~object")
+        nested = dataObject.getObjectOptional("nested", type: FidelityAnnotation.self)
+    }
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "object", value: object).add(key: "~object", value: tilde).add(key: "nested", value: nested)
+    }
+}
+
+/// Doubles and dates, alone and in arrays.
+final class FidelityValues: Storable {
+    let number: Double
+    let numbers: [Double]
+    let optionalNumbers: [Double?]
+    let date: Date
+    let dates: [Date]
+    init(number: Double, numbers: [Double], optionalNumbers: [Double?], date: Date, dates: [Date]) {
+        (self.number, self.numbers, self.optionalNumbers, self.date, self.dates) = (number, numbers, optionalNumbers, date, dates)
+    }
+    required init(dataObject: DataObject) {
+        number = dataObject.get("number", onFail: -42)
+        numbers = dataObject.get("numbers")
+        optionalNumbers = dataObject.get("optionalNumbers")
+        date = dataObject.get("date", onFail: Date(timeIntervalSince1970: -42))
+        dates = dataObject.get("dates")
+    }
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "number", value: number).add(key: "numbers", value: numbers)
+            .add(key: "optionalNumbers", value: optionalNumbers).add(key: "date", value: date).add(key: "dates", value: dates)
+    }
+}
+
+/// Nested `depth` levels deep: objects of itself.
+final class FidelityChain: Storable {
+    let next: FidelityChain?
+    init(depth: Int) {
+        next = depth > 1 ? FidelityChain(depth: depth - 1) : nil
+    }
+    required init(dataObject: DataObject) {
+        next = dataObject.getObjectOptional("next", type: FidelityChain.self)
+    }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "next", value: next) }
+    var depth: Int { 1 + (next?.depth ?? 0) }
+}
+
+@Suite("Value fidelity")
+struct ValueFidelityTests {
+    @Test func aFieldNamedObjectIsAFieldLikeAnyOther() async throws {
+        try await withDatabase { database, _ in
+            let inner = FidelityAnnotation(object: "Note", tilde: "~~", nested: nil)
+            try await database.write(Record(id: "a", data: FidelityAnnotation(object: "Note", tilde: "~", nested: inner)))
+            try await database.write(Record(id: "n", data: Note(text: "a real note")))
+            let read: FidelityAnnotation? = try await database.read(id: "a")
+            #expect(read?.object == "Note" && read?.tilde == "~")
+            #expect(read?.nested?.object == "Note" && read?.nested?.tilde == "~~")
+            #expect(try await database.count(FidelityAnnotation.self) == 1)
+            #expect(try await database.readIDs(Note.self) == ["n"])
+            #expect(try await database.verifyIntegrity().isConsistent)
+            // Through the JSON text too.
+            let text = try #require(FidelityAnnotation(object: "x", tilde: "y", nested: inner).toDataObject().toRawString())
+            let again = FidelityAnnotation(dataObject: DataObject(rawString: text))
+            #expect(again.object == "x" && again.tilde == "y" && again.nested?.object == "Note")
+        }
+    }
+
+    @Test func nonFiniteDoublesComeBackExactlyAndKeepTheirPositions() async throws {
+        try await withDatabase { database, _ in
+            let oddNaN = -Double(nan: 0x1234, signaling: true)
+            let values = FidelityValues(
+                number: .nan, numbers: [1, .nan, 2, .infinity, 3, -.infinity, -0.0, oddNaN, .greatestFiniteMagnitude, .leastNonzeroMagnitude],
+                optionalNumbers: [nil, .infinity, nil, .nan], date: Date(timeIntervalSince1970: 0), dates: [])
+            try await database.write(Record(id: "v", data: values))
+            let read = try #require(try await database.read(id: "v") as FidelityValues?)
+            #expect(read.number.isNaN)
+            #expect(read.numbers.map(\.bitPattern) == values.numbers.map(\.bitPattern))
+            #expect(read.optionalNumbers.map { $0?.bitPattern } == values.optionalNumbers.map { $0?.bitPattern })
+            let infinite = FidelityValues(number: -.infinity, numbers: [], optionalNumbers: [], date: Date(), dates: [])
+            let text = try #require(infinite.toDataObject().toRawString())
+            #expect(FidelityValues(dataObject: DataObject(rawString: text)).number == -.infinity)
+        }
+    }
+
+    @Test func datesOfAnyYearComeBackToTheMillisecond() async throws {
+        let seconds: [Double] = [
+            253_402_300_800, 253_402_300_799.999, -62_167_219_200, -62_167_219_200.001, -62_198_755_200, 1e15, -1e15, 1e18, -1e18,
+            9.3e15, 0, -0.0005, 1_744_520_305.123, Date.distantPast.timeIntervalSince1970, Date.distantFuture.timeIntervalSince1970,
+        ]
+        var generator = SplitMix(seed: 7)
+        let random = (0..<200).map { _ in Double(Int64(bitPattern: generator.next()) >> 10) / 1000 }
+        let dates = (seconds + random).map { Date(timeIntervalSince1970: $0) }
+        let expected = dates.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded() / 1000) }
+        try await withDatabase { database, _ in
+            let values = FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: dates[0], dates: dates)
+            try await database.write(Record(id: "d", data: values))
+            let read = try #require(try await database.read(id: "d") as FidelityValues?)
+            #expect(read.date == expected[0])
+            for (index, date) in read.dates.enumerated() where date != expected[index] {
+                Issue.record("\(dates[index].timeIntervalSince1970) came back as \(date.timeIntervalSince1970)")
+            }
+            #expect(read.dates.count == dates.count)
+        }
+        let text = try #require(FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: dates[0], dates: []).toDataObject().toRawString())
+        #expect(text.contains("\"+010000-01-01T00:00:00.000Z\""))
+        #expect(FidelityValues(dataObject: DataObject(rawString: text)).date == expected[0])
+    }
+
+    @Test func datesThatCannotBeStoredAreRefusedAtWriteTime() async throws {
+        try await withDatabase { database, _ in
+            for seconds in [Double.nan, .infinity, -.infinity, 1e300] {
+                let values = FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: Date(), dates: [Date(), Date(timeIntervalSince1970: seconds)])
+                await expectError({ $0 == .unencodableValue(id: "bad", path: "dates[1]", reason: $0.unencodableReason) }) {
+                    try await database.write(Record(id: "bad", data: values))
+                }
+                #expect(values.toDataObject().toRawString() == nil)
+            }
+            let count = try await database.count()
+            #expect(count == 0)
+        }
+    }
+
+    @Test func nestingBeyondTheReadersLimitIsRefusedAtWriteTime() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "ok", data: FidelityChain(depth: 512)))
+            let deepest: FidelityChain? = try await database.read(id: "ok")
+            #expect(deepest?.depth == 512)
+            await expectError({ if case .unencodableValue(id: "deep", _, _) = $0 { true } else { false } }) {
+                try await database.write(Record(id: "deep", data: FidelityChain(depth: 513)))
+            }
+            await expectError({ if case .unencodableValue = $0 { true } else { false } }) {
+                try await database.write(contentsOf: [Record(id: "fine", data: FidelityChain(depth: 2)), Record(id: "deep", data: FidelityChain(depth: 2000))])
+            }
+            // Nothing of the refused writes is stored, and the type still reads.
+            let all: [FidelityChain] = try await database.read()
+            #expect(all.map(\.depth) == [512])
+        }
+    }
+}
+
+extension LocalDatabaseError {
+    var unencodableReason: String {
+        if case let .unencodableValue(_, _, reason) = self { return reason }
+        return ""
+    }
+}
