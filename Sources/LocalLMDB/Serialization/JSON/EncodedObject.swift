@@ -28,7 +28,36 @@ struct EncodedObject {
 
     /// The member named `key`, walking the members from the one at `start` (the first when
     /// nil) to the end and then from the first round to `start`.
+    ///
+    /// Keys match as Swift strings do: canonically equivalent spellings (`"café"` with a
+    /// precomposed `é` or with `e` and a combining accent, `"K"` and the Kelvin sign) are one key.
+    /// Bytes are compared first; only when none match, and some key involved is not plain
+    /// ASCII (for which byte equality is canonical equivalence), are keys decoded and compared.
     func member(named key: String, from start: Int?) -> JSONScanner.Member? {
+        if let member = memberSpelled(key, from: start) { return member }
+        return memberEquivalent(to: key)
+    }
+
+    /// The member whose key, decoded, is canonically equivalent to `key` but spelt otherwise.
+    private func memberEquivalent(to key: String) -> JSONScanner.Member? {
+        let scanner = scanner
+        var keyCopy = key
+        let keyIsPlain = keyCopy.withUTF8 { JSONGrammar.endOfPlainRun(in: UnsafeRawBufferPointer($0), from: 0) == $0.count }
+        var next = scanner.firstMember(ofObjectAt: 0)
+        while let offset = next {
+            let member = scanner.member(at: offset)
+            let raw = scanner.bytes(member.key)
+            if !keyIsPlain || member.keyHasEscapes || JSONGrammar.endOfPlainRun(in: raw, from: 0) != raw.count {
+                let decoded = member.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
+                if decoded == key { return member }
+            }
+            next = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
+        }
+        return nil
+    }
+
+    /// The member whose key is spelt exactly `key` (after unescaping).
+    private func memberSpelled(_ key: String, from start: Int?) -> JSONScanner.Member? {
         let scanner = scanner
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
         let start = start ?? first

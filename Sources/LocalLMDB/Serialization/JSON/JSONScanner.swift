@@ -241,6 +241,7 @@ struct JSONScanner {
 
     /// The object whose `{` is at `offset` as a tree, and the offset past it.
     func object(at offset: Int, mayRepeatKeys: Bool) -> (object: JSONObject, end: Int) {
+        var object = JSONObject()
         var members: [JSONObject.Member] = []
         members.reserveCapacity(16)
         var next = firstMember(ofObjectAt: offset)
@@ -251,14 +252,14 @@ struct JSONScanner {
                 ? Self.unescape(bytes(member.key))
                 : String(decoding: bytes(member.key), as: UTF8.self)
             let (value, valueEnd) = value(at: member.value, mayRepeatKeys: mayRepeatKeys)
-            if mayRepeatKeys, let earlier = members.firstIndex(where: { $0.key == key }) {
-                members[earlier].value = value  // A repeated key: the last value wins.
+            if mayRepeatKeys {
+                object.set(key, value)  // A repeated key: the last value wins, in the first one's place.
             } else {
                 members.append(JSONObject.Member(key: key, value: value))
             }
             end = skipWhitespace(from: valueEnd) + 1
             next = nextMember(after: valueEnd)
         }
-        return (JSONObject(members: members), end)
+        return (mayRepeatKeys ? object : JSONObject(members: members), end)
     }
 }

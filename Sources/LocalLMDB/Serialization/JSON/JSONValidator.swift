@@ -115,20 +115,38 @@ struct JSONValidator {
     private mutating func object() throws(LocalDatabaseError) {
         let objectStart = offset
         if try enterContainer(closing: UInt8(ascii: "}")) { return }
-        // A 64-bit filter of the keys seen so far: only a key whose bit is already set can be a
-        // repeat, and only then are earlier keys compared.
+        // Repeated keys, found exactly and in linear time. Keys compare as Swift strings do
+        // (canonically equivalent spellings are one key), as every lookup compares them. While
+        // the object is small and its keys plain ASCII (for which that is byte equality), a
+        // 64-bit filter of the keys seen allocates nothing: only a key whose bit is already set
+        // can be a repeat, and only then are earlier keys compared. A wide object, or one with
+        // a key that is escaped or not ASCII, keeps its keys in a set instead.
         var seenKeys: UInt64 = 0
+        var keySet: Set<String>?
+        var memberCount = 0
         while true {
             guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
             let keyStart = offset
             let keyHasEscapes = try string()
+            memberCount += 1
             if !mayRepeatKeys {
                 let key = UnsafeRawBufferPointer(rebasing: input[(keyStart + 1)..<(offset - 1)])
-                let bit = Self.filterBit(key)
-                if seenKeys & bit != 0, keyHasEscapes || isRepeat(key, inObjectAt: objectStart, before: keyStart) {
-                    mayRepeatKeys = true
+                let isPlain = !keyHasEscapes && JSONGrammar.endOfPlainRun(in: key, from: 0) == key.count
+                if keySet == nil, !isPlain || memberCount > Self.filterLimit {
+                    keySet = earlierKeys(inObjectAt: objectStart, before: keyStart)
                 }
-                seenKeys |= bit
+                if var keys = keySet {
+                    keySet = nil  // Keep the set uniquely referenced while it grows.
+                    let decoded = keyHasEscapes ? JSONScanner.unescape(key) : String(decoding: key, as: UTF8.self)
+                    if !keys.insert(decoded).inserted { mayRepeatKeys = true }
+                    keySet = keys
+                } else {
+                    let bit = Self.filterBit(key)
+                    if seenKeys & bit != 0, isRepeat(key, inObjectAt: objectStart, before: keyStart) {
+                        mayRepeatKeys = true
+                    }
+                    seenKeys |= bit
+                }
             }
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
@@ -139,23 +157,42 @@ struct JSONValidator {
         }
     }
 
+    /// How many plain ASCII keys an object may have before its keys go into a set.
+    private static let filterLimit = 16
+
     private static func filterBit(_ key: UnsafeRawBufferPointer) -> UInt64 {
         let mix = key.count &* 31 &+ Int(key.first ?? 0) &* 7 &+ Int(key.last ?? 0)
         return 1 << UInt64(mix & 63)
     }
 
-    /// Whether a member before `end` in the object at `objectStart` has the raw key `key`, or a
-    /// key with escapes (which might spell the same key differently: assumed to).
-    /// The object is valid up to `end`, so the scanner can walk it.
+    /// Whether a member before `end` in the object at `objectStart` has the key `key` (plain
+    /// ASCII, as every key before it is while the filter is in use). The object is valid up to
+    /// `end`, so the scanner can walk it.
     private func isRepeat(_ key: UnsafeRawBufferPointer, inObjectAt objectStart: Int, before end: Int) -> Bool {
         let scanner = JSONScanner(input)
         var member = scanner.firstMember(ofObjectAt: objectStart)
         while let keyOffset = member, keyOffset < end {
             let earlier = scanner.member(at: keyOffset)
-            if earlier.keyHasEscapes || scanner.bytes(earlier.key).hasSameBytes(as: key) { return true }
+            if scanner.bytes(earlier.key).hasSameBytes(as: key) { return true }
             member = scanner.nextMember(after: scanner.end(ofValueAt: earlier.value))
         }
         return false
+    }
+
+    /// The keys of the members before `end` in the object at `objectStart`, decoded; marks the
+    /// document as repeating keys if two of them are equal.
+    private mutating func earlierKeys(inObjectAt objectStart: Int, before end: Int) -> Set<String> {
+        let scanner = JSONScanner(input)
+        var keys = Set<String>()
+        var member = scanner.firstMember(ofObjectAt: objectStart)
+        while let keyOffset = member, keyOffset < end {
+            let earlier = scanner.member(at: keyOffset)
+            let raw = scanner.bytes(earlier.key)
+            let key = earlier.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
+            if !keys.insert(key).inserted { mayRepeatKeys = true }
+            member = scanner.nextMember(after: scanner.end(ofValueAt: earlier.value))
+        }
+        return keys
     }
 
     private mutating func array() throws(LocalDatabaseError) {

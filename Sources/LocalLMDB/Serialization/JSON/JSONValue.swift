@@ -14,23 +14,36 @@ enum JSONValue: Sendable, Equatable {
 
 /// A JSON object whose members keep their order.
 ///
-/// Invariant: keys are unique. `set` replaces in place, and `JSONReader` keeps the last of
-/// repeated keys (as most JSON readers do), so a lookup can stop at the first match.
+/// Invariant: no two keys are equal as Swift `String`s (canonically equivalent spellings are
+/// one key). `set` replaces in place, and readers keep the last of repeated keys (as most JSON
+/// readers do), so a lookup can stop at the first match. Beyond `indexThreshold` members, keys
+/// are also kept in a dictionary, so building a wide object is linear, not quadratic.
 struct JSONObject: Sendable, Equatable {
     struct Member: Sendable, Equatable {
         var key: String
         var value: JSONValue
     }
 
-    var members: [Member] = []
+    var members: [Member] = [] {
+        didSet { index = nil }
+    }
+
+    /// Member positions by key, built on demand for wide objects; nil when not built (or stale).
+    private var index: [String: Int]?
+    private static let indexThreshold = 16
 
     init(members: [Member] = []) {
         self.members = members
     }
 
+    static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members == rhs.members
+    }
+
     /// The index of the member named `key`.
     func index(of key: String) -> Int? {
-        members.firstIndex { $0.key == key }
+        if let index { return index[key] }
+        return members.firstIndex { $0.key == key }
     }
 
     /// The value of the member named `key`.
@@ -40,8 +53,23 @@ struct JSONObject: Sendable, Equatable {
 
     /// Replaces the value of `key` in place, or appends it.
     mutating func set(_ key: String, _ value: JSONValue) {
-        if let index = index(of: key) {
-            members[index].value = value
+        if index == nil, members.count >= Self.indexThreshold {
+            var built: [String: Int] = [:]
+            built.reserveCapacity(members.count * 2)
+            for (position, member) in members.enumerated() where built[member.key] == nil { built[member.key] = position }
+            index = built
+        }
+        if var built = index {
+            index = nil  // Keep the dictionary uniquely referenced while it changes.
+            if let position = built[key] {
+                members[position].value = value
+            } else {
+                built[key] = members.count
+                members.append(Member(key: key, value: value))
+            }
+            index = built
+        } else if let position = members.firstIndex(where: { $0.key == key }) {
+            members[position].value = value
         } else {
             members.append(Member(key: key, value: value))
         }
