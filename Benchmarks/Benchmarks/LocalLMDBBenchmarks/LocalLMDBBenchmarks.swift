@@ -90,6 +90,36 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // Wide objects: parsing (validation, repeated-key detection) and building must be linear.
+    // Compare WideObject.parse20000 with WideObject.jsonSerialization20000 (the same text, read
+    // by Foundation) and with WideObject.parse2000 (a tenth of the fields).
+    for width in [2000, 20000] {
+        var wide = "{"
+        for index in 0..<width { wide += (index > 0 ? "," : "") + "\"field\(index)\":\(index)" }
+        wide += "}"
+        let text = wide
+        let data = Data(text.utf8)
+        Benchmark("WideObject.parse\(width)", configuration: .init(maxIterations: 200)) { benchmark in
+            for _ in benchmark.scaledIterations {
+                blackHole(try DataObject(validating: text))
+            }
+        }
+        Benchmark("WideObject.add\(width)", configuration: .init(maxIterations: 200)) { benchmark in
+            for _ in benchmark.scaledIterations {
+                let object = DataObject(rawString: "{}")
+                for index in 0..<width { object.add(key: "field\(index)", value: index) }
+                blackHole(object)
+            }
+        }
+        if width == 20000 {
+            Benchmark("WideObject.jsonSerialization\(width)", configuration: .init(maxIterations: 200)) { benchmark in
+                for _ in benchmark.scaledIterations {
+                    blackHole(try JSONSerialization.jsonObject(with: data))
+                }
+            }
+        }
+    }
+
     Benchmark("LocalLMDB.batchWrite1000", configuration: .init(maxIterations: 50)) { benchmark in
         let directory = try Fixture.temporaryDirectory("batch")
         defer { try? FileManager.default.removeItem(at: directory) }
