@@ -50,13 +50,13 @@ enum ObjectDecoding {
 
     /// The type to restore an object stored as `storedName` as, when `requested` is asked for.
     static func resolve<T: Storable>(
-        storedName: String, as requested: T.Type, context: ReadContext?
+        storedName: String, as requested: T.Type, context: ReadContext?, scratch: ReadScratch = .current
     ) -> Result<T.Type, Failure> {
-        let requestedName = TypeRegistry.name(of: requested)
+        let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
         do throws(LocalDatabaseError) {
             if currentName == requestedName {
-                if let conflict = try conflict(for: ObjectIdentifier(requested), context: context) {
+                if let conflict = try conflict(for: ObjectIdentifier(requested), context: context, scratch: scratch) {
                     return .failure(conflict)
                 }
                 return .success(requested)
@@ -78,9 +78,10 @@ enum ObjectDecoding {
     /// type (one that an explicit registration of the type does not adopt from); nil when the
     /// type owns the name or nobody does. Remembered per thread once the type is found to own
     /// it in a committed snapshot, so the hot read paths look it up once.
-    static func conflict(for id: ObjectIdentifier, context: ReadContext?) throws(LocalDatabaseError) -> Failure? {
+    static func conflict(
+        for id: ObjectIdentifier, context: ReadContext?, scratch: ReadScratch = .current
+    ) throws(LocalDatabaseError) -> Failure? {
         guard let context else { return nil }
-        let scratch = ReadScratch.current
         if scratch.isVerified(id, in: context.database) { return nil }
         guard let requested = TypeRegistry.storedClass(ofID: id), !requested.adopts else { return nil }
         let ownership: ClassTable.Ownership
@@ -104,7 +105,7 @@ enum ObjectDecoding {
         var type = requested
         if let storedName = object.className {
             let scratch = ReadScratch.current
-            switch resolve(storedName: storedName, as: requested, context: scratch.context) {
+            switch resolve(storedName: storedName, as: requested, context: scratch.context, scratch: scratch) {
             case let .success(resolved):
                 type = resolved
             case let .failure(failure):

@@ -17,8 +17,10 @@ import Darwin
 final class ReadScratch {
     /// A data object that the last model restored on this thread did not keep.
     var spare: DataObject?
-    /// Stored classes by type, most recent last; a few entries, searched linearly.
-    private var classes: [(type: ObjectIdentifier, storedClass: StoredClass)] = []
+    /// Stored classes by type, most recent last; a few entries, searched linearly. Two arrays
+    /// rather than one of pairs, so a search compares identities without copying classes.
+    private var classTypes: [ObjectIdentifier] = []
+    private var classes: [StoredClass] = []
     private static let classCapacity = 8
 
     /// The database the current read restores objects from, for resolving nested classes.
@@ -61,11 +63,16 @@ final class ReadScratch {
     func reading<R>(
         in context: ReadContext?, _ body: () throws(LocalDatabaseError) -> R
     ) throws(LocalDatabaseError) -> R {
-        let outer = (self.context, failure, isReading)
+        let outer = (self.context, isReading)
+        // A failure is only ever pending inside a read, and thrown or dropped before it ends:
+        // one left by an outer read on this thread (a model reading from its initializer) is kept.
+        let outerFailure = failure.take()
         self.context = context
-        failure = nil
         isReading = true
-        defer { (self.context, failure, isReading) = outer }
+        defer {
+            (self.context, isReading) = outer
+            if outerFailure != nil { failure = outerFailure } else if failure != nil { failure = nil }
+        }
         return try body()
     }
 
@@ -85,20 +92,22 @@ final class ReadScratch {
 
     /// The stored name remembered for `type`, if any (without copying the whole stored class).
     func name(of type: ObjectIdentifier) -> String? {
-        for index in classes.indices.reversed() where classes[index].type == type { return classes[index].storedClass.name }
-        return nil
+        classTypes.lastIndex(of: type).map { classes[$0].name }
     }
 
     /// The stored class remembered for `type`, if any.
     func storedClass(of type: ObjectIdentifier) -> StoredClass? {
-        for entry in classes.reversed() where entry.type == type { return entry.storedClass }
-        return nil
+        classTypes.lastIndex(of: type).map { classes[$0] }
     }
 
     /// Remembers `storedClass` for `type`, forgetting the oldest when full.
     func remember(_ storedClass: StoredClass, for type: ObjectIdentifier) {
-        if classes.count == Self.classCapacity { classes.removeFirst() }
-        classes.append((type, storedClass))
+        if classes.count == Self.classCapacity {
+            classes.removeFirst()
+            classTypes.removeFirst()
+        }
+        classes.append(storedClass)
+        classTypes.append(type)
     }
 
     /// Whether `type` is known to own its name in `database`.

@@ -70,7 +70,7 @@ extension DecodedRecord {
     func instantiate<T: Storable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
         let scratch = ReadScratch.current
         let type: T.Type
-        switch ObjectDecoding.resolve(storedName: typeName, as: requested, context: context) {
+        switch ObjectDecoding.resolve(storedName: typeName, as: requested, context: context, scratch: scratch) {
         case let .success(resolved): type = resolved
         case let .failure(failure): throw failure.error(id: id ?? "")
         }

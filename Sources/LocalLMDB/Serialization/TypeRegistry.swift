@@ -50,8 +50,8 @@ final class TypeRegistry: Sendable {
     private let state = Locked(State())
 
     /// The name `type` is stored under.
-    static func name(of type: any Storable.Type) -> String {
-        ReadScratch.current.name(of: ObjectIdentifier(type)) ?? storedClass(of: type).name
+    static func name(of type: any Storable.Type, scratch: ReadScratch = .current) -> String {
+        scratch.name(of: ObjectIdentifier(type)) ?? storedClass(of: type, scratch: scratch).name
     }
 
     /// The stored class of the type with identity `id`, if that type has been named before.
