@@ -164,8 +164,8 @@ public actor LocalDatabase {
     ///   process, `.corruptRecord` when its bytes cannot be decoded.
     public nonisolated(nonsending) func read<T: Storable>(id: String) async throws -> T? {
         let read = try ReadByID<T>(id, in: session.engine)
-        if let value = try session.readOutsideTransaction(read) { return value }
-        return try await session.readInTransaction(read)
+        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// Every object stored as `T` (under its current or any legacy class name). Objects of
@@ -175,30 +175,30 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Storable>() async throws -> [T] {
         let read = ReadAll<T>(in: session.engine)
-        if let value = try session.readOutsideTransaction(read) { return value }
-        return try await session.readInTransaction(read)
+        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// The ids of every record stored as `T` (under its current or any legacy class name), in
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Storable>(_ allOf: T.Type) async throws -> [String] {
         let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
-        if let value = try session.readOutsideTransaction(read) { return value }
-        return try await session.readInTransaction(read)
+        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// The number of records: O(1).
     public nonisolated(nonsending) func count() async throws -> Int {
         let read = StoreRead<Int>.countAll(in: session.engine)
-        if let value = try session.readOutsideTransaction(read) { return value }
-        return try await session.readInTransaction(read)
+        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Storable>(_ allOf: T.Type) async throws -> Int {
         let read = StoreRead<Int>.count(of: allOf, in: session.engine)
-        if let value = try session.readOutsideTransaction(read) { return value }
-        return try await session.readInTransaction(read)
+        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// Checks that the type index and the records agree and that every record decodes.
@@ -207,8 +207,8 @@ public actor LocalDatabase {
     /// database's transaction when one is open) and changes nothing. It walks every record.
     public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
         let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
-        if let value = try session.readOutsideTransaction(read) { return value }
-        return try await session.readInTransaction(read)
+        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     // MARK: Closing

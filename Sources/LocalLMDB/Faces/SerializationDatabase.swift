@@ -73,6 +73,12 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
         }
     }
 
+    /// Runs `read`: in the open transaction when there is one, else in a snapshot on this thread.
+    private func read<Read: SessionRead>(_ read: Read, _ name: String, in session: Session) throws(LocalDatabaseError) -> Read.Value {
+        if try session.readsInTransactionBlocking(name) { return try session.readInTransactionBlocking(read, name) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+    }
+
     // MARK: DatabaseTarget
 
     /// Writes a record, replacing any record with the same id; durable when this returns
@@ -97,17 +103,17 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// Every object stored as `T` (its current and legacy class names); `[]` on failure.
     public func read<T: Storable>() -> [T] {
-        run([]) { session throws(LocalDatabaseError) in try session.readBlocking(ReadAll<T>(in: session.engine), "read") }
+        run([]) { session throws(LocalDatabaseError) in try read(ReadAll<T>(in: session.engine), "read", in: session) }
     }
 
     /// The object stored under `id`, as `T` or a subclass; nil when there is none or on failure.
     public func read<T: Storable>(id: String) -> T? {
-        run(nil) { session throws(LocalDatabaseError) in try session.readBlocking(ReadByID<T>(id, in: session.engine), "read") }
+        run(nil) { session throws(LocalDatabaseError) in try read(ReadByID<T>(id, in: session.engine), "read", in: session) }
     }
 
     /// The ids of every record stored as `T`; `[]` on failure.
     public func readIDs<T: Storable>(_ allOf: T.Type) -> [String] {
-        run([]) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs") }
+        run([]) { session throws(LocalDatabaseError) in try read(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs", in: session) }
     }
 
     /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
@@ -134,17 +140,17 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// The number of records (0 on failure).
     public func count() -> Int {
-        run(0) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<Int>.countAll(in: session.engine), "count") }
+        run(0) { session throws(LocalDatabaseError) in try read(StoreRead<Int>.countAll(in: session.engine), "count", in: session) }
     }
 
     /// The number of records stored as `T` (0 on failure).
     public func count<T: Storable>(_ allOf: T.Type) -> Int {
-        run(0) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<Int>.count(of: allOf, in: session.engine), "count") }
+        run(0) { session throws(LocalDatabaseError) in try read(StoreRead<Int>.count(of: allOf, in: session.engine), "count", in: session) }
     }
 
     /// Checks that the type index and the records agree and that every record decodes; nil on failure.
     public func verifyIntegrity() -> IntegrityReport? {
-        run(nil) { session throws(LocalDatabaseError) in try session.readBlocking(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity") }
+        run(nil) { session throws(LocalDatabaseError) in try read(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity", in: session) }
     }
 
     /// Begins a transaction (see `LocalDatabase.startTransaction(override:)` for the rules).

@@ -48,10 +48,20 @@ enum ObjectDecoding {
         }
     }
 
+    /// How a stored class name resolves for a requested type. Not generic, so resolving costs
+    /// no generic metadata look-up on the read paths.
+    enum Resolution {
+        /// Restore as the requested type (the common case).
+        case requested
+        /// Restore as this type, if it is the requested one or a subclass of it.
+        case stored(any Storable.Type)
+        case failure(Failure)
+    }
+
     /// The type to restore an object stored as `storedName` as, when `requested` is asked for.
-    static func resolve<T: Storable>(
-        storedName: String, as requested: T.Type, context: ReadContext?, scratch: ReadScratch = .current
-    ) -> Result<T.Type, Failure> {
+    static func resolve(
+        storedName: String, requested: any Storable.Type, context: ReadContext?, scratch: ReadScratch
+    ) -> Resolution {
         let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
         do throws(LocalDatabaseError) {
@@ -59,16 +69,13 @@ enum ObjectDecoding {
                 if let conflict = try conflict(for: ObjectIdentifier(requested), context: context, scratch: scratch) {
                     return .failure(conflict)
                 }
-                return .success(requested)
+                return .requested
             }
             let row = try context?.row(named: currentName)
             guard let stored = TypeRegistry.shared.type(named: currentName, row: row) else {
                 return .failure(.unresolvable(className: storedName))
             }
-            guard let resolved = stored as? T.Type else {
-                return .failure(.mismatch(requested: requestedName, stored: storedName))
-            }
-            return .success(resolved)
+            return .stored(stored)
         } catch {
             return .failure(.storage(error))
         }
@@ -105,12 +112,20 @@ enum ObjectDecoding {
         var type = requested
         if let storedName = object.className {
             let scratch = ReadScratch.current
-            switch resolve(storedName: storedName, as: requested, context: scratch.context, scratch: scratch) {
-            case let .success(resolved):
-                type = resolved
-            case let .failure(failure):
-                if scratch.isReading, scratch.failure == nil { scratch.failure = failure }
+            var failure: Failure?
+            switch resolve(storedName: storedName, requested: requested, context: scratch.context, scratch: scratch) {
+            case .requested:
+                break
+            case let .stored(stored):
+                if let resolved = stored as? T.Type {
+                    type = resolved
+                } else {
+                    failure = .mismatch(requested: TypeRegistry.name(of: requested, scratch: scratch), stored: storedName)
+                }
+            case let .failure(found):
+                failure = found
             }
+            if let failure, scratch.isReading, scratch.failure == nil { scratch.failure = failure }
         }
         return DataObject.restore(type, from: object, spare: &spare)
     }

@@ -69,10 +69,17 @@ extension DecodedRecord {
     ///   type in the database; the same for any nested object.
     func instantiate<T: Storable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
         let scratch = ReadScratch.current
-        let type: T.Type
-        switch ObjectDecoding.resolve(storedName: typeName, as: requested, context: context, scratch: scratch) {
-        case let .success(resolved): type = resolved
-        case let .failure(failure): throw failure.error(id: id ?? "")
+        var type = requested
+        switch ObjectDecoding.resolve(storedName: typeName, requested: requested, context: context, scratch: scratch) {
+        case .requested:
+            break
+        case let .stored(stored):
+            guard let resolved = stored as? T.Type else {
+                throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested, scratch: scratch), stored: typeName)
+            }
+            type = resolved
+        case let .failure(failure):
+            throw failure.error(id: id ?? "")
         }
         return try scratch.reading(in: context) { () throws(LocalDatabaseError) in
             let object = scratch.restore(type, from: object)
