@@ -9,27 +9,7 @@ struct CorruptDataTests {
     /// Overwrites the values of some records with raw LMDB, as a disk fault or a foreign program
     /// might. No LocalDatabase may have the directory open in this process meanwhile.
     func corrupt(_ directory: URL, _ values: [String: [UInt8]]) throws {
-        var env: OpaquePointer?
-        #expect(mdb_env_create(&env) == 0)
-        defer { mdb_env_close(env) }
-        mdb_env_set_maxdbs(env, 8)
-        #expect(mdb_env_open(env, directory.path, 0, 0o600) == 0)
-        var txn: OpaquePointer?
-        #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
-        var dbi: MDB_dbi = 0
-        #expect(mdb_dbi_open(txn, "records", 0, &dbi) == 0)
-        for (id, bytes) in values {
-            var key = Array(id.utf8)
-            var value = bytes
-            key.withUnsafeMutableBytes { keyBytes in
-                value.withUnsafeMutableBytes { valueBytes in
-                    var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
-                    var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
-                    #expect(mdb_put(txn, dbi, &keyValue, &dataValue, 0) == 0)
-                }
-            }
-        }
-        #expect(mdb_txn_commit(txn) == 0)
+        rawPut(directory, "records", values.map { (Array($0.key.utf8), $0.value) })
     }
 
     @Test func corruptRecordsAreErrorsThatNameThemAndLoseNothingElse() async throws {

@@ -141,25 +141,7 @@ struct EngineTests {
             try await database.write(Record(id: "short", data: Note(text: "y")))
             await database.close()
             // Corrupt the long record's header with raw LMDB, as a disk fault might.
-            var env: OpaquePointer?
-            #expect(mdb_env_create(&env) == 0)
-            mdb_env_set_maxdbs(env, 8)
-            #expect(mdb_env_open(env, path.path, 0, 0o600) == 0)
-            var txn: OpaquePointer?
-            var dbi: MDB_dbi = 0
-            #expect(mdb_txn_begin(env, nil, 0, &txn) == 0)
-            #expect(mdb_dbi_open(txn, "records", 0, &dbi) == 0)
-            var key = StorageKey(longID, maxKeySize: 511).bytes
-            var value: [UInt8] = [9, 9, 9]
-            key.withUnsafeMutableBytes { keyBytes in
-                value.withUnsafeMutableBytes { valueBytes in
-                    var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
-                    var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
-                    #expect(mdb_put(txn, dbi, &keyValue, &dataValue, 0) == 0)
-                }
-            }
-            #expect(mdb_txn_commit(txn) == 0)
-            mdb_env_close(env)
+            rawPut(path, "records", [(StorageKey(longID, maxKeySize: 511).bytes, [9, 9, 9])])
 
             let reopened = try LocalDatabase(directory: path)
             let isCorrupt: (LocalDatabaseError) -> Bool = { if case .corruptRecord = $0 { true } else { false } }

@@ -1,3 +1,4 @@
+import CLMDB
 import Foundation
 @testable import LocalLMDB
 import Testing
@@ -149,3 +150,29 @@ let canMount: Bool = {
     runCommand("/bin/umount", [probe.path])
     return true
 }()
+
+/// Puts key-value pairs into a named database of `directory` with raw LMDB, as a disk fault or a
+/// foreign program might. No LocalDatabase may have the directory open in this process meanwhile.
+func rawPut(_ directory: URL, _ database: String, _ pairs: [([UInt8], [UInt8])], sourceLocation: SourceLocation = #_sourceLocation) {
+    var env: OpaquePointer?
+    #expect(mdb_env_create(&env) == 0, sourceLocation: sourceLocation)
+    defer { mdb_env_close(env) }
+    mdb_env_set_maxdbs(env, 8)
+    #expect(mdb_env_open(env, directory.path, 0, 0o600) == 0, sourceLocation: sourceLocation)
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    #expect(mdb_txn_begin(env, nil, 0, &txn) == 0, sourceLocation: sourceLocation)
+    #expect(mdb_dbi_open(txn, database, 0, &dbi) == 0, sourceLocation: sourceLocation)
+    for (key, value) in pairs {
+        var key = key
+        var value = value
+        key.withUnsafeMutableBytes { keyBytes in
+            value.withUnsafeMutableBytes { valueBytes in
+                var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
+                var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
+                #expect(mdb_put(txn, dbi, &keyValue, &dataValue, 0) == 0, sourceLocation: sourceLocation)
+            }
+        }
+    }
+    #expect(mdb_txn_commit(txn) == 0, sourceLocation: sourceLocation)
+}
