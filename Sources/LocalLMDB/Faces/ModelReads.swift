@@ -23,10 +23,25 @@ struct ReadByID<T: Storable>: SessionRead {
     let database: UInt64
 
     init(_ id: String, in engine: DatabaseEngine) throws(LocalDatabaseError) {
+        try self.init(id, key: RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize), in: engine)
+    }
+
+    init(_ id: String, key: StorageKey, in engine: DatabaseEngine) {
         self.id = id
-        key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
+        self.key = key
         store = engine.store
         database = engine.serial
+    }
+
+    /// The snapshot read, without a `ReadByID` value: the hot path of `LocalDatabase.read(id:)`
+    /// (building the generic struct costs a metadata look-up per read).
+    static func snapshot(
+        _ id: String, key: StorageKey, in engine: DatabaseEngine, _ transaction: Transaction
+    ) throws(LocalDatabaseError) -> T? {
+        // The object is built inside the snapshot, from the stored bytes in place.
+        guard let value = try engine.store.value(key, in: transaction) else { return nil }
+        return try RecordDecoding.decode(value: value, id: id)
+            .instantiate(as: T.self, context: ReadContext(database: engine.serial, classes: engine.store.classTable, transaction: transaction))
     }
 
     func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> DecodedRecord.Detached? {
@@ -40,7 +55,6 @@ struct ReadByID<T: Storable>: SessionRead {
     }
 
     func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> T? {
-        // The object is built inside the snapshot, from the stored bytes in place.
         guard let value = try store.value(key, in: transaction) else { return nil }
         return try RecordDecoding.decode(value: value, id: id).instantiate(as: T.self, context: readContext(store, database, transaction))
     }
