@@ -91,6 +91,10 @@ struct ValueFidelityTests {
             #expect(read.number.isNaN)
             #expect(read.numbers.map(\.bitPattern) == values.numbers.map(\.bitPattern))
             #expect(read.optionalNumbers.map { $0?.bitPattern } == values.optionalNumbers.map { $0?.bitPattern })
+            // Only the exact spellings are doubles.
+            for spelling in ["nan", "NaN:0x7FF8000000000001", "NaN:0x7ff8000000000000", "NaN:0x3ff0000000000000", "Infinity "] {
+                #expect(DataObject(rawString: "{\"v\":\"\(spelling)\"}").get("v", onFail: 7.0) == 7, "\(spelling)")
+            }
             let infinite = FidelityValues(number: -.infinity, numbers: [], optionalNumbers: [], date: Date(), dates: [])
             let text = try #require(infinite.toDataObject().toRawString())
             #expect(FidelityValues(dataObject: DataObject(rawString: text)).number == -.infinity)
@@ -101,11 +105,17 @@ struct ValueFidelityTests {
         let seconds: [Double] = [
             253_402_300_800, 253_402_300_799.999, -62_167_219_200, -62_167_219_200.001, -62_198_755_200, 1e15, -1e15, 1e18, -1e18,
             9.3e15, 0, -0.0005, 1_744_520_305.123, Date.distantPast.timeIntervalSince1970, Date.distantFuture.timeIntervalSince1970,
+            // Beyond 2^53 ms, where `t * 1000` is no longer exact (this one came back a second off), and Int64's ends.
+            7_875_734_051_324_096, 12_345_678_901_234.567, -9.223_372_036_854_775_808e18, 9_223_372_036_854_774_784,
         ]
         var generator = SplitMix(seed: 7)
         let random = (0..<200).map { _ in Double(Int64(bitPattern: generator.next()) >> 10) / 1000 }
         let dates = (seconds + random).map { Date(timeIntervalSince1970: $0) }
-        let expected = dates.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 * 1000).rounded() / 1000) }
+        // To the millisecond; beyond 2^53 ms a double has no finer value than the date itself.
+        let expected = dates.map { date in
+            let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+            return abs(milliseconds) < 9_007_199_254_740_992 ? Date(timeIntervalSince1970: milliseconds / 1000) : date
+        }
         try await withDatabase { database, _ in
             let values = FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: dates[0], dates: dates)
             try await database.write(Record(id: "d", data: values))

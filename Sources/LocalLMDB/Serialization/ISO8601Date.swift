@@ -18,15 +18,20 @@ enum ISO8601Date {
         let days: Int64
         let timeOfDay: Int64
         let totalMilliseconds = (seconds * 1000).rounded()
-        if abs(totalMilliseconds) < 9.2e18 {
-            let milliseconds = Int64(totalMilliseconds)
-            days = floorDivision(milliseconds, dayLength)
-            timeOfDay = milliseconds - days * dayLength
-        } else if abs(seconds) < 9.2e18 {
-            // Here a double holds whole seconds only, so nothing is lost.
-            let whole = Int64(seconds)
-            days = floorDivision(whole, 86_400)
-            timeOfDay = (whole - days * 86_400) * 1000
+        if abs(totalMilliseconds) < exactMilliseconds {
+            (days, timeOfDay) = floorDivision(Int64(totalMilliseconds), dayLength)
+        } else if seconds >= -9.223_372_036_854_775_808e18 && seconds < 9.223_372_036_854_775_808e18 {
+            // Here `seconds * 1000` is no longer exact: split the whole seconds from the fraction
+            // (both exact) and round the fraction alone.
+            let whole = seconds.rounded(.down)
+            var wholeSeconds = Int64(whole)
+            var milliseconds = Int64(((seconds - whole) * 1000).rounded())
+            if milliseconds == 1000 {
+                wholeSeconds += 1
+                milliseconds = 0
+            }
+            let (wholeDays, secondOfDay) = floorDivision(wholeSeconds, 86_400)
+            (days, timeOfDay) = (wholeDays, secondOfDay * 1000 + milliseconds)
         } else {
             return nil
         }
@@ -55,8 +60,14 @@ enum ISO8601Date {
         return text
     }
 
-    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> Int64 {
-        value >= 0 ? value / divisor : (value - divisor + 1) / divisor
+    /// 2^53: below it, a double holds every whole number of milliseconds exactly.
+    private static let exactMilliseconds: Double = 9_007_199_254_740_992
+
+    /// `value` divided by a positive `divisor`, rounding down, and the remainder (never
+    /// negative); no intermediate result can overflow, whatever `value` is.
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+        let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
+        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 
     /// Parses an ISO 8601 date-time with a UTC offset; nil when `text` is not one.
@@ -123,14 +134,21 @@ enum ISO8601Date {
         }
         guard offset == bytes.count else { return nil }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let (daySeconds, overflow) = days.multipliedReportingOverflow(by: 86_400)
+        // Seconds since 1970, computed so that no intermediate step leaves Int64 unless the
+        // result does: for days before 1970, from the end of the day backwards.
+        let secondOfDay = hour * 3600 + minute * 60 + second - zoneSeconds
+        let (dayBoundary, overflow) = (days < 0 ? days + 1 : days).multipliedReportingOverflow(by: 86_400)
         guard !overflow else { return nil }
-        let (seconds, overflowAdding) = daySeconds.addingReportingOverflow(hour * 3600 + minute * 60 + second - zoneSeconds)
+        let (seconds, overflowAdding) = dayBoundary.addingReportingOverflow(days < 0 ? secondOfDay - 86_400 : secondOfDay)
         guard !overflowAdding else { return nil }
         // Round to whole milliseconds so values written by `format` come back exactly.
         let milliseconds = (fraction * 1000).rounded()
         let (wholeMilliseconds, overflowMultiplying) = seconds.multipliedReportingOverflow(by: 1000)
-        guard !overflowMultiplying else { return Date(timeIntervalSince1970: Double(seconds) + milliseconds / 1000) }
+        guard !overflowMultiplying, abs(Double(wholeMilliseconds) + milliseconds) < exactMilliseconds else {
+            // Beyond 2^53 ms a double has no room for every millisecond: whole seconds and the
+            // fraction give back the nearest double, the one `format` was given.
+            return Date(timeIntervalSince1970: Double(seconds) + milliseconds / 1000)
+        }
         return Date(timeIntervalSince1970: (Double(wholeMilliseconds) + milliseconds) / 1000)
     }
 

@@ -21,10 +21,13 @@ enum NonFiniteDouble {
         case "Infinity": return .infinity
         case "-Infinity": return -.infinity
         default:
+            // Exactly the form `text(for:)` writes: 16 lowercase hex digits, of a NaN other than `.nan`.
+            let digits = text.utf8.dropFirst(6)
             guard text.utf8.count == 22, text.hasPrefix("NaN:0x"),
+                  digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }),
                   let bits = UInt64(text.dropFirst(6), radix: 16) else { return nil }
             let value = Double(bitPattern: bits)
-            return value.isNaN ? value : nil
+            return value.isNaN && bits != Double.nan.bitPattern ? value : nil
         }
     }
 }
