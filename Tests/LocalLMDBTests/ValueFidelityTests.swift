@@ -169,3 +169,28 @@ extension LocalDatabaseError {
         return ""
     }
 }
+
+/// Builds a data object with a date that cannot be stored, then reads a field of it before
+/// returning it, which turns its fields into bytes.
+final class FidelityPeeking: Storable {
+    init() {}
+    required init(dataObject: DataObject) {}
+    func toDataObject() -> DataObject {
+        let object = DataObject(self).add(key: "when", value: Date(timeIntervalSince1970: .nan)).add(key: "name", value: "x")
+        _ = object.get("name") as String
+        return object
+    }
+}
+
+extension ValueFidelityTests {
+    @Test func aValueThatCannotBeStoredIsRefusedEvenAfterItsObjectWasReadFrom() async throws {
+        try await withDatabase { database, _ in
+            await expectError({ if case .unencodableValue(id: "p", path: "when", _) = $0 { true } else { false } }) {
+                try await database.write(Record(id: "p", data: FidelityPeeking()))
+            }
+            #expect(FidelityPeeking().toDataObject().toRawString() == nil)
+            let count = try await database.count()
+            #expect(count == 0)
+        }
+    }
+}

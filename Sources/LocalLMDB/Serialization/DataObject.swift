@@ -103,9 +103,15 @@ public final class DataObject {
         encoded().map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Why this data object cannot be written, found when its fields were turned into bytes to
+    /// read from (`encodedStorage`): those bytes hold `null` where the value was, so the failure
+    /// is kept, and refuses every later encoding, rather than let the `null` be stored.
+    private var conversionFailure: (path: String, reason: String)?
+
     /// The JSON bytes, appended to `bytes`; nil when a value cannot be written
     /// (`encodingFailure` says where and why).
     func encoded(appendingTo bytes: [UInt8] = []) -> [UInt8]? {
+        guard conversionFailure == nil else { return nil }
         switch storage {
         case let .fields(fields):
             var writer = JSONWriter(bytes: bytes)
@@ -119,6 +125,7 @@ public final class DataObject {
 
     /// Where and why this data object cannot be written: the path of the field and the reason.
     var encodingFailure: (path: String, reason: String)? {
+        if let conversionFailure { return conversionFailure }
         guard case let .fields(fields) = storage else { return nil }
         return JSONWriter.failure(in: fields)
     }
@@ -145,7 +152,11 @@ public final class DataObject {
     /// The bytes to read fields from, written out first when fields were being added.
     var encodedStorage: EncodedObject {
         if case let .encoded(encoded) = storage { return encoded }
-        let encoded = EncodedObject(writing: fields)
+        let fields = fields
+        let (encoded, failed) = EncodedObject.written(fields)
+        if failed, conversionFailure == nil {
+            conversionFailure = JSONWriter.failure(in: fields) ?? (path: "", reason: "it cannot be encoded")
+        }
         storage = .encoded(encoded)
         nextMember = nil
         return encoded

@@ -112,10 +112,16 @@ struct EncodedObject {
 
     /// The bytes of `object` as written by `JSONWriter`, owned.
     init(writing object: JSONObject) {
+        self = Self.written(object).object
+    }
+
+    /// The bytes of `object` as written by `JSONWriter`, owned, and whether something in it could
+    /// not be written (`null` stands in its place: see `JSONWriter.failed`).
+    static func written(_ object: JSONObject) -> (object: EncodedObject, failed: Bool) {
         var writer = JSONWriter()
         writer.write(object)
         let buffer = JSONBuffer.copying(writer.bytes)
-        self.init(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer)
+        return (EncodedObject(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer), writer.failed)
     }
 
     init(bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
