@@ -56,6 +56,10 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// a date that is not finite or more than 2^63 seconds from 1970, or objects and arrays
     /// nested deeper than 512 levels (the most any reader accepts). Nothing is written.
     case unencodableValue(id: String, path: String, reason: String)
+    /// The record `id`, stored as class `className`, could not be decoded as a `Decodable` model:
+    /// at `path` (the coding path, `address.visits[2]`), a field is missing, `null` or of another
+    /// type (`reason` says which), or the model's own `init(from:)` threw. Nothing is changed.
+    case decodingFailed(id: String, className: String, path: String, reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String {
@@ -104,6 +108,8 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
             return "\(operation) would wait for itself: \(reason)"
         case let .unencodableValue(id, path, reason):
             return "Record '\(id)' cannot be stored: the value at '\(path)' is refused (\(reason)); nothing was written."
+        case let .decodingFailed(id, className, path, reason):
+            return "Record '\(id)' (\(className)) cannot be decoded at '\(path)': \(reason)"
         }
     }
 }

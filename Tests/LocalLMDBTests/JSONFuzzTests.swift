@@ -54,6 +54,11 @@ struct JSONFuzzTests {
                 ?? (foundation as? Double).map { $0 == Double(number) } ?? false
         case let .double(number):
             same = (foundation as? Double).map { $0 == number } ?? (foundation as? Int).map { Double($0) == number } ?? false
+        case let .number(text):
+            // Kept as text: a number a Double would not write back the same.
+            let number = Double(text)
+            same = (foundation as? NSDecimalNumber).map { $0.doubleValue == number }
+                ?? (foundation as? Double).map { $0 == number } ?? (foundation as? Int).map { Double($0) == number } ?? false
         case let .string(text): same = (foundation as? String) == text
         case let .array(elements):
             guard let others = foundation as? [Any], others.count == elements.count else { return "\(path): \(value) vs \(foundation)" }

@@ -5,15 +5,15 @@
 /// `DatabaseTarget` compiles against LocalLMDB unchanged.
 public protocol DatabaseTarget: AnyObject {
     /// Writes a record, replacing any record with the same id. Returns whether it was stored.
-    @discardableResult func write<T: Storable>(_ record: Record<T>) -> Bool
+    @discardableResult func write<T: Persistable>(_ record: Record<T>) -> Bool
     /// Every object stored as `T`.
-    func read<T: Storable>() -> [T]
+    func read<T: Persistable>() -> [T]
     /// The object stored under `id`; nil when there is none (or on failure).
-    func read<T: Storable>(id: String) -> T?
+    func read<T: Persistable>(id: String) -> T?
     /// The ids of every record stored as `T`.
-    func readIDs<T: Storable>(_ allOf: T.Type) -> [String]
+    func readIDs<T: Persistable>(_ allOf: T.Type) -> [String]
     /// Deletes every record stored as `T`. Returns how many were deleted.
-    @discardableResult func delete<T: Storable>(_ allOf: T.Type) -> Int
+    @discardableResult func delete<T: Persistable>(_ allOf: T.Type) -> Int
     /// Deletes the record `id`. Returns whether one was deleted.
     @discardableResult func delete(id: String) -> Bool
     /// Deletes every record. Returns how many were deleted.
@@ -21,7 +21,7 @@ public protocol DatabaseTarget: AnyObject {
     /// The number of records.
     func count() -> Int
     /// The number of records stored as `T`.
-    func count<T: Storable>(_ allOf: T.Type) -> Int
+    func count<T: Persistable>(_ allOf: T.Type) -> Int
     /// Begins a transaction; with `override`, rolls back an open one first. Returns whether one began.
     @discardableResult func startTransaction(override: Bool) -> Bool
     /// Commits the open transaction. Returns whether it was committed.

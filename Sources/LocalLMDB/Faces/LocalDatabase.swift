@@ -113,7 +113,7 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.emptyID` for an empty id, `.classNameConflict` when the
     ///   object's class name belongs to another type, `.busy`, `.readOnly`, `.closed`, `.storage`.
     @discardableResult
-    public nonisolated(nonsending) func write<T: Storable>(_ record: Record<T>) async throws -> Bool {
+    public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
         _ = try await session.perform(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize))
         return true
     }
@@ -126,7 +126,7 @@ public actor LocalDatabase {
     /// - Returns: The number of records written.
     /// - Throws: As `write(_:)`; if any record fails, nothing is written.
     @discardableResult
-    public nonisolated(nonsending) func write<T: Storable>(contentsOf records: [Record<T>]) async throws -> Int {
+    public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: session.engine.maxKeySize) else { return 0 }
         return try await session.perform(operation)
     }
@@ -137,7 +137,7 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.classNameConflict` when `T`'s stored name belongs to
     ///   another type in this database (nothing is deleted then).
     @discardableResult
-    public nonisolated(nonsending) func delete<T: Storable>(_ allOf: T.Type) async throws -> Int {
+    public nonisolated(nonsending) func delete<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         try await session.perform(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize))
     }
 
@@ -162,7 +162,7 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.typeMismatch` when the record holds another class,
     ///   `.unresolvableClass` when its class (or a nested object's) cannot be found in this
     ///   process, `.corruptRecord` when its bytes cannot be decoded.
-    public nonisolated(nonsending) func read<T: Storable>(id: String) async throws -> T? {
+    public nonisolated(nonsending) func read<T: Persistable>(id: String) async throws -> T? {
         let engine = session.engine
         let key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
         if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: engine)) }
@@ -174,7 +174,7 @@ public actor LocalDatabase {
     /// `T`'s current name come first, then those under each legacy name; within a name, in the
     /// byte order of their ids (ids over 511 bytes last).
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
-    public nonisolated(nonsending) func read<T: Storable>() async throws -> [T] {
+    public nonisolated(nonsending) func read<T: Persistable>() async throws -> [T] {
         let read = ReadAll<T>(in: session.engine)
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
@@ -182,7 +182,7 @@ public actor LocalDatabase {
 
     /// The ids of every record stored as `T` (under its current or any legacy class name), in
     /// the order of `read()`.
-    public nonisolated(nonsending) func readIDs<T: Storable>(_ allOf: T.Type) async throws -> [String] {
+    public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
         let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
@@ -196,7 +196,7 @@ public actor LocalDatabase {
     }
 
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
-    public nonisolated(nonsending) func count<T: Storable>(_ allOf: T.Type) async throws -> Int {
+    public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         let read = StoreRead<Int>.count(of: allOf, in: session.engine)
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }

@@ -16,7 +16,7 @@ private func checkOwner(_ type: ObjectIdentifier, _ store: RecordStore, _ databa
 }
 
 /// The object stored under an id, as `T` or a subclass of it.
-struct ReadByID<T: Storable>: SessionRead {
+struct ReadByID<T: Persistable>: SessionRead {
     let id: String
     let key: StorageKey
     let store: RecordStore
@@ -61,7 +61,7 @@ struct ReadByID<T: Storable>: SessionRead {
 }
 
 /// Every object stored as `T` (its current and legacy class names).
-struct ReadAll<T: Storable>: SessionRead {
+struct ReadAll<T: Persistable>: SessionRead {
     let typeKeys: [StorageKey]
     let store: RecordStore
     let database: UInt64
@@ -82,9 +82,7 @@ struct ReadAll<T: Storable>: SessionRead {
         let scratch = ReadScratch.current
         return try scratch.reading(in: readContext(store, database, nil)) { () throws(LocalDatabaseError) in
             try detached.map { object, id throws(LocalDatabaseError) in
-                let restored = scratch.restore(T.self, from: object.stored.object)
-                try scratch.throwFailure(id: id)
-                return restored
+                try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.typeName)
             }
         }
     }
@@ -94,9 +92,7 @@ struct ReadAll<T: Storable>: SessionRead {
         let scratch = ReadScratch.current
         return try scratch.reading(in: readContext(store, database, transaction)) { () throws(LocalDatabaseError) in
             try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(LocalDatabaseError) in
-                let restored = scratch.restore(T.self, from: stored.object)
-                try scratch.throwFailure(id: id())
-                return restored
+                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.typeName)
             }
         }
     }
@@ -113,7 +109,7 @@ struct StoreRead<Value: Sendable>: SessionRead {
 
 extension StoreRead {
     /// The ids of the records stored as `type`.
-    static func ids<T: Storable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<[String]> {
+    static func ids<T: Persistable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<[String]> {
         let (typeKeys, store) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), engine.store)
         let (database, type) = (engine.serial, ObjectIdentifier(type))
         return StoreRead<[String]> { transaction throws(LocalDatabaseError) in
@@ -129,7 +125,7 @@ extension StoreRead {
     }
 
     /// The number of records stored as `type`.
-    static func count<T: Storable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<Int> {
+    static func count<T: Persistable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<Int> {
         let store = engine.store
         let (typeKeys, database) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), engine.serial)
         let type = ObjectIdentifier(type)

@@ -84,7 +84,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Writes a record, replacing any record with the same id; durable when this returns
     /// (outside a transaction). Returns whether it was stored.
     @discardableResult
-    public func write<T: Storable>(_ record: Record<T>) -> Bool {
+    public func write<T: Persistable>(_ record: Record<T>) -> Bool {
         run(false) { session throws(LocalDatabaseError) in
             _ = try session.performBlocking(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize), "write")
             return true
@@ -94,7 +94,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Writes many records in one transaction (or in the open one). Returns how many were
     /// written: all of them, or 0 when any failed (then none is written).
     @discardableResult
-    public func write<T: Storable>(contentsOf records: [Record<T>]) -> Int {
+    public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
         run(0) { session throws(LocalDatabaseError) in
             guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: session.engine.maxKeySize) else { return 0 }
             return try session.performBlocking(operation, "write")
@@ -102,23 +102,23 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     }
 
     /// Every object stored as `T` (its current and legacy class names); `[]` on failure.
-    public func read<T: Storable>() -> [T] {
+    public func read<T: Persistable>() -> [T] {
         run([]) { session throws(LocalDatabaseError) in try read(ReadAll<T>(in: session.engine), "read", in: session) }
     }
 
     /// The object stored under `id`, as `T` or a subclass; nil when there is none or on failure.
-    public func read<T: Storable>(id: String) -> T? {
+    public func read<T: Persistable>(id: String) -> T? {
         run(nil) { session throws(LocalDatabaseError) in try read(ReadByID<T>(id, in: session.engine), "read", in: session) }
     }
 
     /// The ids of every record stored as `T`; `[]` on failure.
-    public func readIDs<T: Storable>(_ allOf: T.Type) -> [String] {
+    public func readIDs<T: Persistable>(_ allOf: T.Type) -> [String] {
         run([]) { session throws(LocalDatabaseError) in try read(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs", in: session) }
     }
 
     /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
     @discardableResult
-    public func delete<T: Storable>(_ allOf: T.Type) -> Int {
+    public func delete<T: Persistable>(_ allOf: T.Type) -> Int {
         run(0) { session throws(LocalDatabaseError) in
             try session.performBlocking(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize), "delete")
         }
@@ -144,7 +144,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     }
 
     /// The number of records stored as `T` (0 on failure).
-    public func count<T: Storable>(_ allOf: T.Type) -> Int {
+    public func count<T: Persistable>(_ allOf: T.Type) -> Int {
         run(0) { session throws(LocalDatabaseError) in try read(StoreRead<Int>.count(of: allOf, in: session.engine), "count", in: session) }
     }
 

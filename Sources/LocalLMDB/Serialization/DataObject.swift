@@ -40,15 +40,20 @@ public final class DataObject {
     @exclusivity(unchecked) var spareChild: DataObject?
 
     /// Creates an empty data object for `object`, recording its class name.
-    public init(_ object: Storable) {
+    public init(_ object: any Persistable) {
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(16)
+        members.append(Self.classMember(of: object))
+        storage = .fields(JSONObject(members: members))
+    }
+
+    /// The member naming `object`'s stored class, which the encode under way on this thread
+    /// notes (for the write to claim the name).
+    static func classMember(of object: any Persistable) -> JSONObject.Member {
         let scratch = ReadScratch.current
         let storedClass = TypeRegistry.storedClass(of: Swift.type(of: object), scratch: scratch)
         scratch.noteEncoded(storedClass)
-        let name = storedClass.name
-        var members: [JSONObject.Member] = []
-        members.reserveCapacity(16)
-        members.append(.init(key: Self.classNameKey, value: .string(name)))
-        storage = .fields(JSONObject(members: members))
+        return JSONObject.Member(key: classNameKey, value: .string(storedClass.name))
     }
 
     /// Creates a data object from JSON text produced by `toRawString()`.
@@ -170,11 +175,22 @@ public final class DataObject {
         }
     }
 
-    /// `type.init(dataObject:)` reading `object` in place. A data object that the initializer
-    /// keeps (so that it outlives this call) is given bytes of its own first: borrowed bytes
-    /// never outlive the read transaction that lent them. One it does not keep is handed back in
-    /// `spare`, to restore the next object with; `spare` is used in the same way.
+    /// `type.init(dataObject:)` reading `object` in place (see `reusing(_:from:spare:)`).
     static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
+        reusing(object, spare: &spare) { type.init(dataObject: $0) }
+    }
+
+    /// A model restored as `type` reading `object` in place (see `reusing(_:from:spare:)`).
+    static func restore<T: Persistable>(_ type: T.Type, from object: EncodedObject, spare: inout DataObject?) throws -> T {
+        try reusing(object, spare: &spare) { try type._restore(from: $0) }
+    }
+
+    /// `body` given a data object reading `object` in place. A data object that `body` keeps
+    /// (so that it outlives this call) is given bytes of its own first: borrowed bytes never
+    /// outlive the read transaction that lent them. One it does not keep is handed back in
+    /// `spare`, to restore the next object with; `spare` is used in the same way.
+    @inline(__always)
+    private static func reusing<R>(_ object: EncodedObject, spare: inout DataObject?, _ body: (DataObject) throws -> R) rethrows -> R {
         var dataObject: DataObject
         if let reused = spare {
             spare = nil
@@ -184,14 +200,15 @@ public final class DataObject {
         } else {
             dataObject = DataObject(encoded: object)
         }
-        let restored = type.init(dataObject: dataObject)
-        if isKnownUniquelyReferenced(&dataObject) {
-            dataObject.storage = .fields(JSONObject())  // Let go of the bytes.
-            spare = dataObject
-        } else if object.owner == nil {
-            dataObject.takeOwnership()
+        defer {
+            if isKnownUniquelyReferenced(&dataObject) {
+                dataObject.storage = .fields(JSONObject())  // Let go of the bytes.
+                spare = dataObject
+            } else if object.owner == nil {
+                dataObject.takeOwnership()
+            }
         }
-        return restored
+        return try body(dataObject)
     }
 
     /// Runs `body` with `spareChild` taken out (so a nested read inside finds none rather than

@@ -24,3 +24,11 @@ enum FieldKey {
         return utf8[..<suffix].allSatisfy { $0 == UInt8(ascii: "~") }
     }
 }
+
+extension FieldKey {
+    /// The field key stored as the member name `stored` (the inverse of `stored(_:)`). The
+    /// member `object` itself is the class name, not a field.
+    static func field(fromStored stored: String) -> String {
+        stored.utf8.first == UInt8(ascii: "~") && needsEscape(stored) ? String(stored.dropFirst()) : stored
+    }
+}

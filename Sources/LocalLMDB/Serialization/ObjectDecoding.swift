@@ -54,13 +54,13 @@ enum ObjectDecoding {
         /// Restore as the requested type (the common case).
         case requested
         /// Restore as this type, if it is the requested one or a subclass of it.
-        case stored(any Storable.Type)
+        case stored(any Persistable.Type)
         case failure(Failure)
     }
 
     /// The type to restore an object stored as `storedName` as, when `requested` is asked for.
     static func resolve(
-        storedName: String, requested: any Storable.Type, context: ReadContext?, scratch: ReadScratch
+        storedName: String, requested: any Persistable.Type, context: ReadContext?, scratch: ReadScratch
     ) -> Resolution {
         let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)

@@ -49,13 +49,26 @@ final class ReadScratch {
         return scratch
     }
 
-    /// `type.init(dataObject:)` reading `object` in place, with this thread's spare data object
-    /// (see `DataObject.restore(_:from:spare:)`). The spare is out of the scratch meanwhile.
-    func restore<T: Storable>(_ type: T.Type, from object: EncodedObject) -> T {
+    /// The record `id` restored as `type` reading `object` in place, with this thread's spare
+    /// data object (see `DataObject.restore(_:from:spare:)`); the spare is out of the scratch
+    /// meanwhile. A problem restoring a nested object is thrown once the model is built.
+    /// - Throws: The nested object's problem; `decodingFailed` when a `Decodable` model's
+    ///   decoding throws (`storedName` is the record's class).
+    func restore<T: Persistable>(
+        _ type: T.Type, from object: EncodedObject, id: @autoclosure () -> String, storedName: @autoclosure () -> String
+    ) throws(LocalDatabaseError) -> T {
         var spare = self.spare
         self.spare = nil
         defer { self.spare = spare }
-        return DataObject.restore(type, from: object, spare: &spare)
+        let restored: T
+        do {
+            restored = try DataObject.restore(type, from: object, spare: &spare)
+        } catch {
+            try throwFailure(id: id())
+            throw ModelCoding.decodingError(error, id: id(), className: storedName())
+        }
+        try throwFailure(id: id())
+        return restored
     }
 
     /// Runs `body` as one read from the database `context` describes: nested objects resolve

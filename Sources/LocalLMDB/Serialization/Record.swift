@@ -1,7 +1,7 @@
 import Foundation
 
 /// A `Storable` object together with the id it is stored under.
-public final class Record<T: Storable> {
+public final class Record<T: Persistable> {
     /// The record's id: one or more bytes of UTF-8, of any length.
     public let id: String
     /// The stored object.

@@ -3,11 +3,16 @@
 enum RecordEncoding {
     /// Encodes `record` for storage. `classes` gathers the stored classes of the record's
     /// object and of every object nested in it, each once, for the write to claim.
-    static func encode<T: Storable>(
+    static func encode<T: Persistable>(
         _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
     ) throws(LocalDatabaseError) -> RecordBytes {
         guard !record.id.isEmpty else { throw .emptyID }
-        let dataObject = ReadScratch.current.collectingClasses(into: &classes) { record.data.toDataObject() }
+        let fields = ReadScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
+        let dataObject: DataObject
+        switch fields {
+        case let .success(success): dataObject = success
+        case let .failure(error): throw ModelCoding.encodingError(error, id: record.id)
+        }
         let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         var bytes: [UInt8] = []
@@ -30,14 +35,14 @@ enum RecordEncoding {
     }
 
     /// The operation writing `record`.
-    static func put<T: Storable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation {
+    static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation {
         var classes: [StoredClass] = []
         let encoded = try encode(record, maxKeySize: maxKeySize, classes: &classes)
         return .put([encoded], classes: classes)
     }
 
     /// The operation writing `records` in order, or nil when there are none.
-    static func put<T: Storable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
+    static func put<T: Persistable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
         var classes: [StoredClass] = []
         let encoded = try records.map { record throws(LocalDatabaseError) in
             try encode(record, maxKeySize: maxKeySize, classes: &classes)
@@ -46,7 +51,7 @@ enum RecordEncoding {
     }
 
     /// The operation deleting every record stored as `type` (its current and legacy names).
-    static func deleteAll<T: Storable>(_ type: T.Type, maxKeySize: Int) -> WriteOperation {
+    static func deleteAll<T: Persistable>(_ type: T.Type, maxKeySize: Int) -> WriteOperation {
         .deleteTypes(typeKeys(type, maxKeySize: maxKeySize), owner: TypeRegistry.storedClass(of: type))
     }
 
@@ -57,7 +62,7 @@ enum RecordEncoding {
     }
 
     /// The index keys of `type`'s current class name and every legacy name of it.
-    static func typeKeys<T: Storable>(_ type: T.Type, maxKeySize: Int) -> [StorageKey] {
+    static func typeKeys<T: Persistable>(_ type: T.Type, maxKeySize: Int) -> [StorageKey] {
         Legacy.allNames(of: TypeRegistry.name(of: type)).map { StorageKey($0, maxKeySize: maxKeySize) }
     }
 }
@@ -67,7 +72,7 @@ extension DecodedRecord {
     /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
     ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
     ///   type in the database; the same for any nested object.
-    func instantiate<T: Storable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
+    func instantiate<T: Persistable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
         let scratch = ReadScratch.current
         var type = requested
         switch ObjectDecoding.resolve(storedName: typeName, requested: requested, context: context, scratch: scratch) {
@@ -82,9 +87,7 @@ extension DecodedRecord {
             throw failure.error(id: id ?? "")
         }
         return try scratch.reading(in: context) { () throws(LocalDatabaseError) in
-            let object = scratch.restore(type, from: object)
-            try scratch.throwFailure(id: id)
-            return object
+            try scratch.restore(type, from: object, id: id ?? "", storedName: typeName)
         }
     }
 

@@ -31,7 +31,7 @@ public enum StoredClasses {
     /// - Throws: `LocalDatabaseError.classRegistration` when `type` was already used under
     ///   another name or without registration, when another type is registered under `name`, or
     ///   when `name` is empty.
-    public static func register(_ type: any Storable.Type, as name: String? = nil) throws {
+    public static func register(_ type: any Persistable.Type, as name: String? = nil) throws {
         try TypeRegistry.shared.register(type, as: name)
     }
 }

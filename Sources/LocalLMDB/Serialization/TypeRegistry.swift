@@ -19,17 +19,17 @@ final class TypeRegistry: Sendable {
         /// Each type's stored class, fixed at first use.
         var classes: [ObjectIdentifier: StoredClass] = [:]
         /// Types registered explicitly, by stored name.
-        var explicit: [String: any Storable.Type] = [:]
+        var explicit: [String: any Persistable.Type] = [:]
         /// Custom names given before first use, by type.
         var customNames: [ObjectIdentifier: String] = [:]
         /// The first type seen under each name in this process.
-        var seen: [String: any Storable.Type] = [:]
+        var seen: [String: any Persistable.Type] = [:]
         /// Names under which this process has seen more than one type.
         var ambiguous: Set<String> = []
         /// Types found by mangled name.
-        var byMangledName: [String: any Storable.Type] = [:]
+        var byMangledName: [String: any Persistable.Type] = [:]
 
-        mutating func storedClass(of type: any Storable.Type) -> StoredClass {
+        mutating func storedClass(of type: any Persistable.Type) -> StoredClass {
             let id = ObjectIdentifier(type)
             if let known = classes[id] { return known }
             let name = customNames[id] ?? String(describing: type)
@@ -50,7 +50,7 @@ final class TypeRegistry: Sendable {
     private let state = Locked(State())
 
     /// The name `type` is stored under.
-    static func name(of type: any Storable.Type, scratch: ReadScratch = .current) -> String {
+    static func name(of type: any Persistable.Type, scratch: ReadScratch = .current) -> String {
         scratch.name(of: ObjectIdentifier(type)) ?? storedClass(of: type, scratch: scratch).name
     }
 
@@ -60,7 +60,7 @@ final class TypeRegistry: Sendable {
     }
 
     /// `type`'s stored class, from the calling thread's cache when it has it.
-    static func storedClass(of type: any Storable.Type, scratch: ReadScratch = .current) -> StoredClass {
+    static func storedClass(of type: any Persistable.Type, scratch: ReadScratch = .current) -> StoredClass {
         let id = ObjectIdentifier(type)
         if let known = scratch.storedClass(of: id) { return known }
         let storedClass = shared.state.withLock { $0.storedClass(of: type) }
@@ -72,7 +72,7 @@ final class TypeRegistry: Sendable {
     /// name to it first, and its writes adopt the name in databases where another type owns it.
     /// - Throws: `LocalDatabaseError.classRegistration` when the type was already used under
     ///   another name, or another type is registered under `name`.
-    func register(_ type: any Storable.Type, as name: String?) throws(LocalDatabaseError) {
+    func register(_ type: any Persistable.Type, as name: String?) throws(LocalDatabaseError) {
         try state.withLock { state throws(LocalDatabaseError) in
             let id = ObjectIdentifier(type)
             let name = name ?? state.classes[id]?.name ?? String(describing: type)
@@ -102,12 +102,12 @@ final class TypeRegistry: Sendable {
 
     /// The type that a stored class `name` resolves to, given the database's owner of that
     /// name (`row`, nil when the database has none); nil when no type can be found.
-    func type(named name: String, row: StoredClass?) -> (any Storable.Type)? {
+    func type(named name: String, row: StoredClass?) -> (any Persistable.Type)? {
         state.withLock { state in
             if let registered = state.explicit[name] { return registered }
             if let row {
                 if let known = state.byMangledName[row.mangledName] { return known }
-                guard let found = _typeByName(row.mangledName) as? any Storable.Type else { return nil }
+                guard let found = _typeByName(row.mangledName) as? any Persistable.Type else { return nil }
                 state.byMangledName[row.mangledName] = found
                 return found
             }

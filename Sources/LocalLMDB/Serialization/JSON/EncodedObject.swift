@@ -148,3 +148,12 @@ final class JSONBuffer: @unchecked Sendable {
         bytes.deallocate()
     }
 }
+
+extension EncodedObject {
+    /// The document `null`: what a decoder reads for a member that is missing.
+    static var null: EncodedObject {
+        EncodedObject(bytes: UnsafeRawBufferPointer(nullBuffer.bytes), owner: nullBuffer)
+    }
+
+    private static let nullBuffer = JSONBuffer.copying(Array("null".utf8))
+}

@@ -235,8 +235,29 @@ struct JSONScanner {
         case UInt8(ascii: "n"):
             return (.null, offset + 4)
         default:
-            return number(at: offset) ?? (.null, end(ofValueAt: offset))
+            return treeNumber(at: offset) ?? (.null, end(ofValueAt: offset))
         }
+    }
+
+    /// The number at `offset` for a tree: as `number(at:)`, except that a number a `Double`
+    /// would not write back the same (more digits than a `Double` holds, an exponent, trailing
+    /// zeros) is kept as its text, so a tree written out again never changes it.
+    private func treeNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
+        guard let (value, end) = number(at: offset) else { return nil }
+        guard case let .double(double) = value else { return (value, end) }
+        let text = bytes(offset..<end)
+        var written = double.description
+        let same = written.withUTF8 { UnsafeRawBufferPointer($0).hasSameBytes(as: text) }
+        return (same ? value : .number(String(decoding: text, as: UTF8.self)), end)
+    }
+
+    /// The text of the number at `offset`, and the offset past it; nil when the value there is
+    /// not a number. `isInteger` when it has no fraction or exponent.
+    func numberText(at offset: Int) -> (text: UnsafeRawBufferPointer, isInteger: Bool, end: Int)? {
+        let first = byte(at: offset)
+        guard first == UInt8(ascii: "-") || JSONGrammar.isDigit(first),
+              let shape = JSONGrammar.numberShape(in: input, at: offset) else { return nil }
+        return (bytes(offset..<shape.end), shape.isInteger, shape.end)
     }
 
     /// The object whose `{` is at `offset` as a tree, and the offset past it.

@@ -4,6 +4,10 @@ enum JSONValue: Sendable, Equatable {
     case bool(Bool)
     case int(Int64)
     case double(Double)
+    /// A number kept as its JSON text, exactly: integers beyond 64 bits, `Decimal`s, `Float`s,
+    /// and numbers read from a document that a `Double` would not reproduce (so editing a data
+    /// object never rounds a number it did not touch). Always valid JSON number syntax.
+    case number(String)
     case string(String)
     case array([JSONValue])
     case object(JSONObject)

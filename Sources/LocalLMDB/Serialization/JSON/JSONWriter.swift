@@ -22,6 +22,7 @@ struct JSONWriter {
         case let .bool(flag): bytes.append(contentsOf: flag ? Self.true : Self.false)
         case let .int(number): write(number)
         case let .double(number): write(number)
+        case let .number(text): bytes.append(contentsOf: text.utf8)
         case let .string(text): write(text)
         case let .array(elements):
             guard enter() else { return }

@@ -1,0 +1,79 @@
+import Foundation
+
+/// What the `Codable` encoder and decoder share: coding keys they make, how coding paths are
+/// written in errors, and how their errors become `LocalDatabaseError`s.
+enum ModelCoding {
+    /// `address.visits[2]`: keys joined by dots, indices in brackets.
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue, key.stringValue == String(index) || key is ModelKey {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text
+    }
+
+    /// A write's error thrown by a model's `_storedFields()`, for the record `id`.
+    static func encodingError(_ error: any Error, id: String) -> LocalDatabaseError {
+        if let error = error as? LocalDatabaseError { return error }
+        if case let EncodingError.invalidValue(_, context) = error {
+            return .unencodableValue(id: id, path: path(context.codingPath), reason: context.debugDescription)
+        }
+        return .unencodableValue(id: id, path: "", reason: "encode(to:) threw \(error)")
+    }
+
+    /// A read's error thrown by a model's `_restore(from:)`, for the record `id` of class `className`.
+    static func decodingError(_ error: any Error, id: String, className: String) -> LocalDatabaseError {
+        if let error = error as? LocalDatabaseError { return error }
+        guard let error = error as? DecodingError else {
+            return .decodingFailed(id: id, className: className, path: "", reason: "init(from:) threw \(error)")
+        }
+        switch error {
+        case let .keyNotFound(key, context):
+            return .decodingFailed(
+                id: id, className: className, path: path(context.codingPath + [key]),
+                reason: "the field is missing (\(context.debugDescription))")
+        case let .valueNotFound(_, context), let .typeMismatch(_, context), let .dataCorrupted(context):
+            return .decodingFailed(id: id, className: className, path: path(context.codingPath), reason: context.debugDescription)
+        @unknown default:
+            return .decodingFailed(id: id, className: className, path: "", reason: "\(error)")
+        }
+    }
+
+    /// What the JSON value at `offset` is, for error messages.
+    static func kind(at offset: Int, in scanner: JSONScanner) -> String {
+        switch scanner.byte(at: offset) {
+        case UInt8(ascii: "\""): return "a string"
+        case UInt8(ascii: "{"): return "an object"
+        case UInt8(ascii: "["): return "an array"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return "a Bool"
+        case UInt8(ascii: "n"): return "null"
+        case 0: return "nothing"
+        default:
+            let text = scanner.numberText(at: offset).map { String(decoding: $0.text, as: UTF8.self) } ?? "?"
+            return "the number \(text)"
+        }
+    }
+}
+
+/// A coding key the encoder and decoder make themselves: `super`, array positions, and keys
+/// of objects read by `allKeys`.
+struct ModelKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        intValue = nil
+    }
+
+    init(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
+    }
+
+    static let `super` = ModelKey(stringValue: "super")
+}

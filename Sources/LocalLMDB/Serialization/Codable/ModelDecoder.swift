@@ -1,0 +1,364 @@
+import Foundation
+
+/// Decodes `Decodable` values from JSON in place: each field is parsed where it lies (in LMDB's
+/// map, for a stored record), straight into the type asked for, as `DataObject` reads fields for
+/// hand-written models. Not Foundation's `JSONDecoder`: no tree, and none of its costs.
+///
+/// Codable's rules apply: a missing field is `keyNotFound`, a `null` one `valueNotFound`, a
+/// mistyped one `typeMismatch` (numbers convert between integer and floating-point types only
+/// when exact). Reads turn these into `LocalDatabaseError.decodingFailed`, with the record's id,
+/// class and the coding path.
+final class ModelDecoder: Decoder {
+    /// The value to decode, at offset 0 of these bytes.
+    let value: EncodedObject
+    let codingPath: [any CodingKey]
+    let dates: DateDecoding
+    /// The data object reading the top-level object (a stored record's), whose member cursor the
+    /// keyed container uses; nil below the top.
+    private let fields: DataObject?
+
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, fields: DataObject? = nil) {
+        self.value = value
+        self.codingPath = codingPath
+        self.dates = dates
+        self.fields = fields
+    }
+
+    /// A stored model: `type` decoded from the object `dataObject` reads.
+    static func decode<T: Decodable>(_ type: T.Type, from dataObject: DataObject, dates: DateDecoding = .stored) throws -> T {
+        let decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, fields: dataObject)
+        return try type.init(from: decoder)
+    }
+
+    var scanner: JSONScanner { value.scanner }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        if let fields { return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: fields)) }
+        guard scanner.byte(at: 0) == UInt8(ascii: "{") else { throw mismatch([String: Any].self, at: 0, codingPath) }
+        return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: DataObject(encoded: value)))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard scanner.byte(at: 0) == UInt8(ascii: "[") else { throw mismatch([Any].self, at: 0, codingPath) }
+        return ModelUnkeyedDecoding(decoder: self)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        ModelSingleValueDecoding(decoder: self)
+    }
+
+    // MARK: Values
+
+    /// The error for a value at `offset` that is not a `type`.
+    func mismatch(_ type: Any.Type, at offset: Int, _ path: [any CodingKey]) -> DecodingError {
+        let found = ModelCoding.kind(at: offset, in: scanner)
+        if found == "null" {
+            return .valueNotFound(type, .init(codingPath: path, debugDescription: "expected \(type), found null"))
+        }
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(found)"))
+    }
+
+    /// The scalar at `offset` read by `read`, or the error for what is there instead.
+    @inline(__always)
+    func scalar<V>(_ type: V.Type, at offset: Int, _ path: @autoclosure () -> [any CodingKey], _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> (value: V, end: Int) {
+        guard let found = read(scanner, offset) else { throw mismatch(V.self, at: offset, path()) }
+        return found
+    }
+
+    /// `type` decoded from the value at `offset`, whose coding path is `path`.
+    func decode<T: Decodable>(_ type: T.Type, at offset: Int, path: [any CodingKey]) throws -> T {
+        if let special = try specialValue(type, at: offset, path) { return special }
+        if let model = T.self as? any Persistable.Type {
+            return try nestedModel(model, as: type, at: offset, path)
+        }
+        return try type.init(from: ModelDecoder(value: value.nestedObject(at: offset), codingPath: path, dates: dates))
+    }
+
+    /// The value kinds stored in a form of their own (`CodableValues.swift`).
+    private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: [any CodingKey]) throws -> T? {
+        if T.self == Date.self { return try date(at: offset, path) as? T }
+        if T.self == Data.self { return try scalar(Data.self, at: offset, path, ValueReading.data).value as? T }
+        if T.self == URL.self { return try scalar(URL.self, at: offset, path, ValueReading.url).value as? T }
+        if T.self == Decimal.self { return try scalar(Decimal.self, at: offset, path, ValueReading.decimal).value as? T }
+        return nil
+    }
+
+    func date(at offset: Int, _ path: [any CodingKey]) throws -> Date {
+        guard let date = dates.date(scanner, at: offset) else {
+            if scanner.byte(at: offset) == UInt8(ascii: "n") { throw mismatch(Date.self, at: offset, path) }
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: path, debugDescription: "expected a date (\(dates.description)), found \(ModelCoding.kind(at: offset, in: scanner))"))
+        }
+        return date
+    }
+
+    /// A nested model: restored as the class it names when that is `T` or a subclass, as the
+    /// hand-written models' nested objects are (see `ObjectDecoding`).
+    private func nestedModel<T>(_ requested: any Persistable.Type, as type: T.Type, at offset: Int, _ path: [any CodingKey]) throws -> T {
+        guard scanner.byte(at: offset) == UInt8(ascii: "{") else { throw mismatch(T.self, at: offset, path) }
+        let object = value.nestedObject(at: offset)
+        var restoreAs = requested
+        if let storedName = object.className {
+            let scratch = ReadScratch.current
+            switch ObjectDecoding.resolve(storedName: storedName, requested: requested, context: scratch.context, scratch: scratch) {
+            case .requested:
+                break
+            case let .stored(stored):
+                restoreAs = stored
+            case let .failure(failure):
+                if scratch.isReading {
+                    if scratch.failure == nil { scratch.failure = failure }
+                    throw DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "\(failure.error(id: ""))"))
+                }
+            }
+        }
+        var spare: DataObject?
+        guard let restored = try DataObject.restore(restoreAs, from: object, spare: &spare) as? T else {
+            let scratch = ReadScratch.current
+            let failure = ObjectDecoding.Failure.mismatch(requested: TypeRegistry.name(of: requested), stored: object.className ?? "")
+            if scratch.isReading, scratch.failure == nil { scratch.failure = failure }
+            throw DecodingError.typeMismatch(T.self, .init(codingPath: path, debugDescription: "\(failure.error(id: ""))"))
+        }
+        return restored
+    }
+}
+
+struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: ModelDecoder
+    /// Reads the object's members, from where the last lookup left off.
+    let fields: DataObject
+    let object: EncodedObject
+
+    init(decoder: ModelDecoder, fields: DataObject) {
+        self.decoder = decoder
+        self.fields = fields
+        object = fields.encodedStorage
+    }
+
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    /// Every member but the class name, by field key (`FieldKey` undone).
+    var allKeys: [Key] {
+        let scanner = object.scanner
+        var keys: [Key] = []
+        var next = scanner.firstMember(ofObjectAt: 0)
+        while let offset = next {
+            let member = scanner.member(at: offset)
+            let raw = scanner.bytes(member.key)
+            let name = member.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
+            if name != DataObject.classNameKey, let key = Key(stringValue: FieldKey.field(fromStored: name)) { keys.append(key) }
+            next = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
+        }
+        return keys
+    }
+
+    func contains(_ key: Key) -> Bool {
+        fields.member(key.stringValue, [], in: object) != nil
+    }
+
+    private func member(_ key: Key) throws -> Int {
+        guard let member = fields.member(key.stringValue, [], in: object) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field '\(key.stringValue)'"))
+        }
+        return member.value
+    }
+
+    @inline(__always)
+    private func read<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V {
+        let offset = try member(key)
+        let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [key], read)
+        fields.didRead(upTo: end, in: object)
+        return value
+    }
+
+    /// nil when the field is missing or `null`.
+    @inline(__always)
+    private func readIfPresent<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V? {
+        guard let member = fields.member(key.stringValue, [], in: object),
+              object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
+        let (value, end) = try decoder.scalar(V.self, at: member.value, codingPath + [key], read)
+        fields.didRead(upTo: end, in: object)
+        return value
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        object.scanner.byte(at: try member(key)) == UInt8(ascii: "n")
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(key, Bool.read) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(key, String.read) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(key, Double.read) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(key, ValueReading.float) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(key, Int.read) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(key) { ValueReading.integer(Int8.self, $0, at: $1) } }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(key) { ValueReading.integer(Int16.self, $0, at: $1) } }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(key) { ValueReading.integer(Int32.self, $0, at: $1) } }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(key) { ValueReading.integer(Int64.self, $0, at: $1) } }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(key) { ValueReading.integer(UInt.self, $0, at: $1) } }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(key) { ValueReading.integer(UInt8.self, $0, at: $1) } }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(key) { ValueReading.integer(UInt16.self, $0, at: $1) } }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(key) { ValueReading.integer(UInt32.self, $0, at: $1) } }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(key) { ValueReading.integer(UInt64.self, $0, at: $1) } }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try decoder.decode(type, at: try member(key), path: codingPath + [key])
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(key, Bool.read) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try readIfPresent(key, String.read) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try readIfPresent(key, Double.read) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(key, Int.read) }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        guard let member = fields.member(key.stringValue, [], in: object),
+              object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
+        return try decoder.decode(type, at: member.value, path: codingPath + [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        try nestedDecoder(key).container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try nestedDecoder(key).unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        try superDecoder(key: ModelKey.super)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        try superDecoder(key: key)
+    }
+
+    private func nestedDecoder(_ key: Key) throws -> ModelDecoder {
+        ModelDecoder(value: object.nestedObject(at: try member(key)), codingPath: codingPath + [key], dates: decoder.dates)
+    }
+
+    /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
+    private func superDecoder(key: any CodingKey) throws -> any Decoder {
+        let value = fields.member(key.stringValue, [], in: object).map { object.nestedObject(at: $0.value) } ?? EncodedObject.null
+        return ModelDecoder(value: value, codingPath: codingPath + [key], dates: decoder.dates)
+    }
+}
+
+struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
+    let decoder: ModelDecoder
+    /// The next element's offset; nil past the last.
+    private var next: Int?
+    let count: Int?
+    private(set) var currentIndex = 0
+
+    init(decoder: ModelDecoder) {
+        self.decoder = decoder
+        let scanner = decoder.scanner
+        next = scanner.firstElement(ofArrayAt: 0)
+        var count = 0
+        var element = next
+        while let offset = element {
+            count += 1
+            element = scanner.nextElement(after: scanner.end(ofValueAt: offset))
+        }
+        self.count = count
+    }
+
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    var isAtEnd: Bool { next == nil }
+
+    private var indexKey: ModelKey { ModelKey(intValue: currentIndex) }
+
+    private func element(_ type: Any.Type) throws -> Int {
+        guard let next else {
+            throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [indexKey], debugDescription: "the array has no more elements"))
+        }
+        return next
+    }
+
+    private mutating func advance(pastValueEndingAt end: Int) {
+        next = decoder.scanner.nextElement(after: end)
+        currentIndex += 1
+    }
+
+    private mutating func read<V>(_ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V {
+        let offset = try element(V.self)
+        let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [indexKey], read)
+        advance(pastValueEndingAt: end)
+        return value
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        let offset = try element(Any?.self)
+        guard decoder.scanner.byte(at: offset) == UInt8(ascii: "n") else { return false }
+        advance(pastValueEndingAt: offset + 4)
+        return true
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try read(Bool.read) }
+    mutating func decode(_ type: String.Type) throws -> String { try read(String.read) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try read(Double.read) }
+    mutating func decode(_ type: Float.Type) throws -> Float { try read(ValueReading.float) }
+    mutating func decode(_ type: Int.Type) throws -> Int { try read(Int.read) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try read { ValueReading.integer(Int8.self, $0, at: $1) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try read { ValueReading.integer(Int16.self, $0, at: $1) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try read { ValueReading.integer(Int32.self, $0, at: $1) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try read { ValueReading.integer(Int64.self, $0, at: $1) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try read { ValueReading.integer(UInt.self, $0, at: $1) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try read { ValueReading.integer(UInt8.self, $0, at: $1) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try read { ValueReading.integer(UInt16.self, $0, at: $1) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try read { ValueReading.integer(UInt32.self, $0, at: $1) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try read { ValueReading.integer(UInt64.self, $0, at: $1) } }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let offset = try element(T.self)
+        let value = try decoder.decode(type, at: offset, path: codingPath + [indexKey])
+        advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
+        return value
+    }
+
+    private mutating func nestedDecoder(_ type: Any.Type) throws -> ModelDecoder {
+        let offset = try element(type)
+        let nested = ModelDecoder(value: decoder.value.nestedObject(at: offset), codingPath: codingPath + [indexKey], dates: decoder.dates)
+        advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
+        return nested
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        try nestedDecoder([String: Any].self).container(keyedBy: type)
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try nestedDecoder([Any].self).unkeyedContainer()
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        try nestedDecoder(Any.self)
+    }
+}
+
+struct ModelSingleValueDecoding: SingleValueDecodingContainer {
+    let decoder: ModelDecoder
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    private func read<V>(_ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V {
+        try decoder.scalar(V.self, at: 0, codingPath, read).value
+    }
+
+    func decodeNil() -> Bool { decoder.scanner.byte(at: 0) == UInt8(ascii: "n") }
+    func decode(_ type: Bool.Type) throws -> Bool { try read(Bool.read) }
+    func decode(_ type: String.Type) throws -> String { try read(String.read) }
+    func decode(_ type: Double.Type) throws -> Double { try read(Double.read) }
+    func decode(_ type: Float.Type) throws -> Float { try read(ValueReading.float) }
+    func decode(_ type: Int.Type) throws -> Int { try read(Int.read) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try read { ValueReading.integer(Int8.self, $0, at: $1) } }
+    func decode(_ type: Int16.Type) throws -> Int16 { try read { ValueReading.integer(Int16.self, $0, at: $1) } }
+    func decode(_ type: Int32.Type) throws -> Int32 { try read { ValueReading.integer(Int32.self, $0, at: $1) } }
+    func decode(_ type: Int64.Type) throws -> Int64 { try read { ValueReading.integer(Int64.self, $0, at: $1) } }
+    func decode(_ type: UInt.Type) throws -> UInt { try read { ValueReading.integer(UInt.self, $0, at: $1) } }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try read { ValueReading.integer(UInt8.self, $0, at: $1) } }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try read { ValueReading.integer(UInt16.self, $0, at: $1) } }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try read { ValueReading.integer(UInt32.self, $0, at: $1) } }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try read { ValueReading.integer(UInt64.self, $0, at: $1) } }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: 0, path: codingPath) }
+}

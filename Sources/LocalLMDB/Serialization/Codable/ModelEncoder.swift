@@ -1,0 +1,273 @@
+import Foundation
+
+/// Encodes `Encodable` values into the JSON tree a `DataObject` holds, with the value kinds of
+/// `CodableValues.swift` and field keys mapped by `FieldKey`, exactly as hand-written models
+/// store them. Not Foundation's `JSONEncoder`: no JSON text in between, and none of its costs.
+///
+/// Containers handed out for later (`nestedContainer`, `superEncoder`) fill a node of their
+/// own, which replaces a placeholder in its parent when the value is finished, so members keep
+/// the order they were encoded in.
+final class ModelEncoder: Encoder {
+    let codingPath: [any CodingKey]
+    let node: EncodingNode
+    /// The first misuse of the containers (two kinds asked of one encoder), thrown at the end:
+    /// the protocol's methods that hand out containers cannot throw.
+    let state: EncodingState
+
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    init(codingPath: [any CodingKey], node: EncodingNode = EncodingNode(), state: EncodingState) {
+        self.codingPath = codingPath
+        self.node = node
+        self.state = state
+    }
+
+    /// `model`'s fields after its class name: the data object `_storedFields()` gives.
+    /// - Throws: `EncodingError.invalidValue` when the model does not encode a keyed container,
+    ///   and whatever its `encode(to:)` throws.
+    static func dataObject<T: Persistable & Encodable>(encoding model: T) throws -> DataObject {
+        let node = EncodingNode()
+        node.shape = .object
+        node.object.members.reserveCapacity(16)
+        node.object.members.append(DataObject.classMember(of: model))
+        let encoder = ModelEncoder(codingPath: [], node: node, state: EncodingState())
+        try model.encode(to: encoder)
+        if let failure = encoder.state.failure { throw failure }
+        guard case let .object(fields) = node.value() else {
+            throw EncodingError.invalidValue(model, .init(codingPath: [], debugDescription: "a model must encode a keyed container"))
+        }
+        return DataObject(fields: fields)
+    }
+
+    /// `value` on its own, for `DataObject.add(key:value:)`.
+    static func jsonValue<T: Encodable>(of value: T, at key: String) throws -> JSONValue {
+        let encoder = ModelEncoder(codingPath: [], state: EncodingState())
+        let boxed = try encoder.box(value, at: ModelKey(stringValue: key))
+        if let failure = encoder.state.failure { throw failure }
+        return boxed
+    }
+
+    /// The JSON value of `value`, encoded at `key` below this encoder's path.
+    func box<T: Encodable>(_ value: T, at key: (any CodingKey)?) throws -> JSONValue {
+        if let special = Self.specialValue(value) { return special }
+        if let model = value as? any Persistable {
+            // A nested model is stored as hand-written models store theirs: with its class name.
+            return .object(try model._storedFields().fields)
+        }
+        let child = ModelEncoder(codingPath: key.map { codingPath + [$0] } ?? codingPath, state: state)
+        try value.encode(to: child)
+        return child.node.value()
+    }
+
+    /// The value kinds stored in a form of their own, rather than by their `encode(to:)`.
+    private static func specialValue<T: Encodable>(_ value: T) -> JSONValue? {
+        if T.self == Date.self, let date = value as? Date { return date.jsonValue }
+        if T.self == Data.self, let data = value as? Data { return .string(data.base64EncodedString()) }
+        if T.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
+        if T.self == Decimal.self, let decimal = value as? Decimal { return decimal.jsonValue }
+        return nil
+    }
+
+    /// Records a misuse; the first one is thrown when encoding ends.
+    func fail(_ reason: String) {
+        if state.failure == nil {
+            state.failure = EncodingError.invalidValue(reason, .init(codingPath: codingPath, debugDescription: reason))
+        }
+    }
+
+    /// Claims this encoder's node for `shape`; false (and a failure) when it has another.
+    func claim(_ shape: EncodingNode.Shape) -> Bool {
+        if node.shape == .empty { node.shape = shape }
+        guard node.shape == shape else {
+            fail("encode(to:) asked one encoder for two kinds of container (\(node.shape) and \(shape))")
+            return false
+        }
+        return true
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        _ = claim(.object)
+        return KeyedEncodingContainer(ModelKeyedEncoding<Key>(encoder: self, node: node.shape == .object ? node : EncodingNode()))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        _ = claim(.array)
+        return ModelUnkeyedEncoding(encoder: self, node: node.shape == .array ? node : EncodingNode())
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        ModelSingleValueEncoding(encoder: self)
+    }
+}
+
+/// Shared by the encoders of one value.
+final class EncodingState {
+    var failure: EncodingError?
+}
+
+/// A container's contents while it is being encoded.
+final class EncodingNode {
+    enum Shape { case empty, object, array, single }
+    var shape = Shape.empty
+    var object = JSONObject()
+    var elements: [JSONValue] = []
+    var single = JSONValue.null
+    /// Nodes handed out for later, with the member (`key`) or element (`index`) they fill.
+    var deferred: [(key: String?, index: Int, node: EncodingNode)] = []
+
+    /// The finished value; a value that encoded nothing is an empty object.
+    func value() -> JSONValue {
+        for (key, index, node) in deferred {
+            if let key { object.set(key, node.value()) } else if index < elements.count { elements[index] = node.value() }
+        }
+        deferred = []
+        switch shape {
+        case .empty: return .object(JSONObject())
+        case .object: return .object(object)
+        case .array: return .array(elements)
+        case .single: return single
+        }
+    }
+}
+
+struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoder: ModelEncoder
+    let node: EncodingNode
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    private func set(_ value: JSONValue, _ key: Key) {
+        node.object.set(FieldKey.stored(key.stringValue), value)
+    }
+
+    mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { set(.string(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { set(.double(value), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { set(value.jsonValue, key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { set(.int(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { set(UInt64(value).jsonValue, key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { set(.int(Int64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { set(value.jsonValue, key) }
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { set(try encoder.box(value, at: key), key) }
+
+    private func deferred(_ shape: EncodingNode.Shape, _ key: Key) -> EncodingNode {
+        let child = EncodingNode()
+        child.shape = shape
+        let stored = FieldKey.stored(key.stringValue)
+        node.object.set(stored, .null)  // Holds the member's place until the child is finished.
+        node.deferred.append((stored, 0, child))
+        return child
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+        let child = ModelEncoder(codingPath: codingPath + [key], node: deferred(.object, key), state: encoder.state)
+        return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: child, node: child.node))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let child = ModelEncoder(codingPath: codingPath + [key], node: deferred(.array, key), state: encoder.state)
+        return ModelUnkeyedEncoding(encoder: child, node: child.node)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        superEncoder(key: ModelKey.super)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        superEncoder(key: key)
+    }
+
+    private func superEncoder(key: any CodingKey) -> any Encoder {
+        let child = EncodingNode()
+        let stored = FieldKey.stored(key.stringValue)
+        node.object.set(stored, .null)
+        node.deferred.append((stored, 0, child))
+        return ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state)
+    }
+}
+
+struct ModelUnkeyedEncoding: UnkeyedEncodingContainer {
+    let encoder: ModelEncoder
+    let node: EncodingNode
+    var codingPath: [any CodingKey] { encoder.codingPath }
+    var count: Int { node.elements.count }
+
+    private func append(_ value: JSONValue) { node.elements.append(value) }
+
+    mutating func encodeNil() throws { append(.null) }
+    mutating func encode(_ value: Bool) throws { append(.bool(value)) }
+    mutating func encode(_ value: String) throws { append(.string(value)) }
+    mutating func encode(_ value: Double) throws { append(.double(value)) }
+    mutating func encode(_ value: Float) throws { append(value.jsonValue) }
+    mutating func encode(_ value: Int) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { append(.int(value)) }
+    mutating func encode(_ value: UInt) throws { append(UInt64(value).jsonValue) }
+    mutating func encode(_ value: UInt8) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: UInt16) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: UInt32) throws { append(.int(Int64(value))) }
+    mutating func encode(_ value: UInt64) throws { append(value.jsonValue) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        append(try encoder.box(value, at: ModelKey(intValue: count)))
+    }
+
+    private func deferred(_ shape: EncodingNode.Shape) -> (node: EncodingNode, key: ModelKey) {
+        let child = EncodingNode()
+        child.shape = shape
+        let index = count
+        append(.null)  // Holds the element's place until the child is finished.
+        node.deferred.append((nil, index, child))
+        return (child, ModelKey(intValue: index))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+        let (child, key) = deferred(.object)
+        let childEncoder = ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state)
+        return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: childEncoder, node: child))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let (child, key) = deferred(.array)
+        return ModelUnkeyedEncoding(encoder: ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state), node: child)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        let (child, key) = deferred(.empty)
+        return ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state)
+    }
+}
+
+struct ModelSingleValueEncoding: SingleValueEncodingContainer {
+    let encoder: ModelEncoder
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    private func set(_ value: JSONValue) {
+        guard encoder.claim(.single) else { return }
+        encoder.node.single = value
+    }
+
+    mutating func encodeNil() throws { set(.null) }
+    mutating func encode(_ value: Bool) throws { set(.bool(value)) }
+    mutating func encode(_ value: String) throws { set(.string(value)) }
+    mutating func encode(_ value: Double) throws { set(.double(value)) }
+    mutating func encode(_ value: Float) throws { set(value.jsonValue) }
+    mutating func encode(_ value: Int) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { set(.int(value)) }
+    mutating func encode(_ value: UInt) throws { set(UInt64(value).jsonValue) }
+    mutating func encode(_ value: UInt8) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: UInt16) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: UInt32) throws { set(.int(Int64(value))) }
+    mutating func encode(_ value: UInt64) throws { set(value.jsonValue) }
+    mutating func encode<T: Encodable>(_ value: T) throws { set(try encoder.box(value, at: nil)) }
+}
