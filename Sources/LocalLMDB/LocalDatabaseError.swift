@@ -60,6 +60,9 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// at `path` (the coding path, `address.visits[2]`), a field is missing, `null` or of another
     /// type (`reason` says which), or the model's own `init(from:)` threw. Nothing is changed.
     case decodingFailed(id: String, className: String, path: String, reason: String)
+    /// `ModelFactory` could not build the element at `index` of a JSON array (or the document,
+    /// index 0): at `path`, a field is missing, `null` or mistyped, as `reason` says.
+    case invalidElement(index: Int, path: String, reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String {
@@ -110,6 +113,8 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
             return "Record '\(id)' cannot be stored: the value at '\(path)' is refused (\(reason)); nothing was written."
         case let .decodingFailed(id, className, path, reason):
             return "Record '\(id)' (\(className)) cannot be decoded at '\(path)': \(reason)"
+        case let .invalidElement(index, path, reason):
+            return "Element \(index) cannot be built" + (path.isEmpty ? "" : " at '\(path)'") + ": \(reason)"
         }
     }
 }

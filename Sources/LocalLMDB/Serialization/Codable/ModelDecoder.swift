@@ -114,6 +114,10 @@ final class ModelDecoder: Decoder {
                 }
             }
         }
+        if !dates.isStored, let decodable = restoreAs as? any Decodable.Type {
+            // JSON from elsewhere: decoded with its own date format, not as a stored record.
+            if let restored = try decodable.init(from: ModelDecoder(value: object, codingPath: path, dates: dates)) as? T { return restored }
+        }
         var spare: DataObject?
         guard let restored = try DataObject.restore(restoreAs, from: object, spare: &spare) as? T else {
             let scratch = ReadScratch.current
