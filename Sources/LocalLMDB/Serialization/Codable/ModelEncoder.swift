@@ -156,6 +156,16 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(value.jsonValue, key) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws { set(try encoder.box(value, at: key), key) }
 
+    /// As the protocol's, but an optional holding an optional that is nil (`Int??.some(nil)`)
+    /// is refused: it would be stored as `null` and read back as nil.
+    mutating func encodeIfPresent<T: Encodable>(_ value: T?, forKey key: Key) throws {
+        guard let value else { return }
+        if let optional = value as? any NestedOptional, optional.isNone {
+            throw NestedOptionals.refusal(codingPath + [key])
+        }
+        try encode(value, forKey: key)
+    }
+
     private func deferred(_ shape: EncodingNode.Shape, _ key: Key) -> EncodingNode {
         let child = EncodingNode()
         child.shape = shape
@@ -269,5 +279,27 @@ struct ModelSingleValueEncoding: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt16) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: UInt32) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: UInt64) throws { set(value.jsonValue) }
-    mutating func encode<T: Encodable>(_ value: T) throws { set(try encoder.box(value, at: nil)) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        // `Optional.encode(to:)` passes a nil here only for an optional holding a nil optional.
+        if let optional = value as? any NestedOptional, optional.isNone { throw NestedOptionals.refusal(codingPath) }
+        set(try encoder.box(value, at: nil))
+    }
+}
+
+/// Optionals, to tell `.some(nil)` of a nested optional from `nil`: JSON has one `null`, and
+/// reading it gives the outer nil, so a nested optional holding nil cannot be stored faithfully.
+protocol NestedOptional {
+    var isNone: Bool { get }
+}
+
+enum NestedOptionals {
+    static func refusal(_ path: [any CodingKey]) -> EncodingError {
+        EncodingError.invalidValue(Optional<Int>.none as Any, .init(
+            codingPath: path,
+            debugDescription: "an optional holding a nil optional (.some(nil)) would read back as nil; JSON has one null"))
+    }
+}
+
+extension Optional: NestedOptional {
+    var isNone: Bool { self == nil }
 }
