@@ -6,7 +6,9 @@ import Foundation
 /// Every rule a face needs about where an operation runs lives here, once, with an `async`
 /// entry point for the actor and a blocking one for the synchronous face:
 /// - writes, `begin`, `commit` and `rollback` run on the engine's writer thread (LMDB's write
-///   transaction belongs to the thread that began it);
+///   transaction belongs to the thread that began it), except that records written in this
+///   session's open transaction are acknowledged at once and buffered (`WriteBuffer`), and go
+///   to the writer thread together, ahead of the session's next operation that goes there;
 /// - reads run in this session's open transaction (on the writer thread) when it has one, and
 ///   otherwise in a read-only snapshot on the caller's thread, never through the writer;
 /// - a blocking call that would wait for itself fails at once with `wouldDeadlock`;
@@ -21,6 +23,30 @@ final class Session: Sendable {
     private struct State {
         var inTransaction = false
         var closed = false
+        /// Records written in the open transaction and not sent to the writer thread yet.
+        var buffer = WriteBuffer()
+        /// Stored classes that writes applied in the open transaction have claimed: a write of
+        /// these alone cannot meet a class-name conflict, so it may be buffered. Any other goes
+        /// to the writer thread at once, and a conflict is that write's error alone.
+        var claimed: [StoredClass] = []
+        /// The open transaction has failed (it refuses everything until rolled back).
+        var failed = false
+        /// Changes whenever a transaction begins or ends, so that a job's report about the
+        /// transaction it ran in is not taken for a later one's.
+        var generation: UInt64 = 0
+
+        /// Whether a put of `records` (using `classes`) may be acknowledged and buffered.
+        func mayBuffer(_ records: [RecordBytes], classes: [StoredClass]) -> Bool {
+            inTransaction && !failed && buffer.hasRoom(for: records) && classes.allSatisfy(claimed.contains)
+        }
+
+        /// Forgets what was known of the transaction: one begins or ends.
+        mutating func transactionChanged() {
+            buffer = WriteBuffer()
+            claimed = []
+            failed = false
+            generation &+= 1
+        }
     }
 
     private let state = Locked(State())
@@ -56,26 +82,88 @@ final class Session: Sendable {
     /// Records on the writer thread whether the transaction is open, after it may have changed.
     private func updateTransactionState(_ coordinator: TransactionCoordinator) {
         let open = coordinator.hasTransaction(owner: owner)
-        state.withLock { $0.inTransaction = open }
+        state.withLock { state in
+            if state.inTransaction != open { state.transactionChanged() }
+            state.inTransaction = open
+            state.failed = coordinator.hasFailedTransaction(owner: owner)
+        }
+    }
+
+    /// Records on the writer thread, after a job of the transaction `generation`, whether it
+    /// has failed, and the classes a write applied in it claimed.
+    private func noteTransaction(_ coordinator: TransactionCoordinator, generation: UInt64, claimed classes: [StoredClass]) {
+        guard coordinator.hasTransaction(owner: owner) else { return }
+        let failed = coordinator.hasFailedTransaction(owner: owner)
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            state.failed = failed
+            if !failed { for storedClass in classes where !state.claimed.contains(storedClass) { state.claimed.append(storedClass) } }
+        }
     }
 
     // MARK: Writing
 
     /// Applies `operation`: in this session's transaction, or else in the next group commit.
+    ///
+    /// Records written in the open transaction are acknowledged without going to the writer
+    /// thread (one hop each way per record was most of their cost): they wait in the buffer and
+    /// are applied, in order, ahead of the session's next operation that goes there (any other
+    /// write, a read in the transaction, the commit), or when the buffer is full. A failure
+    /// applying them fails the transaction (see `TransactionCoordinator.applyAcknowledged`).
     nonisolated(nonsending) func perform(_ operation: WriteOperation) async throws(LocalDatabaseError) -> Int {
-        try checkWritable()
-        return try await onWriterThread(performing(operation))
+        if let count = try acknowledge(operation) { return count }
+        return try await onWriterThread { state throws(LocalDatabaseError) in try self.performing(operation, &state) }
     }
 
     /// `perform`, blocking the calling thread.
     func performBlocking(_ operation: WriteOperation, _ name: String) throws(LocalDatabaseError) -> Int {
-        try checkWritable()
-        return try blockingOnWriterThread(name, performing(operation))
+        if let count = try acknowledge(operation) { return count }
+        return try blockingOnWriterThread(name) { state throws(LocalDatabaseError) in try self.performing(operation, &state) }
     }
 
-    private func performing(_ operation: WriteOperation) -> WriterJob<Int> {
-        let (owner, busyTimeout) = (owner, busyTimeout)
-        return { coordinator, done in coordinator.perform(operation, owner: owner, busyTimeout: busyTimeout, completion: done) }
+    /// Buffers `operation` and gives its count when it is a put in the open transaction and the
+    /// buffer has room; nil when it must go to the writer thread.
+    private func acknowledge(_ operation: WriteOperation) throws(LocalDatabaseError) -> Int? {
+        guard case let .put(records, classes) = operation else {
+            try checkWritable()
+            return nil
+        }
+        return try state.withLock { state throws(LocalDatabaseError) -> Int? in
+            try Self.checkWritable(state, engine)
+            guard state.mayBuffer(records, classes: classes) else { return nil }
+            state.buffer.append(records, classes: classes)
+            return records.count
+        }
+    }
+
+    /// The job applying `operation` after the buffered records (under the state lock).
+    private func performing(_ operation: WriteOperation, _ state: inout State) throws(LocalDatabaseError) -> WriterJob<Int> {
+        try Self.checkWritable(state, engine)
+        let (owner, busyTimeout, generation) = (owner, busyTimeout, state.generation)
+        let buffered = state.buffer.take()
+        let classes: [StoredClass]
+        if case let .put(_, putClasses) = operation { classes = putClasses } else { classes = [] }
+        return { [self] coordinator, done in
+            if let buffered {
+                do throws(LocalDatabaseError) {
+                    try coordinator.applyAcknowledged(buffered, owner: owner)
+                } catch {
+                    noteTransaction(coordinator, generation: generation, claimed: [])
+                    return done(.failure(error))
+                }
+            }
+            coordinator.perform(operation, owner: owner, busyTimeout: busyTimeout) { [self] result in
+                if case .success = result { noteTransaction(coordinator, generation: generation, claimed: classes) } else {
+                    noteTransaction(coordinator, generation: generation, claimed: [])
+                }
+                done(result)
+            }
+        }
+    }
+
+    private static func checkWritable(_ state: State, _ engine: DatabaseEngine) throws(LocalDatabaseError) {
+        guard !state.closed else { throw .closed }
+        guard !engine.configuration.readOnly else { throw .readOnly }
     }
 
     // MARK: Transactions
@@ -83,17 +171,20 @@ final class Session: Sendable {
     /// Begins a transaction (see `TransactionCoordinator.begin`).
     nonisolated(nonsending) func begin(override: Bool) async throws(LocalDatabaseError) {
         try checkWritable()
-        try await onWriterThread(beginning(override: override))
+        try await onWriterThread { state throws(LocalDatabaseError) in self.beginning(override: override, &state) }
     }
 
     /// `begin`, blocking the calling thread.
     func beginBlocking(override: Bool) throws(LocalDatabaseError) {
         try checkWritable()
-        try blockingOnWriterThread("startTransaction", beginning(override: override))
+        try blockingOnWriterThread("startTransaction") { state throws(LocalDatabaseError) in self.beginning(override: override, &state) }
     }
 
-    private func beginning(override: Bool) -> WriterJob<Void> {
-        { [self] coordinator, done in
+    private func beginning(override: Bool, _ state: inout State) -> WriterJob<Void> {
+        // Overriding rolls back the open transaction, buffered records included; without
+        // `override`, an open transaction stays as it is (and `begin` fails).
+        if override { state.transactionChanged() }
+        return { [self] coordinator, done in
             coordinator.begin(owner: owner, override: override, busyTimeout: busyTimeout) { [self] result in
                 updateTransactionState(coordinator)
                 done(result)
@@ -103,26 +194,37 @@ final class Session: Sendable {
 
     /// Commits this session's transaction.
     nonisolated(nonsending) func commit() async throws(LocalDatabaseError) {
-        _ = try checkOpen()
-        try await onWriterThread(ending(commit: true))
+        try await onWriterThread { state throws(LocalDatabaseError) in try self.ending(commit: true, &state) }
     }
 
     /// Rolls back this session's transaction.
     nonisolated(nonsending) func rollback() async throws(LocalDatabaseError) {
-        _ = try checkOpen()
-        try await onWriterThread(ending(commit: false))
+        try await onWriterThread { state throws(LocalDatabaseError) in try self.ending(commit: false, &state) }
     }
 
     /// `commit` or `rollback`, blocking the calling thread.
     func endBlocking(commit: Bool) throws(LocalDatabaseError) {
-        _ = try checkOpen()
-        try blockingOnWriterThread(commit ? "commitTransaction" : "rollbackTransaction", ending(commit: commit))
+        try blockingOnWriterThread(commit ? "commitTransaction" : "rollbackTransaction") { state throws(LocalDatabaseError) in
+            try self.ending(commit: commit, &state)
+        }
     }
 
-    private func ending(commit: Bool) -> WriterJob<Void> {
-        { [self] coordinator, done in
+    /// The job ending the transaction, with the buffered records applied first for a commit and
+    /// dropped for a rollback. From now on this session's writes go to the writer thread (behind
+    /// this job), until the job says whether the transaction is still open (a failed commit).
+    private func ending(commit: Bool, _ state: inout State) throws(LocalDatabaseError) -> WriterJob<Void> {
+        guard !state.closed else { throw .closed }
+        let buffered = state.buffer.take()
+        state.inTransaction = false
+        state.transactionChanged()
+        return { [self] coordinator, done in
             let result = Result { () throws(LocalDatabaseError) in
-                if commit { try coordinator.commit(owner: owner) } else { try coordinator.rollback(owner: owner) }
+                if commit {
+                    if let buffered { try coordinator.applyAcknowledged(buffered, owner: owner) }
+                    try coordinator.commit(owner: owner)
+                } else {
+                    try coordinator.rollback(owner: owner)
+                }
             }
             updateTransactionState(coordinator)
             done(result)
@@ -156,7 +258,7 @@ final class Session: Sendable {
 
     /// Runs `read` in this session's open transaction, or in a snapshot if it has none by now.
     nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(LocalDatabaseError) -> Read.Value {
-        if let detached = try await onWriterThread(readingInTransaction(read)) {
+        if let detached = try await onWriterThread({ state throws(LocalDatabaseError) in try self.readingInTransaction(read, &state) }) {
             return try read.restore(detached)
         }
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
@@ -164,17 +266,25 @@ final class Session: Sendable {
 
     /// `readInTransaction`, blocking the calling thread.
     func readInTransactionBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(LocalDatabaseError) -> Read.Value {
-        if let detached = try blockingOnWriterThread(name, readingInTransaction(read)) {
+        if let detached = try blockingOnWriterThread(name, { state throws(LocalDatabaseError) in try self.readingInTransaction(read, &state) }) {
             return try read.restore(detached)
         }
         return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
-    private func readingInTransaction<Read: SessionRead>(_ read: Read) -> WriterJob<Read.Detached?> {
-        let owner = owner
-        return { coordinator, done in
+    /// The job reading in the transaction, after the buffered records are applied: the read sees
+    /// every write made before it.
+    private func readingInTransaction<Read: SessionRead>(_ read: Read, _ state: inout State) throws(LocalDatabaseError) -> WriterJob<Read.Detached?> {
+        guard !state.closed else { throw .closed }
+        let (owner, generation) = (owner, state.generation)
+        let buffered = state.buffer.take()
+        return { [self] coordinator, done in
             done(Result { () throws(LocalDatabaseError) in
-                try coordinator.readInTransaction(owner: owner) { transaction throws(LocalDatabaseError) in
+                if let buffered {
+                    defer { noteTransaction(coordinator, generation: generation, claimed: []) }
+                    try coordinator.applyAcknowledged(buffered, owner: owner)
+                }
+                return try coordinator.readInTransaction(owner: owner) { transaction throws(LocalDatabaseError) in
                     try read.inTransaction(transaction)
                 }
             })
@@ -188,7 +298,7 @@ final class Session: Sendable {
     /// its last session. Idempotent.
     nonisolated(nonsending) func close() async {
         guard markClosed() else { return }
-        try? await onWriterThread(detaching())
+        try? await onWriterThread { _ in self.detaching() }
         engine.detach()
     }
 
@@ -198,7 +308,7 @@ final class Session: Sendable {
         if engine.thread.isCurrent {
             engine.coordinator.detach(owner: owner)
         } else {
-            try? blockingOnWriterThread("close", detaching())
+            try? blockingOnWriterThread("close") { _ in self.detaching() }
         }
         engine.detach()
     }
@@ -213,9 +323,14 @@ final class Session: Sendable {
         }
     }
 
+    /// Marks the session closed; false when it already was. Buffered records are dropped: the
+    /// transaction they belong to is rolled back.
     private func markClosed() -> Bool {
         state.withLock { state in
-            defer { state.closed = true }
+            defer {
+                state.closed = true
+                state.transactionChanged()
+            }
             return !state.closed
         }
     }
@@ -233,13 +348,25 @@ final class Session: Sendable {
     /// Work for the writer thread, which passes its outcome to the completion (now or later).
     typealias WriterJob<R> = @Sendable (TransactionCoordinator, @escaping @Sendable (Result<R, LocalDatabaseError>) -> Void) -> Void
 
-    /// Runs `job` on the writer thread and awaits its outcome, without blocking a thread: the
-    /// caller is resumed straight from the writer thread, one hop each way.
-    private nonisolated(nonsending) func onWriterThread<R: Sendable>(_ job: @escaping WriterJob<R>) async throws(LocalDatabaseError) -> R {
+    /// Runs the job `prepare` makes on the writer thread and awaits its outcome, without
+    /// blocking a thread: the caller is resumed straight from the writer thread, one hop each way.
+    ///
+    /// `prepare` runs under the session's lock, and the job is queued before the lock is let go:
+    /// so jobs reach the writer thread in the order they took buffered records from the session.
+    private nonisolated(nonsending) func onWriterThread<R: Sendable>(
+        _ prepare: (inout State) throws(LocalDatabaseError) -> WriterJob<R>
+    ) async throws(LocalDatabaseError) -> R {
         let coordinator = engine.coordinator
         let thread = engine.thread
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, LocalDatabaseError>, Never>) in
-            thread.submit { job(coordinator) { continuation.resume(returning: $0) } }
+            do throws(LocalDatabaseError) {
+                try state.withLock { state throws(LocalDatabaseError) in
+                    let job = try prepare(&state)
+                    thread.submit { job(coordinator) { continuation.resume(returning: $0) } }
+                }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
         }
         return try result.get()
     }
@@ -247,18 +374,24 @@ final class Session: Sendable {
     /// Runs `job` on the writer thread and blocks the calling thread until its outcome.
     /// - Throws: `wouldDeadlock` when called on the writer thread itself, which would wait for
     ///   itself for ever.
-    private func blockingOnWriterThread<R: Sendable>(_ name: String, _ job: @escaping WriterJob<R>) throws(LocalDatabaseError) -> R {
+    private func blockingOnWriterThread<R: Sendable>(
+        _ name: String, _ prepare: (inout State) throws(LocalDatabaseError) -> WriterJob<R>
+    ) throws(LocalDatabaseError) -> R {
         guard !engine.thread.isCurrent else {
             throw .wouldDeadlock(operation: name, reason: "it was called on the database's writer thread, which it needs")
         }
         try checkNotRestoring(name)
         let coordinator = engine.coordinator
+        let thread = engine.thread
         let outcome = Locked<Result<R, LocalDatabaseError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        engine.thread.submit {
-            job(coordinator) { result in
-                outcome.withLock { $0 = result }
-                done.signal()
+        try state.withLock { state throws(LocalDatabaseError) in
+            let job = try prepare(&state)
+            thread.submit {
+                job(coordinator) { result in
+                    outcome.withLock { $0 = result }
+                    done.signal()
+                }
             }
         }
         done.wait()

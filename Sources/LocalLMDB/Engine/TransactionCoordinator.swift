@@ -99,6 +99,12 @@ final class TransactionCoordinator: @unchecked Sendable {
         thread.isCurrent && user?.owner == owner
     }
 
+    /// True when `owner` has a transaction open that has failed.
+    func hasFailedTransaction(owner: Owner) -> Bool {
+        guard thread.isCurrent, let open = user, open.owner == owner else { return false }
+        return open.write == nil
+    }
+
     /// Begins a transaction for `owner`, completing once it is open. Waits while another
     /// owner's transaction is open, for at most `busyTimeout`. An open transaction of `owner`'s
     /// is rolled back when `override` is true, and left intact (with an error) otherwise.
@@ -158,6 +164,27 @@ final class TransactionCoordinator: @unchecked Sendable {
                 guard grown else { throw error }
                 attempts += 1
             }
+        }
+    }
+
+    /// Applies writes that `owner` made in its transaction and that were acknowledged before
+    /// reaching this thread (`Session` buffers them). Their callers were told they succeeded,
+    /// so a failure cannot be reported to them: it fails the whole transaction, whose commit
+    /// then throws, and whose changes the owner must roll back.
+    /// - Throws: `transactionFailed` when the writes fail, or when `owner`'s transaction is no
+    ///   longer open (the writes cannot be kept).
+    func applyAcknowledged(_ operation: WriteOperation, owner: Owner) throws(LocalDatabaseError) {
+        do throws(LocalDatabaseError) {
+            guard try applyInTransaction(operation, owner: owner) != nil else {
+                throw .transactionFailed(reason: "the transaction ended before its writes were applied")
+            }
+        } catch {
+            if case .transactionFailed = error { throw error }
+            if let open = user, open.owner == owner {
+                open.write.take()?.abort()
+                open.failure = error
+            }
+            throw .transactionFailed(reason: "a write made in it failed when applied: \(error.description)")
         }
     }
 

@@ -13,6 +13,10 @@ extension LocalDatabase {
     /// other databases on the same directory wait for it to end, and `startTransaction` on
     /// them waits too, each for at most its database's `busyTimeout`.
     ///
+    /// Records written one by one in a transaction are acknowledged at once and applied
+    /// together before the next operation that needs them (see <doc:ConcurrencyAndTransactions>):
+    /// if one cannot be applied, the transaction fails, at the latest at its commit.
+    ///
     /// An operation that fails inside the transaction is undone alone; the rest of the
     /// transaction is intact. If the transaction itself cannot go on, it *fails*: its writes,
     /// reads and commit throw `LocalDatabaseError.transactionFailed` until it is rolled back.

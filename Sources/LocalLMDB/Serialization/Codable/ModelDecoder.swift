@@ -68,28 +68,29 @@ final class ModelDecoder: Decoder {
     }
 
     /// `type` decoded from the value at `offset`, whose coding path is `path`.
-    func decode<T: Decodable>(_ type: T.Type, at offset: Int, path: [any CodingKey]) throws -> T {
-        if let special = try specialValue(type, at: offset, path) { return special }
+    /// (`path` is made only when needed: for a nested decoder, or an error.)
+    func decode<T: Decodable>(_ type: T.Type, at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> T {
+        if let special = try specialValue(type, at: offset, path()) { return special }
         if let model = T.self as? any Persistable.Type {
-            return try nestedModel(model, as: type, at: offset, path)
+            return try nestedModel(model, as: type, at: offset, path())
         }
-        return try type.init(from: ModelDecoder(value: value.nestedObject(at: offset), codingPath: path, dates: dates))
+        return try type.init(from: ModelDecoder(value: value.nestedObject(at: offset), codingPath: path(), dates: dates))
     }
 
     /// The value kinds stored in a form of their own (`CodableValues.swift`).
-    private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: [any CodingKey]) throws -> T? {
-        if T.self == Date.self { return try date(at: offset, path) as? T }
-        if T.self == Data.self { return try scalar(Data.self, at: offset, path, ValueReading.data).value as? T }
-        if T.self == URL.self { return try scalar(URL.self, at: offset, path, ValueReading.url).value as? T }
-        if T.self == Decimal.self { return try scalar(Decimal.self, at: offset, path, ValueReading.decimal).value as? T }
+    private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> T? {
+        if T.self == Date.self { return try date(at: offset, path()) as? T }
+        if T.self == Data.self { return try scalar(Data.self, at: offset, path(), ValueReading.data).value as? T }
+        if T.self == URL.self { return try scalar(URL.self, at: offset, path(), ValueReading.url).value as? T }
+        if T.self == Decimal.self { return try scalar(Decimal.self, at: offset, path(), ValueReading.decimal).value as? T }
         return nil
     }
 
-    func date(at offset: Int, _ path: [any CodingKey]) throws -> Date {
+    func date(at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Date {
         guard let date = dates.date(scanner, at: offset) else {
-            if scanner.byte(at: offset) == UInt8(ascii: "n") { throw mismatch(Date.self, at: offset, path) }
+            if scanner.byte(at: offset) == UInt8(ascii: "n") { throw mismatch(Date.self, at: offset, path()) }
             throw DecodingError.dataCorrupted(.init(
-                codingPath: path, debugDescription: "expected a date (\(dates.description)), found \(ModelCoding.kind(at: offset, in: scanner))"))
+                codingPath: path(), debugDescription: "expected a date (\(dates.description)), found \(ModelCoding.kind(at: offset, in: scanner))"))
         }
         return date
     }
