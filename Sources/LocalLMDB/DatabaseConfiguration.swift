@@ -29,6 +29,13 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     /// write transaction. Writes and transactions fail with `LocalDatabaseError.readOnly`. The
     /// database must exist.
     public var readOnly: Bool = false
+    /// How many commits the change log keeps (`changes(since:)`, observation): 10,000 by
+    /// default. Older entries are trimmed by the commit that adds a new one. At least 1.
+    public var changeLogCommits: Int = 10_000
+    /// How many bytes the change log keeps, beyond its newest entry: 64 MiB by default (an
+    /// entry holds each id a commit wrote or deleted, about 10 bytes more than the id and class
+    /// name).
+    public var changeLogBytes: Int = 64 << 20
 
     /// The default configuration.
     public init() {}

@@ -63,6 +63,10 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// `ModelFactory` could not build the element at `index` of a JSON array (or the document,
     /// index 0): at `path`, a field is missing, `null` or mistyped, as `reason` says.
     case invalidElement(index: Int, path: String, reason: String)
+    /// The changes after `token` cannot be given (`reason` says why: they were trimmed from the
+    /// change log, or the token belongs to another database). Resynchronize from the current
+    /// state (`read()`), then follow `changeToken()` from there.
+    case changesUnavailable(token: String, reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String {
@@ -113,6 +117,8 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
             return "Record '\(id)' cannot be stored: the value at '\(path)' is refused (\(reason)); nothing was written."
         case let .decodingFailed(id, className, path, reason):
             return "Record '\(id)' (\(className)) cannot be decoded at '\(path)': \(reason)"
+        case let .changesUnavailable(token, reason):
+            return "The changes after token \(token) are not available (\(reason)); resynchronize from the current state."
         case let .invalidElement(index, path, reason):
             return "Element \(index) cannot be built" + (path.isEmpty ? "" : " at '\(path)'") + ": \(reason)"
         }

@@ -16,6 +16,8 @@ final class DatabaseEngine: Sendable {
     /// in the process (it runs the actor's few isolated jobs, and never a write).
     let thread: WriterThread
     let coordinator: TransactionCoordinator
+    /// Wakes observers after commits (this process's at once, others' by polling).
+    let notifier: ChangeNotifier
     /// Identifies this engine for per-thread caches: unique for the life of the process.
     let serial: UInt64
     private let identity: FileIdentity
@@ -36,7 +38,9 @@ final class DatabaseEngine: Sendable {
             directory: directory, syncFlags: configuration.durability.environmentFlags, readOnly: configuration.readOnly,
             initialMapSize: Self.initialMapSize, maximumMapSize: configuration.maximumMapSize,
             maxReaders: configuration.maxReaders, maxDatabases: 8)
-        let store = try RecordStore(environment: environment, readOnly: configuration.readOnly)
+        let store = try RecordStore(
+            environment: environment, readOnly: configuration.readOnly,
+            changeLogLimits: ChangeLog.Limits(commits: max(1, configuration.changeLogCommits), bytes: max(0, configuration.changeLogBytes)))
         self.path = directory.path
         self.identity = directory.identity
         self.configuration = configuration
@@ -52,6 +56,12 @@ final class DatabaseEngine: Sendable {
             thread = WriterThread(name: "LocalLMDB writer")
         }
         coordinator = TransactionCoordinator(thread: thread, store: store)
+        let notifier = ChangeNotifier { [store] in
+            guard let log = store.changeLog else { return nil }
+            return try? store.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try log.bounds(in: transaction).last }
+        }
+        self.notifier = notifier
+        coordinator.didCommit = { sequence in notifier.committed(sequence) }
         serial = Self.serials.withLock { count in
             count += 1
             return count

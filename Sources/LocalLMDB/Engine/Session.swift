@@ -291,6 +291,35 @@ final class Session: Sendable {
         }
     }
 
+    // MARK: Changes
+
+    /// The change log, or `changesUnavailable` when this database has none.
+    private func changeLog() throws(LocalDatabaseError) -> ChangeLog {
+        _ = try checkOpen()
+        guard let log = engine.store.changeLog else {
+            throw .changesUnavailable(token: "", reason: "the database has no change log yet: open it once for writing")
+        }
+        return log
+    }
+
+    /// The position after the last commit.
+    func changeToken() throws(LocalDatabaseError) -> ChangeToken {
+        let log = try changeLog()
+        return try snapshot { transaction throws(LocalDatabaseError) in try log.token(in: transaction) }
+    }
+
+    /// The commits after `token` (at most `limit`), from one snapshot.
+    func changeFeed(since token: ChangeToken, limit: Int = .max) throws(LocalDatabaseError) -> ChangeFeed {
+        let log = try changeLog()
+        return try snapshot { transaction throws(LocalDatabaseError) in try log.entries(after: token, limit: limit, in: transaction) }
+    }
+
+    /// `body`'s result and the change token, from one snapshot.
+    func snapshotWithToken<R>(_ body: (Transaction) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> (R, ChangeToken) {
+        let log = try changeLog()
+        return try snapshot { transaction throws(LocalDatabaseError) in (try body(transaction), try log.token(in: transaction)) }
+    }
+
     // MARK: Closing
 
     /// Closes the session: later calls fail with `closed`; writes already submitted are
@@ -413,13 +442,17 @@ final class Session: Sendable {
 /// caller's thread, or inside the session's open transaction on the writer thread (producing
 /// `Sendable` bytes) and then restored on the caller's thread. A struct, so the generic read
 /// paths are specialized and allocate no closures.
-protocol SessionRead: Sendable {
+protocol SessionRead: SnapshotRead {
     associatedtype Detached: Sendable
-    associatedtype Value
     /// Inside the session's write transaction, on the writer thread.
     func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> Detached
     /// On the caller's thread, after `inTransaction`.
     func restore(_ detached: Detached) throws(LocalDatabaseError) -> Value
+}
+
+/// A read of a snapshot, on the caller's thread.
+protocol SnapshotRead<Value>: Sendable {
+    associatedtype Value
     /// Inside a read-only snapshot, on the caller's thread.
     func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> Value
 }

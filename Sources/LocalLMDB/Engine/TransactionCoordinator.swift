@@ -30,6 +30,8 @@ final class TransactionCoordinator: @unchecked Sendable {
         /// The LMDB transaction; nil once the user transaction has failed.
         var write: WriteTransaction?
         var journal: [WriteOperation] = []
+        /// What the journal changed, for the change log.
+        var changes: [Change] = []
         /// Why the transaction failed, when it has.
         var failure: LocalDatabaseError?
 
@@ -141,7 +143,7 @@ final class TransactionCoordinator: @unchecked Sendable {
         var attempts = 0
         while true {
             do throws(LocalDatabaseError) {
-                let result = try store.apply(operation, in: try open.transaction())
+                let result = try store.apply(operation, in: try open.transaction(), changes: &open.changes)
                 open.journal.append(operation)
                 return result
             } catch {
@@ -155,7 +157,7 @@ final class TransactionCoordinator: @unchecked Sendable {
                     grown = (try? environment.growMap()) != nil
                 }
                 do throws(LocalDatabaseError) {
-                    open.write = try rebuild(open.journal)
+                    open.write = try rebuild(open.journal, changes: &open.changes)
                 } catch {
                     // The transaction cannot go on: it stays, failed, until its owner rolls it back.
                     open.failure = error
@@ -200,15 +202,31 @@ final class TransactionCoordinator: @unchecked Sendable {
         defer { transactionEnded() }
         var attempts = 0
         while true {
+            let logged: UInt64?
             do throws(LocalDatabaseError) {
-                return try write.commit()
+                logged = try store.logChanges(open.changes, in: write.transaction)
+            } catch {
+                write.abort()
+                guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
+                try environment.growMap()
+                write = try rebuild(open.journal, changes: &open.changes)
+                attempts += 1
+                continue
+            }
+            do throws(LocalDatabaseError) {
+                try write.commit()
+                if let logged { didCommit?(logged) }
+                return
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 try environment.growMap()
-                write = try rebuild(open.journal)
+                write = try rebuild(open.journal, changes: &open.changes)
                 attempts += 1
             }
         }
     }
+
+    /// Called on this thread after each commit that added to the change log.
+    var didCommit: (@Sendable (UInt64) -> Void)?
 
     /// Rolls back `owner`'s transaction, failed or not.
     func rollback(owner: Owner) throws(LocalDatabaseError) {
@@ -243,8 +261,9 @@ final class TransactionCoordinator: @unchecked Sendable {
     /// between the abort and the replay) cause too rarely to test.
     var failNextRebuild: LocalDatabaseError?
 
-    /// Begins a new write transaction and replays `journal` into it.
-    private func rebuild(_ journal: [WriteOperation]) throws(LocalDatabaseError) -> WriteTransaction {
+    /// Begins a new write transaction and replays `journal` into it; `changes` becomes what the
+    /// journal changed.
+    private func rebuild(_ journal: [WriteOperation], changes: inout [Change]) throws(LocalDatabaseError) -> WriteTransaction {
         if let fault = failNextRebuild {
             failNextRebuild = nil
             throw fault
@@ -253,7 +272,9 @@ final class TransactionCoordinator: @unchecked Sendable {
         while true {
             let write = try environment.beginWrite()
             do throws(LocalDatabaseError) {
-                for operation in journal { _ = try store.apply(operation, in: write.transaction) }
+                var replayed: [Change] = []
+                for operation in journal { _ = try store.apply(operation, in: write.transaction, changes: &replayed) }
+                changes = replayed
                 return write
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 write.abort()
@@ -356,8 +377,13 @@ final class TransactionCoordinator: @unchecked Sendable {
         while true {
             let write = try environment.beginWrite()
             let results: [Int]
+            var changes: [Change] = []
+            let logged: UInt64?
             do throws(LocalDatabaseError) {
-                results = try operations.map { operation throws(LocalDatabaseError) in try store.apply(operation, in: write.transaction) }
+                results = try operations.map { operation throws(LocalDatabaseError) in
+                    try store.apply(operation, in: write.transaction, changes: &changes)
+                }
+                logged = try store.logChanges(changes, in: write.transaction)
             } catch {
                 write.abort()
                 guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
@@ -367,6 +393,7 @@ final class TransactionCoordinator: @unchecked Sendable {
             }
             do throws(LocalDatabaseError) {
                 try write.commit()
+                if let logged { didCommit?(logged) }
                 return results
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 try environment.growMap()

@@ -64,7 +64,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     }
 
     /// Runs `body` with the session; on failure records the error and returns `failure`.
-    private func run<R>(_ failure: R, _ body: (Session) throws(LocalDatabaseError) -> R) -> R {
+    func run<R>(_ failure: R, _ body: (Session) throws(LocalDatabaseError) -> R) -> R {
         do throws(LocalDatabaseError) {
             return try body(try opened.get())
         } catch {

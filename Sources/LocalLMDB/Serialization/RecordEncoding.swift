@@ -52,13 +52,19 @@ enum RecordEncoding {
 
     /// The operation deleting every record stored as `type` (its current and legacy names).
     static func deleteAll<T: Persistable>(_ type: T.Type, maxKeySize: Int) -> WriteOperation {
-        .deleteTypes(typeKeys(type, maxKeySize: maxKeySize), owner: TypeRegistry.storedClass(of: type))
+        let names = Legacy.allNames(of: TypeRegistry.name(of: type))
+        return .deleteTypes(names.map { StorageKey($0, maxKeySize: maxKeySize) }, names: names, owner: TypeRegistry.storedClass(of: type))
     }
 
     /// The key of the record `id`.
     static func recordKey(_ id: String, maxKeySize: Int) throws(LocalDatabaseError) -> StorageKey {
         guard !id.isEmpty else { throw .emptyID }
         return StorageKey(id, maxKeySize: maxKeySize)
+    }
+
+    /// `type`'s current class name and every legacy name of it.
+    static func classNames<T: Persistable>(_ type: T.Type) -> [String] {
+        Legacy.allNames(of: TypeRegistry.name(of: type))
     }
 
     /// The index keys of `type`'s current class name and every legacy name of it.

@@ -1,11 +1,13 @@
 import CLMDB
+import Foundation
 
 /// The record layout, over one environment:
 ///
 /// - `records`: record key → `RecordValue` (class name, full id when hashed, JSON).
 /// - `types`: `MDB_DUPSORT`, class-name key → record key, one duplicate per record.
-/// - `meta`: `"format"` → the layout version.
+/// - `meta`: `"format"` → the layout version; the change log's identity and size.
 /// - `classes`: class-name key → class name, a zero byte, the class's mangled Swift name.
+/// - `changes`: what each commit changed (`ChangeLog`), written by the commit itself.
 ///
 /// Invariant: every write changes `records` and `types` in the same transaction, so each record
 /// has exactly one index entry, under its stored class name, and each index entry has a record.
@@ -19,21 +21,30 @@ struct RecordStore: Sendable {
     let types: MDB_dbi
     let meta: MDB_dbi
     let classes: MDB_dbi
+    /// Nil only for a database opened read-only that has no change log yet (made by an
+    /// earlier version, and not opened for writing since).
+    let changeLog: ChangeLog?
 
-    /// Opens the four databases, creating them and recording the layout version if new (unless
+    /// Opens the five databases, creating them and recording the layout version if new (unless
     /// `readOnly`: then they must exist).
-    init(environment: Environment, readOnly: Bool = false) throws(LocalDatabaseError) {
+    init(environment: Environment, readOnly: Bool = false, changeLogLimits: ChangeLog.Limits) throws(LocalDatabaseError) {
         self.environment = environment
         if readOnly {
             let handles = try environment.openExistingDatabases([
                 ("records", false), ("types", true), ("meta", false), ("classes", false),
             ])
-            (records, types, meta, classes) = (handles[0], handles[1], handles[2], handles[3])
-            let stored = try environment.withReadTransaction { transaction throws(LocalDatabaseError) in
-                try Array("format".utf8).withBytes { key throws(LocalDatabaseError) in try transaction.get(meta, key).map { Array($0) } }
+            let meta = handles[2]
+            let (stored, logID) = try environment.withReadTransaction { transaction throws(LocalDatabaseError) in
+                (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
             }
             guard stored == [Self.layoutVersion] else {
                 throw LocalDatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.layoutVersion))
+            }
+            (records, types, self.meta, classes) = (handles[0], handles[1], meta, handles[3])
+            if let logID, let changes = try? environment.openExistingDatabases([("changes", false)]).first {
+                changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: String(decoding: logID, as: UTF8.self))
+            } else {
+                changeLog = nil
             }
             return
         }
@@ -42,28 +53,37 @@ struct RecordStore: Sendable {
         do throws(LocalDatabaseError) {
             records = try environment.openDatabase("records", dupSort: false, in: transaction)
             types = try environment.openDatabase("types", dupSort: true, in: transaction)
-            meta = try environment.openDatabase("meta", dupSort: false, in: transaction)
+            let meta = try environment.openDatabase("meta", dupSort: false, in: transaction)
+            self.meta = meta
             classes = try environment.openDatabase("classes", dupSort: false, in: transaction)
+            let changes = try environment.openDatabase("changes", dupSort: false, in: transaction)
             let formatKey = Array("format".utf8)
-            let stored = try formatKey.withBytes { key throws(LocalDatabaseError) in
-                try transaction.get(meta, key).map { Array($0) }
-            }
-            if let stored {
+            if let stored = try Self.read(formatKey, meta, in: transaction) {
                 guard stored == [Self.layoutVersion] else {
                     throw LocalDatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.layoutVersion))
                 }
             } else {
-                try formatKey.withBytes { key throws(LocalDatabaseError) in
-                    try [Self.layoutVersion].withBytes { value throws(LocalDatabaseError) in
-                        try transaction.put(meta, key, value)
-                    }
-                }
+                try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction)
             }
+            // The change log's identity, made once (also for a database an earlier version made).
+            let logID = try Self.read(ChangeLog.logIDKey, meta, in: transaction).map { String(decoding: $0, as: UTF8.self) } ?? UUID().uuidString
+            try Self.write(Array(logID.utf8), at: ChangeLog.logIDKey, meta, in: transaction)
+            changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: logID)
         } catch {
             write.abort()
             throw error
         }
         try write.commit()
+    }
+
+    private static func read(_ key: [UInt8], _ database: MDB_dbi, in transaction: Transaction) throws(LocalDatabaseError) -> [UInt8]? {
+        try key.withBytes { key throws(LocalDatabaseError) in try transaction.get(database, key).map { Array($0) } }
+    }
+
+    private static func write(_ value: [UInt8], at key: [UInt8], _ database: MDB_dbi, in transaction: Transaction) throws(LocalDatabaseError) {
+        try key.withBytes { key throws(LocalDatabaseError) in
+            try value.withBytes { value throws(LocalDatabaseError) in _ = try transaction.put(database, key, value) }
+        }
     }
 
     // MARK: Reading
@@ -168,30 +188,44 @@ struct RecordStore: Sendable {
 
     // MARK: Writing
 
-    /// Applies one operation. Returns the number of records written or deleted.
-    func apply(_ operation: WriteOperation, in transaction: Transaction) throws(LocalDatabaseError) -> Int {
+    /// Applies one operation, adding what it changed to `changes` (for the change log).
+    /// Returns the number of records written or deleted.
+    func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout [Change]) throws(LocalDatabaseError) -> Int {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
-            for record in records { try put(record, in: transaction) }
+            for record in records {
+                try put(record, in: transaction)
+                changes.append(.written(id: record.key.id, className: record.typeName))
+            }
             return records.count
         case let .delete(key):
-            return try delete(key, in: transaction) ? 1 : 0
-        case let .deleteTypes(typeKeys, owner):
+            guard let className = try delete(key, in: transaction) else { return 0 }
+            changes.append(.deleted(id: key.id, className: className))
+            return 1
+        case let .deleteTypes(typeKeys, names, owner):
             try checkOwner(owner, in: transaction)
-            return try deleteAll(typeKeys: typeKeys, in: transaction)
+            let deleted = try deleteAll(typeKeys: typeKeys, in: transaction)
+            if deleted > 0 { changes.append(contentsOf: names.map { Change.typeDeleted(className: $0) }) }
+            return deleted
         case .clear:
             let count = try transaction.entryCount(records)
             try transaction.empty(records)
             try transaction.empty(types)
+            if count > 0 { changes.append(.cleared) }
             return count
         }
+    }
+
+    /// Records `changes` as the commit's entry in the change log (see `ChangeLog.append`).
+    func logChanges(_ changes: [Change], in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
+        try changeLog?.append(changes, in: transaction)
     }
 
     private func put(_ record: RecordBytes, in transaction: Transaction) throws(LocalDatabaseError) {
         try record.key.withBytes { key throws(LocalDatabaseError) in
             switch try storedTypeKey(key, in: transaction) {
-            case let .some(previousType) where previousType != record.typeKey:
+            case let .some(previousType, _) where previousType != record.typeKey:
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
             case .unreadable:
                 try removeAllIndexEntries(record: key, in: transaction)
@@ -207,17 +241,22 @@ struct RecordStore: Sendable {
         }
     }
 
-    private func delete(_ key: StorageKey, in transaction: Transaction) throws(LocalDatabaseError) -> Bool {
+    /// Deletes the record under `key`; returns its class name (empty when its header is
+    /// unreadable), or nil when there was none.
+    private func delete(_ key: StorageKey, in transaction: Transaction) throws(LocalDatabaseError) -> String? {
         try key.withBytes { key throws(LocalDatabaseError) in
+            let className: String
             switch try storedTypeKey(key, in: transaction) {
-            case let .some(previousType):
+            case let .some(previousType, name):
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
+                className = name
             case .unreadable:
                 try removeAllIndexEntries(record: key, in: transaction)
+                className = ""
             case .none:
-                break
+                return nil
             }
-            return try transaction.delete(records, key)
+            return try transaction.delete(records, key) ? className : nil
         }
     }
 
@@ -246,7 +285,8 @@ struct RecordStore: Sendable {
     /// What is known of the class of the record stored under a key.
     private enum StoredType {
         case none
-        case some(StorageKey)
+        /// The class's index key and name.
+        case some(StorageKey, String)
         /// A record is there, but its header is corrupt.
         case unreadable
     }
@@ -254,7 +294,8 @@ struct RecordStore: Sendable {
     private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(LocalDatabaseError) -> StoredType {
         guard let existing = try transaction.get(records, key) else { return .none }
         guard let stored = try? RecordValue(parsing: existing) else { return .unreadable }
-        return .some(StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize))
+        let name = stored.typeNameString
+        return .some(StorageKey(name, maxKeySize: environment.maxKeySize), name)
     }
 
     /// Removes every index entry pointing at `record`, whatever its class: the fallback for a

@@ -8,7 +8,8 @@ struct StorageKey: Sendable, Hashable {
     /// A name that is its own key keeps the `String` (its UTF-8 is the key, with no copy).
     private enum Form: Sendable {
         case name(String)
-        case digest([UInt8])
+        /// The digest, and the name it was made from.
+        case digest([UInt8], name: String)
     }
 
     private let form: Form
@@ -19,9 +20,16 @@ struct StorageKey: Sendable, Hashable {
     init(_ name: String, maxKeySize: Int) {
         let length = name.utf8.count
         if length == 0 || length > maxKeySize {
-            form = .digest([Self.hashMarker] + SHA256.digest(Array(name.utf8)))
+            form = .digest([Self.hashMarker] + SHA256.digest(Array(name.utf8)), name: name)
         } else {
             form = .name(name)
+        }
+    }
+
+    /// The id or class name this key was made from.
+    var id: String {
+        switch form {
+        case let .name(name), let .digest(_, name): return name
         }
     }
 
@@ -35,7 +43,7 @@ struct StorageKey: Sendable, Hashable {
     var bytes: [UInt8] {
         switch form {
         case let .name(name): return Array(name.utf8)
-        case let .digest(digest): return digest
+        case let .digest(digest, _): return digest
         }
     }
 
@@ -48,7 +56,7 @@ struct StorageKey: Sendable, Hashable {
                 Result { () throws(E) in try body(UnsafeRawBufferPointer(utf8)) }
             }
             return try result.get()
-        case let .digest(digest):
+        case let .digest(digest, _):
             return try digest.withBytes(body)
         }
     }

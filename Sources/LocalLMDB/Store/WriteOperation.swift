@@ -18,9 +18,10 @@ enum WriteOperation: Sendable {
     case put([RecordBytes], classes: [StoredClass])
     /// Delete the record under a key.
     case delete(StorageKey)
-    /// Delete every record stored under any of these type keys, the first of which is
-    /// `owner`'s name: refused when another type owns that name (`RecordStore.checkOwner`).
-    case deleteTypes([StorageKey], owner: StoredClass)
+    /// Delete every record stored under any of these type keys (of the class names `names`),
+    /// the first of which is `owner`'s name: refused when another type owns that name
+    /// (`RecordStore.checkOwner`).
+    case deleteTypes([StorageKey], names: [String], owner: StoredClass)
     /// Delete every record.
     case clear
 }

@@ -1,0 +1,131 @@
+import Foundation
+
+/// Wakes the observers of one engine when the change log may have grown: at once after this
+/// process's commits (`committed`), and, while anyone observes, by polling the log every
+/// `pollInterval` for other processes' commits. Observers then read the log themselves, so a
+/// wake-up carries no data, and a missed or extra one changes nothing but timing.
+///
+/// Costs nothing when no one observes: the commit hook bumps a counter, and no poller runs.
+final class ChangeNotifier: Sendable {
+    /// How often the log is checked for other processes' commits while anyone observes.
+    static let pollInterval = Duration.milliseconds(50)
+
+    private struct State {
+        /// Bumped on every wake-up.
+        var version: UInt64 = 0
+        /// The newest log entry seen, by commit or by polling.
+        var lastSequence: UInt64 = 0
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+        var nextWaiter: UInt64 = 0
+        var subscribers = 0
+        var poller: Task<Void, Never>?
+    }
+
+    private let state = Locked(State())
+    /// The newest sequence number in the log, read in a snapshot (nil when it cannot be read).
+    private let latest: @Sendable () -> UInt64?
+
+    init(latest: @escaping @Sendable () -> UInt64?) {
+        self.latest = latest
+    }
+
+    /// The current version: wake-ups after it make `wait(after:)` return.
+    var version: UInt64 { state.withLock { $0.version } }
+
+    /// After a commit of this process that added entry `sequence` to the log.
+    func committed(_ sequence: UInt64) {
+        wake { $0.lastSequence = max($0.lastSequence, sequence) }
+    }
+
+    private func wake(_ update: (inout State) -> Void = { _ in }) {
+        let waiters = state.withLock { state in
+            update(&state)
+            state.version &+= 1
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.continuation.resume() }
+    }
+
+    /// Waits until the version is past `version`; false when the task was cancelled.
+    func wait(after version: UInt64) async -> Bool {
+        let id = state.withLock { state in
+            state.nextWaiter &+= 1
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    guard state.version == version, !Task.isCancelled else { return true }
+                    state.waiters.append((id, continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
+            }
+            waiter?.continuation.resume()
+        }
+        return !Task.isCancelled
+    }
+
+    // MARK: Subscribers
+
+    /// One more observer: the poller runs while there is any.
+    func subscribe() {
+        state.withLock { state in
+            state.subscribers += 1
+            guard state.poller == nil else { return }
+            state.lastSequence = max(state.lastSequence, latest() ?? 0)
+            state.poller = Task.detached { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.pollInterval)
+                    guard let self, !Task.isCancelled else { return }
+                    self.poll()
+                }
+            }
+        }
+    }
+
+    /// One observer fewer: the last one stops the poller.
+    func unsubscribe() {
+        let poller = state.withLock { state -> Task<Void, Never>? in
+            state.subscribers -= 1
+            guard state.subscribers == 0 else { return nil }
+            defer { state.poller = nil }
+            return state.poller
+        }
+        poller?.cancel()
+    }
+
+    /// The number of observers, and whether the poller runs: for tests.
+    var activity: (subscribers: Int, polling: Bool) {
+        state.withLock { ($0.subscribers, $0.poller != nil) }
+    }
+
+    private func poll() {
+        guard let sequence = latest() else { return }
+        let grown = state.withLock { state in
+            guard sequence != state.lastSequence else { return false }
+            state.lastSequence = sequence
+            return true
+        }
+        if grown { wake() }
+    }
+}
+
+/// An observer's registration with a notifier, for as long as it lives.
+final class ChangeSubscription: Sendable {
+    let notifier: ChangeNotifier
+
+    init(_ notifier: ChangeNotifier) {
+        self.notifier = notifier
+        notifier.subscribe()
+    }
+
+    deinit {
+        notifier.unsubscribe()
+    }
+}

@@ -1,0 +1,192 @@
+import CLMDB
+import Foundation
+
+/// The change log: what each commit changed, written in the commit itself, so that no change
+/// is ever missed or invented (even across a crash), and readable by any process.
+///
+/// Layout: in the `changes` database, key = the commit's sequence number (8 bytes, big-endian,
+/// so keys sort by number), value = the changes it made (`encode`). The `meta` database holds
+/// `changeLogID` (a UUID, made with the database) and `changeBytes` (the log's total size).
+///
+/// Invariant: sequence numbers are consecutive from the oldest entry kept to the newest; at most
+/// `limits.commits` entries and (beyond the newest) `limits.bytes` bytes are kept, the oldest
+/// trimmed first, in the commit that adds an entry.
+struct ChangeLog: Sendable {
+    struct Limits: Sendable, Equatable {
+        var commits: Int
+        var bytes: Int
+    }
+
+    let changes: MDB_dbi
+    let meta: MDB_dbi
+    let limits: Limits
+    /// The log's identity, for tokens.
+    let logID: String
+
+    static let logIDKey = Array("changeLogID".utf8)
+    static let bytesKey = Array("changeBytes".utf8)
+
+    // MARK: Writing
+
+    /// Records `entry` as the next commit's changes, and trims the oldest entries past the
+    /// limits. Returns the new sequence number; nil (and nothing written) for no changes.
+    func append(_ entry: [Change], in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
+        guard !entry.isEmpty else { return nil }
+        let (first, last) = try bounds(in: transaction)
+        let sequence = last + 1
+        let value = Self.encode(entry)
+        try Self.key(sequence).withBytes { key throws(LocalDatabaseError) in
+            try value.withBytes { bytes throws(LocalDatabaseError) in _ = try transaction.put(changes, key, bytes) }
+        }
+        var total = try storedBytes(in: transaction) + value.count
+        var oldest = first ?? sequence
+        while oldest < sequence, Int(sequence - oldest + 1) > limits.commits || total > limits.bytes {
+            let removed = try Self.key(oldest).withBytes { key throws(LocalDatabaseError) -> Int in
+                let size = try transaction.get(changes, key)?.count ?? 0
+                _ = try transaction.delete(changes, key)
+                return size
+            }
+            total -= removed
+            oldest += 1
+        }
+        try Self.bytesKey.withBytes { key throws(LocalDatabaseError) in
+            try Self.uint64(UInt64(max(total, 0))).withBytes { bytes throws(LocalDatabaseError) in _ = try transaction.put(meta, key, bytes) }
+        }
+        return sequence
+    }
+
+    // MARK: Reading
+
+    /// The oldest sequence number kept (nil when the log is empty) and the newest (0 when empty).
+    func bounds(in transaction: Transaction) throws(LocalDatabaseError) -> (first: UInt64?, last: UInt64) {
+        try transaction.withCursor(changes) { cursor throws(LocalDatabaseError) in
+            guard let first = try cursor.get(MDB_FIRST), let last = try cursor.get(MDB_LAST) else { return (nil, 0) }
+            return (Self.sequence(first.key), Self.sequence(last.key))
+        }
+    }
+
+    /// The token of the state `transaction` sees.
+    func token(in transaction: Transaction) throws(LocalDatabaseError) -> ChangeToken {
+        ChangeToken(logID: logID, sequence: try bounds(in: transaction).last)
+    }
+
+    /// The commits after `token`, at most `limit` of them.
+    /// - Throws: `changesUnavailable` when `token` belongs to another log, is ahead of this one,
+    ///   or is older than the oldest commit kept (changes after it were trimmed).
+    func entries(after token: ChangeToken, limit: Int = .max, in transaction: Transaction) throws(LocalDatabaseError) -> ChangeFeed {
+        guard token.logID == logID else {
+            throw .changesUnavailable(token: token.description, reason: "the token belongs to another database's change log")
+        }
+        let (first, last) = try bounds(in: transaction)
+        guard token.sequence <= last else {
+            throw .changesUnavailable(token: token.description, reason: "the token is ahead of this database's log (at \(last))")
+        }
+        guard token.sequence < last else { return ChangeFeed(commits: [], token: token) }
+        guard let first, token.sequence + 1 >= first else {
+            throw .changesUnavailable(
+                token: token.description, reason: "the changes after it were trimmed from the log (it keeps commits from \(first ?? 0))")
+        }
+        var commits: [CommittedChanges] = []
+        try transaction.withCursor(changes) { cursor throws(LocalDatabaseError) in
+            var entry = try Self.key(token.sequence + 1).withBytes { key throws(LocalDatabaseError) in try cursor.get(MDB_SET_KEY, key: key) }
+            while let current = entry, commits.count < limit {
+                let sequence = Self.sequence(current.key)
+                guard let decoded = Self.decode(current.value) else {
+                    throw .corruptRecord(id: "change log entry \(sequence)", reason: "it cannot be decoded")
+                }
+                commits.append(CommittedChanges(token: ChangeToken(logID: logID, sequence: sequence), changes: decoded))
+                entry = try cursor.get(MDB_NEXT)
+            }
+        }
+        return ChangeFeed(commits: commits, token: commits.last?.token ?? token)
+    }
+
+    private func storedBytes(in transaction: Transaction) throws(LocalDatabaseError) -> Int {
+        let stored = try Self.bytesKey.withBytes { key throws(LocalDatabaseError) in try transaction.get(meta, key).map { Array($0) } }
+        return stored.map { Int(clamping: Self.sequence($0)) } ?? 0
+    }
+
+    // MARK: Encoding
+
+    static func key(_ sequence: UInt64) -> [UInt8] { uint64(sequence) }
+
+    static func uint64(_ value: UInt64) -> [UInt8] {
+        withUnsafeBytes(of: value.bigEndian) { Array($0) }
+    }
+
+    static func sequence(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+        guard bytes.count == 8 else { return 0 }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    private static func sequence(_ bytes: [UInt8]) -> UInt64 {
+        bytes.withUnsafeBytes { sequence($0) }
+    }
+
+    /// Version 1: a version byte, then each change as a kind byte (1 written, 2 deleted, 3 type
+    /// deleted, 4 cleared) and its strings, each a LEB128 length and UTF-8 bytes.
+    static func encode(_ entry: [Change]) -> [UInt8] {
+        var bytes: [UInt8] = [1]
+        bytes.reserveCapacity(entry.count * 24)
+        func append(_ text: String) {
+            var length = text.utf8.count
+            repeat {
+                bytes.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
+                length >>= 7
+            } while length > 0
+            bytes.append(contentsOf: text.utf8)
+        }
+        for change in entry {
+            switch change {
+            case let .written(id, className): bytes.append(1); append(id); append(className)
+            case let .deleted(id, className): bytes.append(2); append(id); append(className)
+            case let .typeDeleted(className): bytes.append(3); append(className)
+            case .cleared: bytes.append(4)
+            }
+        }
+        return bytes
+    }
+
+    /// The changes in an entry; nil when it is not one this version wrote.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> [Change]? {
+        guard bytes.first == 1 else { return nil }
+        var offset = 1
+        func string() -> String? {
+            var length = 0
+            var shift = 0
+            while offset < bytes.count, shift < 63 {
+                let byte = bytes[offset]
+                offset += 1
+                length |= Int(byte & 0x7F) << shift
+                shift += 7
+                if byte & 0x80 == 0 {
+                    guard length <= bytes.count - offset else { return nil }
+                    defer { offset += length }
+                    return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+                }
+            }
+            return nil
+        }
+        var changes: [Change] = []
+        while offset < bytes.count {
+            let kind = bytes[offset]
+            offset += 1
+            switch kind {
+            case 1:
+                guard let id = string(), let className = string() else { return nil }
+                changes.append(.written(id: id, className: className))
+            case 2:
+                guard let id = string(), let className = string() else { return nil }
+                changes.append(.deleted(id: id, className: className))
+            case 3:
+                guard let className = string() else { return nil }
+                changes.append(.typeDeleted(className: className))
+            case 4:
+                changes.append(.cleared)
+            default:
+                return nil
+            }
+        }
+        return changes
+    }
+}
