@@ -176,3 +176,33 @@ func rawPut(_ directory: URL, _ database: String, _ pairs: [([UInt8], [UInt8])],
     }
     #expect(mdb_txn_commit(txn) == 0, sourceLocation: sourceLocation)
 }
+
+/// A task executor with a thread of its own: tasks that prefer it are not delayed by the
+/// cooperative pool, which other tests running at once may keep busy (blocking on processes).
+final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+
+    init() {
+        let thread = Thread { [self] in
+            while true {
+                condition.lock()
+                while jobs.isEmpty { condition.wait() }
+                let batch = jobs
+                jobs.removeAll()
+                condition.unlock()
+                for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            }
+        }
+        thread.name = "test executor"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.lock()
+        jobs.append(unowned)
+        condition.signal()
+        condition.unlock()
+    }
+}

@@ -18,7 +18,7 @@ final class ChangeNotifier: Sendable {
         var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
         var nextWaiter: UInt64 = 0
         var subscribers = 0
-        var poller: Task<Void, Never>?
+        var poller: Poller?
     }
 
     private let state = Locked(State())
@@ -75,29 +75,27 @@ final class ChangeNotifier: Sendable {
 
     /// One more observer: the poller runs while there is any.
     func subscribe() {
-        state.withLock { state in
+        let start = state.withLock { state -> Poller? in
             state.subscribers += 1
-            guard state.poller == nil else { return }
+            guard state.poller == nil else { return nil }
             state.lastSequence = max(state.lastSequence, latest() ?? 0)
-            state.poller = Task.detached { [weak self] in
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: Self.pollInterval)
-                    guard let self, !Task.isCancelled else { return }
-                    self.poll()
-                }
-            }
+            let poller = Poller()
+            state.poller = poller
+            return poller
         }
+        // A thread of its own, not a task: a starved cooperative pool must not delay it.
+        start?.start { [weak self] in self?.poll() }
     }
 
     /// One observer fewer: the last one stops the poller.
     func unsubscribe() {
-        let poller = state.withLock { state -> Task<Void, Never>? in
+        let poller = state.withLock { state -> Poller? in
             state.subscribers -= 1
             guard state.subscribers == 0 else { return nil }
             defer { state.poller = nil }
             return state.poller
         }
-        poller?.cancel()
+        poller?.stop()
     }
 
     /// The number of observers, and whether the poller runs: for tests.
@@ -127,5 +125,34 @@ final class ChangeSubscription: Sendable {
 
     deinit {
         notifier.unsubscribe()
+    }
+}
+
+/// A thread that calls a function every `ChangeNotifier.pollInterval` until stopped.
+final class Poller: Sendable {
+    private let stopped = Locked(false)
+    private let condition = NSCondition()
+
+    func start(_ body: @escaping @Sendable () -> Void) {
+        let thread = Thread { [self] in
+            let interval = Double(ChangeNotifier.pollInterval.components.attoseconds) / 1e18
+                + Double(ChangeNotifier.pollInterval.components.seconds)
+            while true {
+                condition.lock()
+                if !stopped.withLock({ $0 }) { _ = condition.wait(until: Date(timeIntervalSinceNow: interval)) }
+                condition.unlock()
+                if stopped.withLock({ $0 }) { return }
+                body()
+            }
+        }
+        thread.name = "LocalLMDB change poller"
+        thread.start()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped.withLock { $0 = true }
+        condition.signal()
+        condition.unlock()
     }
 }
