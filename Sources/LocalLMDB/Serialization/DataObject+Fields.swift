@@ -114,12 +114,14 @@ extension DataObject {
 // touch of a class's property costs an exclusivity check.)
 extension DataObject {
     /// The member named `key` or, failing that, each of `legacyKeys` in turn.
-    func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject) -> JSONScanner.Member? {
+    /// `escaped`: keys are field keys, stored as `FieldKey` spells them (false for JSON from
+    /// elsewhere, whose members are named as they are).
+    func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject, escaped: Bool = true) -> JSONScanner.Member? {
         let start = nextMember
-        var found = object.member(named: FieldKey.stored(key), from: start)
+        var found = object.member(named: escaped ? FieldKey.stored(key) : key, from: start)
         if found == nil {
             for legacyKey in legacyKeys {
-                found = object.member(named: FieldKey.stored(legacyKey), from: start)
+                found = object.member(named: escaped ? FieldKey.stored(legacyKey) : legacyKey, from: start)
                 if found != nil { break }
             }
         }

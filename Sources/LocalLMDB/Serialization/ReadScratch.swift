@@ -34,6 +34,9 @@ final class ReadScratch {
     /// Types known to own their stored name in a database, as (database, type); a few entries.
     private var verified: [(database: UInt64, type: ObjectIdentifier)] = []
 
+    /// `Encodable` values being encoded inside one another on this thread (`ModelEncoder.box`).
+    var encodingDepth = 0
+
     /// The stored classes met by the encodes under way (kept, emptied, between encodes).
     private var encodedClasses: [StoredClass] = []
     /// How many encodes that collect classes are under way on this thread.

@@ -17,12 +17,6 @@ struct DateDecoding: CustomStringConvertible {
     /// Dates as LocalLMDB stores them.
     static var stored: DateDecoding { DateDecoding(kind: .stored) }
 
-    /// Whether this is the stored form (decoding a stored record, not JSON from elsewhere).
-    var isStored: Bool {
-        if case .stored = kind { return true }
-        return false
-    }
-
     private init(kind: Kind) {
         self.kind = kind
     }

@@ -43,6 +43,22 @@ enum ModelCoding {
         }
     }
 
+    /// `error` with `path` before its coding path, for a decoding that started a path of its
+    /// own below `path`; any other error as it is.
+    static func prefixing(_ error: any Error, with path: [any CodingKey]) -> any Error {
+        guard !path.isEmpty, let error = error as? DecodingError else { return error }
+        func context(_ context: DecodingError.Context) -> DecodingError.Context {
+            .init(codingPath: path + context.codingPath, debugDescription: context.debugDescription, underlyingError: context.underlyingError)
+        }
+        switch error {
+        case let .keyNotFound(key, found): return DecodingError.keyNotFound(key, context(found))
+        case let .valueNotFound(type, found): return DecodingError.valueNotFound(type, context(found))
+        case let .typeMismatch(type, found): return DecodingError.typeMismatch(type, context(found))
+        case let .dataCorrupted(found): return DecodingError.dataCorrupted(context(found))
+        @unknown default: return error
+        }
+    }
+
     /// What the JSON value at `offset` is, for error messages.
     static func kind(at offset: Int, in scanner: JSONScanner) -> String {
         switch scanner.byte(at: offset) {

@@ -13,17 +13,26 @@ final class ModelDecoder: Decoder {
     let value: EncodedObject
     let codingPath: [any CodingKey]
     let dates: DateDecoding
+    /// Decoding JSON from elsewhere: member names are keys as they are (no `FieldKey` mapping,
+    /// and a member `object` is a field like any other).
+    let foreign: Bool
     /// The data object reading the top-level object (a stored record's), whose member cursor the
     /// keyed container uses; nil below the top.
     private let fields: DataObject?
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, fields: DataObject? = nil) {
+    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, fields: DataObject? = nil) {
         self.value = value
         self.codingPath = codingPath
         self.dates = dates
+        self.foreign = foreign
         self.fields = fields
+    }
+
+    /// A decoder for the value at `offset`, with this one's settings.
+    func nested(at offset: Int, path: [any CodingKey]) -> ModelDecoder {
+        ModelDecoder(value: value.nestedObject(at: offset), codingPath: path, dates: dates, foreign: foreign)
     }
 
     /// A stored model: `type` decoded from the object `dataObject` reads.
@@ -74,7 +83,7 @@ final class ModelDecoder: Decoder {
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, path())
         }
-        return try type.init(from: ModelDecoder(value: value.nestedObject(at: offset), codingPath: path(), dates: dates))
+        return try type.init(from: nested(at: offset, path: path()))
     }
 
     /// The value kinds stored in a form of their own (`CodableValues.swift`).
@@ -99,6 +108,10 @@ final class ModelDecoder: Decoder {
     /// hand-written models' nested objects are (see `ObjectDecoding`).
     private func nestedModel<T>(_ requested: any Persistable.Type, as type: T.Type, at offset: Int, _ path: [any CodingKey]) throws -> T {
         guard scanner.byte(at: offset) == UInt8(ascii: "{") else { throw mismatch(T.self, at: offset, path) }
+        if foreign, let decodable = requested as? any Decodable.Type {
+            // JSON from elsewhere: no class names to resolve, and its own date format.
+            if let restored = try decodable.init(from: nested(at: offset, path: path)) as? T { return restored }
+        }
         let object = value.nestedObject(at: offset)
         var restoreAs = requested
         if let storedName = object.className {
@@ -115,12 +128,15 @@ final class ModelDecoder: Decoder {
                 }
             }
         }
-        if !dates.isStored, let decodable = restoreAs as? any Decodable.Type {
-            // JSON from elsewhere: decoded with its own date format, not as a stored record.
-            if let restored = try decodable.init(from: ModelDecoder(value: object, codingPath: path, dates: dates)) as? T { return restored }
-        }
         var spare: DataObject?
-        guard let restored = try DataObject.restore(restoreAs, from: object, spare: &spare) as? T else {
+        let restored: any Persistable
+        do {
+            restored = try DataObject.restore(restoreAs, from: object, spare: &spare)
+        } catch {
+            // The model's own decoding started a path of its own: put it below this one.
+            throw ModelCoding.prefixing(error, with: path)
+        }
+        guard let restored = restored as? T else {
             let scratch = ReadScratch.current
             let failure = ObjectDecoding.Failure.mismatch(requested: TypeRegistry.name(of: requested), stored: object.className ?? "")
             if scratch.isReading, scratch.failure == nil { scratch.failure = failure }
@@ -153,18 +169,22 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
             let member = scanner.member(at: offset)
             let raw = scanner.bytes(member.key)
             let name = member.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
-            if name != DataObject.classNameKey, let key = Key(stringValue: FieldKey.field(fromStored: name)) { keys.append(key) }
+            if decoder.foreign {
+                if let key = Key(stringValue: name) { keys.append(key) }
+            } else if name != DataObject.classNameKey, let key = Key(stringValue: FieldKey.field(fromStored: name)) {
+                keys.append(key)
+            }
             next = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
         }
         return keys
     }
 
     func contains(_ key: Key) -> Bool {
-        fields.member(key.stringValue, [], in: object) != nil
+        fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) != nil
     }
 
     private func member(_ key: Key) throws -> Int {
-        guard let member = fields.member(key.stringValue, [], in: object) else {
+        guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field '\(key.stringValue)'"))
         }
         return member.value
@@ -181,7 +201,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// nil when the field is missing or `null`.
     @inline(__always)
     private func readIfPresent<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V? {
-        guard let member = fields.member(key.stringValue, [], in: object),
+        guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
               object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
         let (value, end) = try decoder.scalar(V.self, at: member.value, codingPath + [key], read)
         fields.didRead(upTo: end, in: object)
@@ -217,7 +237,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(key, Int.read) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        guard let member = fields.member(key.stringValue, [], in: object),
+        guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
               object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
         return try decoder.decode(type, at: member.value, path: codingPath + [key])
     }
@@ -239,13 +259,13 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func nestedDecoder(_ key: Key) throws -> ModelDecoder {
-        ModelDecoder(value: object.nestedObject(at: try member(key)), codingPath: codingPath + [key], dates: decoder.dates)
+        ModelDecoder(value: object.nestedObject(at: try member(key)), codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
     }
 
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
     private func superDecoder(key: any CodingKey) throws -> any Decoder {
-        let value = fields.member(key.stringValue, [], in: object).map { object.nestedObject(at: $0.value) } ?? EncodedObject.null
-        return ModelDecoder(value: value, codingPath: codingPath + [key], dates: decoder.dates)
+        let value = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign).map { object.nestedObject(at: $0.value) } ?? EncodedObject.null
+        return ModelDecoder(value: value, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
     }
 }
 
@@ -324,7 +344,7 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
 
     private mutating func nestedDecoder(_ type: Any.Type) throws -> ModelDecoder {
         let offset = try element(type)
-        let nested = ModelDecoder(value: decoder.value.nestedObject(at: offset), codingPath: codingPath + [indexKey], dates: decoder.dates)
+        let nested = decoder.nested(at: offset, path: codingPath + [indexKey])
         advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
         return nested
     }

@@ -50,6 +50,17 @@ final class ModelEncoder: Encoder {
     /// The JSON value of `value`, encoded at `key` below this encoder's path.
     func box<T: Encodable>(_ value: T, at key: (any CodingKey)?) throws -> JSONValue {
         if let special = Self.specialValue(value) { return special }
+        // Nothing deeper than a reader accepts is written, so the recursion into `encode(to:)`
+        // stops there too (nested models included: the count is the thread's), long before
+        // the stack could run out.
+        let scratch = ReadScratch.current
+        guard scratch.encodingDepth < JSONValidator.maxDepth else {
+            throw EncodingError.invalidValue(value, .init(
+                codingPath: key.map { codingPath + [$0] } ?? codingPath,
+                debugDescription: "nested deeper than \(JSONValidator.maxDepth) levels"))
+        }
+        scratch.encodingDepth += 1
+        defer { scratch.encodingDepth -= 1 }
         if let model = value as? any Persistable {
             // A nested model is stored as hand-written models store theirs: with its class name.
             return .object(try model._storedFields().fields)

@@ -31,7 +31,7 @@ public enum ModelFactory {
         var next = scanner.firstElement(ofArrayAt: 0)
         var index = 0
         while let offset = next {
-            let decoder = ModelDecoder(value: document.value.nestedObject(at: offset), codingPath: [], dates: dates)
+            let decoder = ModelDecoder(value: document.value.nestedObject(at: offset), codingPath: [], dates: dates, foreign: true)
             do {
                 models.append(try type.init(from: decoder))
             } catch {
@@ -51,7 +51,7 @@ public enum ModelFactory {
     public static func model<T: Decodable>(_ type: T.Type = T.self, fromJSON json: Data, dates: DateFormat = .iso8601) throws(LocalDatabaseError) -> T {
         let document = try Document(json)
         do {
-            return try type.init(from: ModelDecoder(value: document.value, codingPath: [], dates: DateDecoding(dates)))
+            return try type.init(from: ModelDecoder(value: document.value, codingPath: [], dates: DateDecoding(dates), foreign: true))
         } catch {
             let issue = ImportIssue(index: 0, error: error)
             throw .invalidElement(index: 0, path: issue.path, reason: issue.reason)
