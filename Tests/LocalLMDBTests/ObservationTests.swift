@@ -168,6 +168,25 @@ struct ObservationTests {
     /// Commits of another process arrive within the poll interval (50 ms) plus a read. The
     /// consumer runs on a thread of its own, so that other tests keeping the cooperative pool
     /// busy do not delay it; the bound asserted leaves room for a loaded machine.
+    @Test func closingTheDatabaseEndsItsObservationsWithAnError() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory.appendingPathComponent("db"))
+            var iterator = database.observeAll(Note.self).makeAsyncIterator()
+            #expect(try await iterator.next()?.isEmpty == true)
+            let waiting = Task {
+                var iterator = iterator
+                return try await iterator.next()?.count
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            await database.close()
+            let outcome = await waiting.result
+            guard case let .failure(error) = outcome, case .closed? = error as? LocalDatabaseError else {
+                Issue.record("expected closed, got \(outcome)")
+                return
+            }
+        }
+    }
+
     @Test func anotherProcesssCommitsAreObservedPromptly() async throws {
         try await withDatabase { database, directory in
             let arrivals = Collected<(changes: Int, at: Date)>()

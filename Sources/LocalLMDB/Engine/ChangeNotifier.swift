@@ -37,6 +37,12 @@ final class ChangeNotifier: Sendable {
         wake { $0.lastSequence = max($0.lastSequence, sequence) }
     }
 
+    /// Wakes every observer to look again: after a database on this engine closed, so that
+    /// its observers find out (their next read throws `closed`).
+    func wakeAll() {
+        wake()
+    }
+
     private func wake(_ update: (inout State) -> Void = { _ in }) {
         let waiters = state.withLock { state in
             update(&state)

@@ -355,13 +355,16 @@ final class Session: Sendable {
     /// Marks the session closed; false when it already was. Buffered records are dropped: the
     /// transaction they belong to is rolled back.
     private func markClosed() -> Bool {
-        state.withLock { state in
+        let closing = state.withLock { state in
             defer {
                 state.closed = true
                 state.transactionChanged()
             }
             return !state.closed
         }
+        // Observers of this session, waiting for a commit, find out at once.
+        if closing { engine.notifier.wakeAll() }
+        return closing
     }
 
     private func detaching() -> WriterJob<Void> {
