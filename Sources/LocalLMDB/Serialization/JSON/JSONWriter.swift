@@ -92,7 +92,7 @@ struct JSONWriter {
         case let .object(object):
             guard depth < JSONValidator.maxDepth else { return found("nested deeper than \(JSONValidator.maxDepth) levels") }
             for member in object.members {
-                path.append("." + member.key)
+                path.append("." + FieldKey.field(fromStored: member.key))  // Field keys, as the model named them.
                 defer { path.removeLast() }
                 if let failure = failure(in: member.value, depth: depth + 1, path: &path) { return failure }
             }
