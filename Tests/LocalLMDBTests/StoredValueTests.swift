@@ -222,6 +222,69 @@ struct StoredValueTests {
         }
     }
 
+    /// A nil optional: hand-written code stores `null`, synthesized `Codable` code leaves the
+    /// member out; each reads the other's as nil.
+    @Test func nilOptionalsReadAsNilEitherWay() throws {
+        let (hand, codable) = Self.sample()
+        hand.note = nil
+        hand.member = nil
+        var withoutNote = codable
+        withoutNote.note = nil
+        withoutNote.member = nil
+        let handText = try #require(hand.toDataObject().toRawString())
+        #expect(handText.contains(#""note":null"#) && handText.contains(#""member":null"#))
+        let codableText = try #require(try withoutNote._storedFields().toRawString())
+        #expect(!codableText.contains(#""note""#) && !codableText.contains(#""member""#))
+        #expect(try CbCodableTwin._restore(from: DataObject(validating: handText)) == withoutNote)
+        let fromCodable = CbHandTwin(dataObject: DataObject(rawString: codableText))
+        #expect(fromCodable == hand)
+    }
+
+    /// A nested model of an unrelated class, read by a hand-written model with the typed `get`,
+    /// fails the read as `getObjectOptional` does (it is never restored as another class).
+    @Test func aTypedGetOfANestedModelOfAnotherClassFailsTheRead() async throws {
+        final class CbGetsMember: Storable {
+            let member: CbErrMember?
+            let viaGetObject: CbDualModel?
+            init() { (member, viaGetObject) = (nil, nil) }
+            required init(dataObject: DataObject) {
+                member = dataObject.get("member")
+                viaGetObject = dataObject.getObjectOptional("dual", type: CbDualModel.self)
+            }
+            func toDataObject() -> DataObject { DataObject(self) }
+        }
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "other", data: CbErrOther(x: 1)))
+            try await database.write(Record(id: "fine", data: CbRawRecord(#"{"object":"CbGetsMember","member":{"object":"CbErrMember","name":"m"}}"#)))
+            #expect((try await database.read(id: "fine") as CbGetsMember?)?.member?.name == "m")
+            // A nested object without a class name is read as the class asked for.
+            try await database.write(Record(id: "plain", data: CbRawRecord(#"{"object":"CbGetsMember","member":{"name":"p"}}"#)))
+            #expect((try await database.read(id: "plain") as CbGetsMember?)?.member?.name == "p")
+            try await database.write(Record(id: "typed", data: CbRawRecord(#"{"object":"CbGetsMember","member":{"object":"CbErrOther","x":1}}"#)))
+            await expectError({ $0 == .typeMismatch(id: "typed", requested: "CbErrMember", stored: "CbErrOther") }) {
+                _ = try await database.read(id: "typed") as CbGetsMember?
+            }
+            try await database.write(Record(id: "storable", data: CbRawRecord(#"{"object":"CbGetsMember","dual":{"object":"CbErrOther","x":1}}"#)))
+            await expectError({ $0 == .typeMismatch(id: "storable", requested: "CbDualModel", stored: "CbErrOther") }) {
+                _ = try await database.read(id: "storable") as CbGetsMember?
+            }
+        }
+    }
+
+    @Test func aCodableModelRegisteredUnderANameOfItsOwnIsStoredUnderIt() async throws {
+        struct CbRegisteredModel: Codable, Persistable, Equatable {
+            var value: Int
+        }
+        try StoredClasses.register(CbRegisteredModel.self, as: "Registered.Codable.Model")
+        let text = try #require(try CbRegisteredModel(value: 1)._storedFields().toRawString())
+        #expect(text == #"{"object":"Registered.Codable.Model","value":1}"#)
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "r", data: CbRegisteredModel(value: 1)))
+            #expect(try await database.read(id: "r") == CbRegisteredModel(value: 1))
+            #expect(try await database.readIDs(CbRegisteredModel.self) == ["r"])
+        }
+    }
+
     @Test func richerValuesRoundTripThroughAddAndGet() throws {
         let (hand, _) = Self.sample()
         let text = try #require(hand.toDataObject().toRawString())
@@ -232,6 +295,7 @@ struct StoredValueTests {
             .add(key: "i64", value: Int64.min).add(key: "u", value: UInt.max).add(key: "f", value: Float.infinity)
             .add(key: "d", value: Decimal.nan).add(key: "nilUUID", value: nil as UUID?).add(key: "someURL", value: URL(string: "a:b") as URL?)
             .add(key: "dict", value: ["object": Date(timeIntervalSince1970: 0)]).add(key: "set", value: Set([3]))
+            .add(key: "object", value: UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!)
         let again = DataObject(rawString: try #require(object.toRawString()))
         for data in [object, again] {
             #expect(data.get("i64") as Int64? == Int64.min)
@@ -242,6 +306,8 @@ struct StoredValueTests {
             #expect(data.get("someURL") as URL? == URL(string: "a:b"))
             #expect(data.get("dict") as [String: Date]? == ["object": Date(timeIntervalSince1970: 0)])
             #expect(data.get("set") as Set<Int>? == Set([3]))
+            #expect(data.get("object") as UUID? == UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+            #expect(data.className == "CbHandTwin")
         }
         #expect(try #require(object.toRawString()).contains(#""nilUUID":null"#))
     }
