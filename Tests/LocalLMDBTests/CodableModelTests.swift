@@ -257,6 +257,63 @@ struct CbLegacyNew: Codable, Persistable {
     var extra: Int?
 }
 
+/// Fields under keys chosen at run time, at the top level of the record (`object` among them).
+struct CbDynamicModel: Codable, Persistable, Equatable {
+    var values: [String: String]
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(values: [String: String]) { self.values = values }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) { try container.encode(value, forKey: Key(stringValue: key)) }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        var values: [String: String] = [:]
+        // In reverse order of storage, so every lookup walks round the members.
+        for key in container.allKeys.reversed() {
+            guard container.contains(key) else { throw DecodingError.keyNotFound(key, .init(codingPath: [], debugDescription: "contains")) }
+            values[key.stringValue] = try container.decode(String.self, forKey: key)
+        }
+        self.values = values
+    }
+}
+
+/// Reads one more element than an array holds.
+struct CbReadsPastTheEnd: Codable, Persistable {
+    var items: [Int]
+    enum CodingKeys: String, CodingKey { case items }
+    init(items: [Int]) { self.items = items }
+    init(from decoder: any Decoder) throws {
+        var list = try decoder.container(keyedBy: CodingKeys.self).nestedUnkeyedContainer(forKey: .items)
+        var items: [Int] = []
+        for _ in 0...(list.count ?? 0) { items.append(try list.decode(Int.self)) }
+        self.items = items
+    }
+}
+
+struct CbEmptyModel: Codable, Persistable, Equatable {}
+
+enum CbSpaceA {
+    struct CbItem: Codable, Persistable { var a: Int }
+}
+
+enum CbSpaceB {
+    struct CbItem: Codable, Persistable { var b: Int }
+}
+
+struct CbIDModel<ID: RecordIdentifier & Codable & Hashable & Sendable>: Codable, Persistable, Identifiable, Equatable {
+    var id: ID
+}
+
 // MARK: Tests
 
 @Suite("Codable models")
@@ -500,6 +557,62 @@ struct CodableModelTests {
             let big = CbUInt64Keyed(id: .max, text: "big")
             #expect(try await database.write(big))
             #expect(try await database.read(id: "18446744073709551615") == big)
+        }
+    }
+
+    @Test func keysChosenAtRunTimeAreReadInAnyOrder() async throws {
+        let model = CbDynamicModel(values: ["object": "o", "~object": "t", "": "empty", "z": "last", "a": "first", "ключ": "к"])
+        let text = try #require(try model._storedFields().toRawString())
+        #expect(jsonTree(text) == ["object": "CbDynamicModel", "~object": "o", "~~object": "t", "": "empty", "z": "last", "a": "first", "ключ": "к"] as NSDictionary)
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "d", data: model))
+            #expect(try await database.read(id: "d") == model)
+        }
+    }
+
+    @Test func readingPastTheEndOfAnArrayNamesTheElement() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "p", data: CbRawRecord(#"{"object":"CbReadsPastTheEnd","items":[1,2,3]}"#)))
+            let error = await caughtError { _ = try await database.read(id: "p") as CbReadsPastTheEnd? }
+            #expect(error?.decodingFailure?.path == "items[3]", "\(String(describing: error))")
+        }
+    }
+
+    @Test func aModelWithNoFieldsIsJustItsClassName() async throws {
+        #expect(try CbEmptyModel()._storedFields().toRawString() == #"{"object":"CbEmptyModel"}"#)
+        try await withBothFaces { database, sync in
+            try await database.write(contentsOf: [Record(id: "1", data: CbEmptyModel()), Record(id: "2", data: CbEmptyModel())])
+            #expect(try await database.read() == [CbEmptyModel(), CbEmptyModel()])
+            #expect(sync.count(CbEmptyModel.self) == 2)
+        }
+    }
+
+    /// Two `Codable` types with one short name are never merged: the second to be used in a
+    /// database gets `classNameConflict`.
+    @Test func twoCodableTypesWithOneShortNameConflict() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "a", data: CbSpaceA.CbItem(a: 1)))
+            await expectError({ $0.isClassNameConflict }) { try await database.write(Record(id: "b", data: CbSpaceB.CbItem(b: 2))) }
+            await expectError({ $0.isClassNameConflict }) { _ = try await database.read(id: "a") as CbSpaceB.CbItem? }
+            #expect((try await database.read(id: "a") as CbSpaceA.CbItem?)?.a == 1)
+            #expect(try await database.count() == 1)
+        }
+    }
+
+    @Test func everyIdentifierTypeGivesItsRecordID() async throws {
+        try await withBothFaces { database, sync in
+            try await database.write(CbIDModel(id: Int32.min))
+            try await database.write(CbIDModel(id: Int64.max))
+            try await database.write(CbIDModel(id: UInt.max))
+            #expect(sync.write(CbIDModel(id: UInt32.max)))
+            #expect(sync.write(CbIDModel(id: "string-id")))
+            #expect(try await database.read(CbIDModel<Int32>.self, id: .min) == CbIDModel(id: Int32.min))
+            #expect(try await database.read(id: String(Int64.max)) == CbIDModel(id: Int64.max))
+            #expect(sync.read(CbIDModel<UInt>.self, id: .max) == CbIDModel(id: UInt.max))
+            #expect(try await database.read(id: "4294967295") == CbIDModel(id: UInt32.max))
+            #expect(try await database.read(CbIDModel<String>.self, id: "string-id") == CbIDModel(id: "string-id"))
+            #expect("sub-string-id".dropFirst(4).recordID == "string-id")
+            #expect(try await database.count() == 5)
         }
     }
 

@@ -50,6 +50,7 @@ extension UInt64: CbSame {}
 extension UUID: CbSame {}
 extension Data: CbSame {}
 extension URL: CbSame {}
+extension Set: CbSame {}
 
 extension Double: CbSame {
     func same(_ other: Double) -> Bool { bitPattern == other.bitPattern }

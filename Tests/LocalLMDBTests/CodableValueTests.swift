@@ -171,6 +171,9 @@ private let valueCases: [CbValueCase] = [
         [:], ["object": 1, "~object": 2, "~~object": 3, "": 4, "日本": 5, "a\"b\\c": 6, "a.b[0]": 7, "\u{0}": 8, "objec": 9, "xobject": 10],
     ]),
     CbValueCase("[Int: String]", [[:], [0: "zero", -5: "minus five", Int.max: "max", Int.min: "min"]]),
+    CbValueCase("[UUID: Int] (stored as a key, value array)", [[:], [UUID(): 1, UUID(): 2]]),
+    CbValueCase("[Double: String]", [[0.5: "half", -0.0: "minus zero", .infinity: "inf"]]),
+    CbValueCase("Set<String>", [Set<String>(), Set(["a", "object", ""])]),
     CbValueCase("[String: Int?]", [["some": 1, "none": nil]] as [[String: Int?]]),
     CbValueCase("nested struct", [
         CbLine(from: CbPoint(x: 1, y: 2.5, label: nil), to: CbPoint(x: -3, y: .infinity, label: "end"), via: [], object: "line"),
