@@ -544,6 +544,11 @@ struct CodableModelTests {
             #expect(sync.write(contentsOf: [CbIntKeyed(id: 1, text: "x")]) == 1)
             #expect(try await database.count(CbIntKeyed.self) == 3)
 
+            // Later models win over earlier ones with the same id.
+            #expect(try await database.write(contentsOf: [CbIntKeyed(id: 5, text: "first"), CbIntKeyed(id: 5, text: "second")]) == 2)
+            #expect(try await database.read(CbIntKeyed.self, id: 5)?.text == "second")
+            #expect(try await database.count(CbIntKeyed.self) == 4)
+
             // UUID ids: the uuidString.
             let uuid = UUID()
             let keyed = CbUUIDKeyed(id: uuid, text: "u")
