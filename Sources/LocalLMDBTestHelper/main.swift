@@ -26,6 +26,7 @@ import LocalLMDBTestSupport
 //                                    XDG_DATA_HOME), writes a Note, prints the result and lastError
 //   helper write-drawing DIR         writes Circle "c" and Drawing "d" holding a Circle
 //   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
+//   helper write-codable-drawing DIR writes CodableCircle "c" and CodableDrawing "d" holding one
 //   helper write-deep-codable DIR N  writes a Codable model nested N + 1 levels deep through
 //                                    SerializationDatabase on the main thread; prints "written",
 //                                    "unencodable <id> <path length>" or "error <description>"
@@ -187,6 +188,10 @@ do {
     case "write-drawing":
         try await database.write(Record(id: "c", data: Circle(name: "round", radius: 2.5)))
         try await database.write(Record(id: "d", data: Drawing(shape: Circle(name: "inner", radius: 7))))
+        say("done")
+    case "write-codable-drawing":
+        try await database.write(Record(id: "c", data: CodableCircle(name: "round", radius: 2.5)))
+        try await database.write(Record(id: "d", data: CodableDrawing(shapes: [CodableShape(name: "plain"), CodableCircle(name: "inner", radius: 7)])))
         say("done")
     case "write-toolbox":
         try await database.write(Record(id: "h", data: Hammer(label: "claw", weight: 3)))

@@ -30,3 +30,60 @@ public struct CodableDeepChain: Codable, Persistable {
         self.root = root
     }
 }
+
+/// A `Codable` base class whose subclass `CodableCircle` is written by a child process only: a
+/// test reads it in a process that has never used the subclass.
+open class CodableShape: Codable, Persistable {
+    public let name: String
+
+    public init(name: String) {
+        self.name = name
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case name
+    }
+
+    public required init(from decoder: any Decoder) throws {
+        name = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .name)
+    }
+
+    open func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+    }
+}
+
+public final class CodableCircle: CodableShape {
+    public let radius: Double
+
+    public init(name: String, radius: Double) {
+        self.radius = radius
+        super.init(name: name)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case radius
+    }
+
+    public required init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        radius = try container.decode(Double.self, forKey: .radius)
+        try super.init(from: container.superDecoder())
+    }
+
+    public override func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(radius, forKey: .radius)
+        try super.encode(to: container.superEncoder())
+    }
+}
+
+/// Holds a shape, nested with its class name.
+public struct CodableDrawing: Codable, Persistable {
+    public var shapes: [CodableShape]
+
+    public init(shapes: [CodableShape]) {
+        self.shapes = shapes
+    }
+}

@@ -387,6 +387,25 @@ struct CodableModelTests {
         }
     }
 
+    /// A subclass this process has never used, written by another process, is found by the
+    /// database's record of its type and restored whole, alone and nested.
+    @Test func aCodableSubclassWrittenByAnotherProcessIsRestoredWhole() async throws {
+        try await withDatabase { database, directory in
+            #expect(try await database.count() == 0)  // open before the other process writes
+            #expect(try runHelper(["write-codable-drawing", directory.path]).lines == ["done"])
+            let shape = try #require(try await database.read(id: "c") as CodableShape?)
+            #expect(String(describing: type(of: shape)) == "CodableCircle" && shape.name == "round")
+            #expect((shape as? CodableCircle)?.radius == 2.5)
+            let drawing = try #require(try await database.read(id: "d") as CodableDrawing?)
+            #expect(drawing.shapes.map { String(describing: type(of: $0)) } == ["CodableShape", "CodableCircle"])
+            #expect((drawing.shapes.last as? CodableCircle)?.radius == 7)
+            // Written back, the nested subclass keeps its fields.
+            try await database.write(Record(id: "d", data: drawing))
+            let again = try #require(try await database.read(id: "d") as CodableDrawing?)
+            #expect((again.shapes.last as? CodableCircle)?.radius == 7)
+        }
+    }
+
     @Test func nestedModelsKeepTheirClasses() async throws {
         let drawing = CbDrawing(
             title: "d", main: CbCircle(name: "main", radius: 1), shapes: [CbSquare(name: "s", side: 2), CbShape(name: "p"), CbCircle(name: "c", radius: 3)],
@@ -491,6 +510,16 @@ struct CodableModelTests {
             try await database.rollbackTransaction()
             #expect(try await database.read(id: "bob") as CbPerson? == nil)
             #expect(try await database.read(id: "ada") == Self.ada)
+
+            // A class first written inside a transaction, nested: resolved inside it, gone with it.
+            try await database.startTransaction()
+            let drawing = CbDrawing(title: "t", main: CbSquare(name: "s", side: 1), shapes: [CbCircle(name: "c", radius: 2)], optionalShape: nil, byName: [:])
+            try await database.write(Record(id: "drawing", data: drawing))
+            let inside = try #require(try await database.read(id: "drawing") as CbDrawing?)
+            #expect((inside.shapes.first as? CbCircle)?.radius == 2 && (inside.main as? CbSquare)?.side == 1)
+            try await database.rollbackTransaction()
+            #expect(try await database.read(id: "drawing") as CbDrawing? == nil)
+            #expect(try await database.count() == 1)
 
             try await database.startTransaction()
             try await database.write(contentsOf: [Record(id: "bob", data: Self.bob), Record(id: "ada", data: older)])
