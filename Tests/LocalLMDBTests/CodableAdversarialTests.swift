@@ -233,6 +233,30 @@ struct CodableAdversarialTests {
         }
     }
 
+    /// Classes first met concurrently (nested subclasses each task writes into a fresh
+    /// database) are claimed once and resolved by every reader.
+    @Test func nestedClassesFirstWrittenByManyTasksAtOnce() async throws {
+        try await withBothFaces { database, sync in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        let shapes: [CbShape] = [CbCircle(name: "c\(task)", radius: Double(task)), CbSquare(name: "s\(task)", side: task), CbShape(name: "p")]
+                        let drawing = CbDrawing(title: "\(task)", main: shapes[task % 3], shapes: shapes, optionalShape: nil, byName: ["k": shapes[0]])
+                        try await database.write(Record(id: "d\(task)", data: drawing))
+                        let read = try #require(try await database.read(id: "d\(task)") as CbDrawing?)
+                        #expect(read.shapes.map { String(describing: type(of: $0)) } == ["CbCircle", "CbSquare", "CbShape"])
+                        #expect((read.byName["k"] as? CbCircle)?.radius == Double(task))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let all: [CbDrawing] = try await database.read()
+            #expect(all.count == 8 && all.allSatisfy { ($0.shapes[1] as? CbSquare)?.side == Int($0.title) })
+            #expect((sync.read() as [CbDrawing]).count == 8)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
     @Test func manyThreadsUseTheSynchronousFaceAtOnce() async throws {
         try await withTemporaryDirectory { directory in
             let database = try SerializationDatabase(directory: directory)
