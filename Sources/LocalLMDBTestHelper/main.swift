@@ -26,6 +26,10 @@ import LocalLMDBTestSupport
 //                                    XDG_DATA_HOME), writes a Note, prints the result and lastError
 //   helper write-drawing DIR         writes Circle "c" and Drawing "d" holding a Circle
 //   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
+//   helper write-codable-drawing DIR writes CodableCircle "c" and CodableDrawing "d" holding one
+//   helper write-deep-codable DIR N  writes a Codable model nested N + 1 levels deep through
+//                                    SerializationDatabase on the main thread; prints "written",
+//                                    "unencodable <id> <path length>" or "error <description>"
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -101,6 +105,24 @@ case "stale-readers":
     mdb_reader_check(env, &cleared)
     say(String(cleared))
     exit(0)
+case "write-deep-codable":
+    guard arguments.count > 3, let length = Int(arguments[3]) else { fail("write-deep-codable needs N") }
+    // Kept for the life of the process: releasing a chain this long recurses once per link.
+    let chain = Unmanaged.passRetained(CodableChainLink.chain(length: length)).takeUnretainedValue()
+    let database: SerializationDatabase
+    do {
+        database = try SerializationDatabase(directory: directory)
+    } catch {
+        fail("error: \(error)")
+    }
+    if database.write(Record(id: "deep", data: CodableDeepChain(root: chain))) {
+        say("written")
+    } else if case let .unencodableValue(id, path, _)? = database.lastError {
+        say("unencodable \(id) \(path.count)")
+    } else {
+        say("error \(database.lastError.map { "\($0)" } ?? "none")")
+    }
+    exit(0)
 default:
     break
 }
@@ -166,6 +188,10 @@ do {
     case "write-drawing":
         try await database.write(Record(id: "c", data: Circle(name: "round", radius: 2.5)))
         try await database.write(Record(id: "d", data: Drawing(shape: Circle(name: "inner", radius: 7))))
+        say("done")
+    case "write-codable-drawing":
+        try await database.write(Record(id: "c", data: CodableCircle(name: "round", radius: 2.5)))
+        try await database.write(Record(id: "d", data: CodableDrawing(shapes: [CodableShape(name: "plain"), CodableCircle(name: "inner", radius: 7)])))
         say("done")
     case "write-toolbox":
         try await database.write(Record(id: "h", data: Hammer(label: "claw", weight: 3)))

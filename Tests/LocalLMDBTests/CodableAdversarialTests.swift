@@ -1,0 +1,279 @@
+import Foundation
+@testable import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+struct CbHuge: Codable, Persistable {
+    var ints: [Int]
+    var strings: [String]
+    var optionals: [Double?]
+    var points: [CbPoint]
+}
+
+struct CbWide: Codable, Persistable, Equatable {
+    var fields: [String: Int]
+    var nested: [String: [String: String]]
+}
+
+/// One link of a chain of nested objects.
+final class CbLink: Codable {
+    let next: CbLink?
+    init(length: Int) {
+        next = length > 1 ? CbLink(length: length - 1) : nil
+    }
+    var length: Int {
+        var count = 1
+        var link = self
+        while let next = link.next {
+            count += 1
+            link = next
+        }
+        return count
+    }
+}
+
+/// A chain `length` links long under the record's object: nested `length + 1` levels deep.
+struct CbDeepChain: Codable, Persistable {
+    var root: CbLink
+}
+
+/// Arrays nested in arrays.
+indirect enum CbNest: Codable, Equatable {
+    case leaf(Int)
+    case list([CbNest])
+
+    static func depth(_ levels: Int) -> CbNest {
+        var value = CbNest.leaf(levels)
+        for _ in 0..<levels { value = .list([value]) }
+        return value
+    }
+}
+
+struct CbDeepArrays: Codable, Persistable, Equatable {
+    var nest: [Int]
+    var value: CbNest
+}
+
+/// A chain of models, each nested as a model of its own (with its class name).
+final class CbModelLink: Codable, Persistable {
+    let next: CbModelLink?
+    init(length: Int) {
+        next = length > 1 ? CbModelLink(length: length - 1) : nil
+    }
+    var length: Int {
+        var count = 1
+        var link = self
+        while let next = link.next {
+            count += 1
+            link = next
+        }
+        return count
+    }
+}
+
+struct CbConcurrent: Codable, Persistable, Equatable, Identifiable {
+    var id: String
+    var task: Int
+    var index: Int
+    var payload: [String: Double]
+}
+
+@Suite("Codable models under stress")
+struct CodableAdversarialTests {
+    @Test func hundredThousandElementArraysRoundTrip() async throws {
+        let count = 100_000
+        let huge = CbHuge(
+            ints: (0..<count).map { $0 &* 7_919 - count }, strings: (0..<count).map { "s\($0)" },
+            optionals: (0..<count / 2).map { $0 % 3 == 0 ? nil : Double($0) / 8 }, points: (0..<2_000).map { CbPoint(x: $0, y: 0.5, label: nil) })
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "huge", data: huge))
+            let read = try #require(try await database.read(id: "huge") as CbHuge?)
+            #expect(read.ints == huge.ints)
+            #expect(read.strings == huge.strings)
+            #expect(read.optionals == huge.optionals)
+            #expect(read.points == huge.points)
+        }
+    }
+
+    @Test func wideModelsRoundTrip() async throws {
+        var fields: [String: Int] = [:]
+        for index in 0..<20_000 { fields["field\(index)"] = index }
+        fields["object"] = -1
+        fields["~object"] = -2
+        var nested: [String: [String: String]] = [:]
+        for index in 0..<500 { nested["n\(index)"] = ["a": "\(index)", "object": "o\(index)"] }
+        let wide = CbWide(fields: fields, nested: nested)
+        try await withBothFaces { database, sync in
+            try await database.write(Record(id: "wide", data: wide))
+            #expect(try await database.read(id: "wide") == wide)
+            #expect(sync.read(id: "wide") == wide)
+        }
+    }
+
+    @Test func manyModelsInOneBatch() async throws {
+        let models = (0..<10_000).map { CbConcurrent(id: "m\($0)", task: 0, index: $0, payload: ["v": Double($0)]) }
+        try await withDatabase { database, _ in
+            #expect(try await database.write(contentsOf: models) == models.count)
+            let read: [CbConcurrent] = try await database.read()
+            #expect(read.count == models.count)
+            #expect(Set(read.map(\.index)) == Set(models.map(\.index)))
+            #expect(try await database.count(CbConcurrent.self) == models.count)
+            #expect(try await database.delete(CbConcurrent.self) == models.count)
+        }
+    }
+
+    /// 512 levels is the most any reader accepts; one more is refused at write time, naming
+    /// where, and nothing is written.
+    @Test func nestingIsStoredUpTo512LevelsAndRefusedBeyond() async throws {
+        try await withBothFaces { database, sync in
+            try await database.write(Record(id: "deepest", data: CbDeepChain(root: CbLink(length: 511))))
+            let deepest = try #require(try await database.read(id: "deepest") as CbDeepChain?)
+            #expect(deepest.root.length == 511)
+            #expect((sync.read(id: "deepest") as CbDeepChain?)?.root.length == 511)
+
+            let tooDeep = await caughtError { try await database.write(Record(id: "deep", data: CbDeepChain(root: CbLink(length: 512)))) }
+            let failure = try #require(tooDeep?.unencodable, "\(String(describing: tooDeep))")
+            #expect(failure.id == "deep")
+            #expect(failure.path == "root" + String(repeating: ".next", count: 511), "\(failure.path.prefix(60))…")
+            #expect(!sync.write(Record(id: "deep", data: CbDeepChain(root: CbLink(length: 600)))))
+            #expect(sync.lastError?.unencodable?.id == "deep")
+
+            // Arrays count as levels too. Synthesized enum coding stores `.list(x)` as {"list":{"_0":[x]}}
+            // (3 levels) and `.leaf(n)` as {"leaf":{"_0":n}} (2): under the record's object, L lists
+            // and a leaf reach 1 + 3L + 2 levels, 510 for L = 169 and 513 for L = 170.
+            let arrays = CbDeepArrays(nest: [], value: .depth(169))
+            try await database.write(Record(id: "arrays", data: arrays))
+            #expect(try await database.read(id: "arrays") == arrays)
+            await expectError({ $0.unencodable?.id == "arrays2" }) {
+                try await database.write(Record(id: "arrays2", data: CbDeepArrays(nest: [], value: .depth(170))))
+            }
+            // In a batch, nothing is written.
+            await expectError({ $0.unencodable?.id == "b2" }) {
+                try await database.write(contentsOf: [
+                    Record(id: "b1", data: CbDeepChain(root: CbLink(length: 3))), Record(id: "b2", data: CbDeepChain(root: CbLink(length: 1000))),
+                ])
+            }
+            #expect(try await database.readIDs(CbDeepChain.self) == ["deepest"])
+            #expect(try await database.count() == 2)
+        }
+    }
+
+    /// Well beyond the limit: an error, not a crash. (A few thousand levels: the encoder
+    /// recurses through the whole value, so far deeper values overflow the stack; see
+    /// `nestingTensOfThousandsDeepIsAnErrorNotAStackOverflow`.)
+    @Test func nestingFarBeyondTheLimitIsAnErrorNotACrash() async throws {
+        try await withDatabase { (database, _) async throws in
+            for length in [1_000, 2_000] {
+                await expectError({ $0.unencodable?.id == "far" }) {
+                    try await database.write(Record(id: "far", data: CbDeepChain(root: CbLink(length: length))))
+                }
+            }
+            await expectError({ $0.unencodable?.id == "models" }) {
+                try await database.write(Record(id: "models", data: CbModelLink(length: 2_000)))
+            }
+            #expect(try await database.count() == 0)
+        }
+    }
+
+    /// Much further, in a child process (a stack overflow would end the process that runs it):
+    /// the encoder must stop at the limit rather than recurse through the whole value.
+    @Test func nestingTensOfThousandsDeepIsAnErrorNotAStackOverflow() async throws {
+        try await withTemporaryDirectory { directory in
+            let (status, lines) = try runHelper(["write-deep-codable", directory.path, "100000"], environment: ["SWIFT_BACKTRACE": "enable=no"])
+            // The limit itself, the same way: refused, naming the path ("root" and 511 × ".next").
+            let (limitStatus, limitLines) = try runHelper(["write-deep-codable", directory.path, "512"])
+            #expect(limitStatus == 0 && limitLines == ["unencodable deep \(4 + 511 * 5)"], "\(limitLines)")
+            withKnownIssue("ModelEncoder recurses through the whole value before the 512-level limit is applied: the stack overflows") {
+                #expect(status == 0 && lines.first?.hasPrefix("unencodable deep ") == true, "status \(status), output \(lines)")
+            }
+            // Nothing was written either way.
+            let database = try LocalDatabase(directory: directory)
+            #expect(try await database.count() == 0)
+        }
+    }
+
+    @Test func nestedModelsAreStoredUpTo512LevelsToo() async throws {
+        try await withDatabase { (database, _) async throws in
+            try await database.write(Record(id: "ok", data: CbModelLink(length: 512)))
+            #expect((try await database.read(id: "ok") as CbModelLink?)?.length == 512)
+            await expectError({ $0.unencodable?.id == "deep" }) {
+                try await database.write(Record(id: "deep", data: CbModelLink(length: 513)))
+            }
+        }
+    }
+
+    @Test func manyTasksWriteAndReadAtOnce() async throws {
+        try await withDatabase { database, _ in
+            let tasks = 8
+            let perTask = 40
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<tasks {
+                    group.addTask {
+                        for index in 0..<perTask {
+                            let model = CbConcurrent(id: "t\(task)-\(index)", task: task, index: index, payload: ["i": Double(index), "object": .nan])
+                            if index % 10 == 0 {
+                                try await database.write(contentsOf: [model])
+                            } else {
+                                try await database.write(model)
+                            }
+                            let read = try #require(try await database.read(CbConcurrent.self, id: model.id))
+                            #expect(read.task == task && read.index == index && read.payload["object"]?.isNaN == true)
+                            if index % 8 == 0 {
+                                let all: [CbConcurrent] = try await database.read()
+                                #expect(all.contains { $0.id == model.id })
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await database.count(CbConcurrent.self) == tasks * perTask)
+            let all: [CbConcurrent] = try await database.read()
+            #expect(Set(all.map(\.id)).count == tasks * perTask)
+        }
+    }
+
+    /// Classes first met concurrently (nested subclasses each task writes into a fresh
+    /// database) are claimed once and resolved by every reader.
+    @Test func nestedClassesFirstWrittenByManyTasksAtOnce() async throws {
+        try await withBothFaces { database, sync in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        let shapes: [CbShape] = [CbCircle(name: "c\(task)", radius: Double(task)), CbSquare(name: "s\(task)", side: task), CbShape(name: "p")]
+                        let drawing = CbDrawing(title: "\(task)", main: shapes[task % 3], shapes: shapes, optionalShape: nil, byName: ["k": shapes[0]])
+                        try await database.write(Record(id: "d\(task)", data: drawing))
+                        let read = try #require(try await database.read(id: "d\(task)") as CbDrawing?)
+                        #expect(read.shapes.map { String(describing: type(of: $0)) } == ["CbCircle", "CbSquare", "CbShape"])
+                        #expect((read.byName["k"] as? CbCircle)?.radius == Double(task))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let all: [CbDrawing] = try await database.read()
+            #expect(all.count == 8 && all.allSatisfy { ($0.shapes[1] as? CbSquare)?.side == Int($0.title) })
+            #expect((sync.read() as [CbDrawing]).count == 8)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @Test func manyThreadsUseTheSynchronousFaceAtOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try SerializationDatabase(directory: directory)
+            let threads = 8
+            let perThread = 30
+            let failures = Locked(0)
+            DispatchQueue.concurrentPerform(iterations: threads) { thread in
+                for index in 0..<perThread {
+                    let model = CbConcurrent(id: "s\(thread)-\(index)", task: thread, index: index, payload: [:])
+                    let written = database.write(model)
+                    let read = database.read(CbConcurrent.self, id: model.id)
+                    if !written || read != model { failures.withLock { $0 += 1 } }
+                }
+            }
+            #expect(failures.withLock { $0 } == 0)
+            #expect(database.count(CbConcurrent.self) == threads * perThread)
+            #expect(database.lastError == nil)
+        }
+    }
+}
