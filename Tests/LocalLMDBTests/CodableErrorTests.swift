@@ -260,16 +260,12 @@ struct CodableErrorTests {
             let error = await caughtError { _ = try await database.read(id: "t") as CbErrTeam? }
             #expect(error?.decodingFailure?.id == "t" && error?.decodingFailure?.className == "CbErrTeam")
             #expect(error?.decodingFailure?.path.hasSuffix("name") == true)
-            withKnownIssue("a nested model (Persistable) is decoded with a coding path of its own: the path is relative to it") {
-                #expect(error?.decodingFailure?.path == "lead.name", "\(String(describing: error))")
-            }
+            #expect(error?.decodingFailure?.path == "lead.name", "\(String(describing: error))")
             let json = #"{"object":"CbErrTeam","lead":{"object":"CbErrMember","name":"l"},"members":[{"object":"CbErrMember","name":"a"},{"object":"CbErrMember"}]}"#
             try await database.write(Record(id: "m", data: CbRawRecord(json)))
             let memberError = await caughtError { _ = try await database.read(id: "m") as CbErrTeam? }
             #expect(memberError?.decodingFailure?.id == "m")
-            withKnownIssue("a nested model (Persistable) is decoded with a coding path of its own: the path is relative to it") {
-                #expect(memberError?.decodingFailure?.path == "members[1].name", "\(String(describing: memberError))")
-            }
+            #expect(memberError?.decodingFailure?.path == "members[1].name", "\(String(describing: memberError))")
         }
     }
 
@@ -364,9 +360,7 @@ struct CodableErrorTests {
             #expect(plain?.unencodable?.path == "inner", "\(String(describing: plain))")
             let model = await caughtError { try await database.write(Record(id: "m", data: CbHoldsBadInnerModel(inner: CbBadInnerModel(x: 1)))) }
             #expect(model?.unencodable?.reason == "inner model refused", "\(String(describing: model))")
-            withKnownIssue("a nested model (Persistable) is encoded with a coding path of its own: the path is relative to it") {
-                #expect(model?.unencodable?.path == "inner", "\(String(describing: model))")
-            }
+            #expect(model?.unencodable?.path == "inner", "\(String(describing: model))")
             #expect(try await database.count() == 0)
         }
     }
@@ -402,9 +396,7 @@ struct CodableErrorTests {
             #expect(read?.decodingFailure?.path == "object", "\(String(describing: read))")
             let write = await caughtError { try await database.write(Record(id: "w", data: CbObjectDate(object: Date(timeIntervalSince1970: .infinity)))) }
             #expect(write?.unencodable?.id == "w")
-            withKnownIssue("unencodableValue paths are built from stored member names, so a field named `object` is reported as `~object`") {
-                #expect(write?.unencodable?.path == "object", "\(String(describing: write))")
-            }
+            #expect(write?.unencodable?.path == "object", "\(String(describing: write))")
         }
     }
 

@@ -216,20 +216,14 @@ struct ModelFactoryTests {
     @Test func aForeignMemberNamedObjectIsAnOrdinaryField() async throws {
         let data = json(#"[{"id":"cus_1","object":"customer","counts":{"object":1,"b":2}}]"#)
         let result = try ModelFactory.models(CbForeignResource.self, fromJSONArray: data)
-        withKnownIssue("ModelFactory looks up a property named `object` as the stored spelling `~object`, and drops `object` keys of dictionaries") {
-            #expect(result.skipped.isEmpty, "\(result.skipped)")
-            #expect(result.models == [CbForeignResource(id: "cus_1", object: "customer", counts: ["object": 1, "b": 2])])
-        }
+        #expect(result.skipped.isEmpty, "\(result.skipped)")
+        #expect(result.models == [CbForeignResource(id: "cus_1", object: "customer", counts: ["object": 1, "b": 2])])
         struct CbForeignCounts: Decodable, Equatable {
             var counts: [String: Int]
         }
         let counts = try ModelFactory.models(CbForeignCounts.self, fromJSONArray: json(#"[{"counts":{"object":1,"b":2}}]"#))
-        withKnownIssue("ModelFactory drops a dictionary's key `object` (taken for a class name)") {
-            #expect(counts.models == [CbForeignCounts(counts: ["object": 1, "b": 2])], "\(counts.models)")
-        }
+        #expect(counts.models == [CbForeignCounts(counts: ["object": 1, "b": 2])], "\(counts.models)")
         let tilde = try ModelFactory.models(CbForeignResource.self, fromJSONArray: json(#"[{"id":"x","~object":"tilde","counts":{"~object":1}}]"#))
-        withKnownIssue("ModelFactory reads the foreign member `~object` as the field `object`") {
-            #expect(tilde.models.isEmpty && tilde.skipped.first?.path == "object", "\(tilde.models)")
-        }
+        #expect(tilde.models.isEmpty && tilde.skipped.first?.path == "object", "\(tilde.models)")
     }
 }

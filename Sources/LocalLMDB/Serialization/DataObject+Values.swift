@@ -36,6 +36,7 @@ extension DataObject {
         let object = encodedStorage
         guard let member = member(key, legacyKeys, in: object) else { return nil }
         let decoder = ModelDecoder(value: object, codingPath: [], dates: .stored)
+        defer { decoder.end() }  // The bytes may be borrowed: nothing may read them later.
         return try? decoder.decode(T.self, at: member.value, path: [ModelKey(stringValue: key)])
     }
 

@@ -19,7 +19,21 @@ import Foundation
 extension Float {
     /// The shortest text that reads back as this `Float`; NaN and the infinities as strings.
     var jsonValue: JSONValue {
-        isFinite ? .number(description) : .double(Double(self))
+        if isFinite { return .number(description) }
+        // A NaN's bits are moved, not converted: a conversion would quiet a signalling NaN.
+        return .double(isNaN ? nanAsDouble : Double(self))
+    }
+
+    /// This NaN as the `Double` NaN with the same sign, signalling bit and payload.
+    var nanAsDouble: Double {
+        Double(sign: sign, exponentBitPattern: 0x7FF, significandBitPattern: UInt64(significandBitPattern) << 29)
+    }
+
+    /// The `Float` NaN with `nan`'s sign, signalling bit and payload (the bits a `Float` holds).
+    init(nanBitsOf nan: Double) {
+        var significand = UInt32(truncatingIfNeeded: nan.significandBitPattern >> 29)
+        if significand == 0 { significand = 1 << 22 }  // A payload only in bits a Float lacks: a quiet NaN.
+        self.init(sign: nan.sign, exponentBitPattern: 0xFF, significandBitPattern: significand)
     }
 }
 
@@ -69,7 +83,7 @@ enum ValueReading {
             return (value, end)
         }
         guard let (double, end) = Double.read(scanner, at: offset), !double.isFinite else { return nil }
-        return (Float(double), end)
+        return (double.isNaN ? Float(nanBitsOf: double) : Float(double), end)
     }
 
     static func decimal(_ scanner: JSONScanner, at offset: Int) -> (value: Decimal, end: Int)? {

@@ -43,9 +43,13 @@ enum ModelCoding {
         }
     }
 
-    /// `error` with `path` before its coding path, for a decoding that started a path of its
-    /// own below `path`; any other error as it is.
+    /// `error` with `path` before its coding path, for an encoding or decoding that started a
+    /// path of its own below `path`; any other error as it is.
     static func prefixing(_ error: any Error, with path: [any CodingKey]) -> any Error {
+        if !path.isEmpty, case let EncodingError.invalidValue(value, found) = error {
+            return EncodingError.invalidValue(value, .init(
+                codingPath: path + found.codingPath, debugDescription: found.debugDescription, underlyingError: found.underlyingError))
+        }
         guard !path.isEmpty, let error = error as? DecodingError else { return error }
         func context(_ context: DecodingError.Context) -> DecodingError.Context {
             .init(codingPath: path + context.codingPath, debugDescription: context.debugDescription, underlyingError: context.underlyingError)

@@ -19,6 +19,12 @@ final class ModelDecoder: Decoder {
     /// The data object reading the top-level object (a stored record's), whose member cursor the
     /// keyed container uses; nil below the top.
     private let fields: DataObject?
+    /// The decoder this one was made below; nil for the top one.
+    private let root: ModelDecoder?
+    /// Set on the top decoder when the decoding it began is over: the bytes it reads may be
+    /// LMDB's map, valid only during the read, so a decoder or container kept past `init(from:)`
+    /// refuses to read rather than read what those bytes hold by then.
+    private var ended = false
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -28,34 +34,69 @@ final class ModelDecoder: Decoder {
         self.dates = dates
         self.foreign = foreign
         self.fields = fields
+        root = nil
+    }
+
+    private init(value: EncodedObject, codingPath: [any CodingKey], below parent: ModelDecoder) {
+        self.value = value
+        self.codingPath = codingPath
+        dates = parent.dates
+        foreign = parent.foreign
+        fields = nil
+        root = parent.root ?? parent
     }
 
     /// A decoder for the value at `offset`, with this one's settings.
     func nested(at offset: Int, path: [any CodingKey]) -> ModelDecoder {
-        ModelDecoder(value: value.nestedObject(at: offset), codingPath: path, dates: dates, foreign: foreign)
+        ModelDecoder(value: value.nestedObject(at: offset), codingPath: path, below: self)
     }
+
+    /// `type` decoded by its `init(from:)` from this decoder, which ends with it (see `ended`).
+    func decodeAndEnd<T: Decodable>(_ type: T.Type) throws -> T {
+        defer { end() }
+        return try type.init(from: self)
+    }
+
+    /// Ends the decoding this top decoder began (see `ended`).
+    func end() {
+        ended = true
+    }
+
+    /// Throws once the decoding this decoder belongs to is over.
+    @inline(__always)
+    func checkLive() throws {
+        if (root ?? self).ended {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: codingPath, debugDescription: "a decoder or container was used after init(from:) returned"))
+        }
+    }
+
+    var isLive: Bool { !(root ?? self).ended }
 
     /// A stored model: `type` decoded from the object `dataObject` reads.
     static func decode<T: Decodable>(_ type: T.Type, from dataObject: DataObject, dates: DateDecoding = .stored) throws -> T {
         let decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, fields: dataObject)
-        return try type.init(from: decoder)
+        return try decoder.decodeAndEnd(type)
     }
 
     var scanner: JSONScanner { value.scanner }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        try checkLive()
         if let fields { return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: fields)) }
         guard scanner.byte(at: 0) == UInt8(ascii: "{") else { throw mismatch([String: Any].self, at: 0, codingPath) }
         return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: DataObject(encoded: value)))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try checkLive()
         guard scanner.byte(at: 0) == UInt8(ascii: "[") else { throw mismatch([Any].self, at: 0, codingPath) }
         return ModelUnkeyedDecoding(decoder: self)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        ModelSingleValueDecoding(decoder: self)
+        try checkLive()
+        return ModelSingleValueDecoding(decoder: self)
     }
 
     // MARK: Values
@@ -79,6 +120,7 @@ final class ModelDecoder: Decoder {
     /// `type` decoded from the value at `offset`, whose coding path is `path`.
     /// (`path` is made only when needed: for a nested decoder, or an error.)
     func decode<T: Decodable>(_ type: T.Type, at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> T {
+        try checkLive()
         if let special = try specialValue(type, at: offset, path()) { return special }
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, path())
@@ -162,6 +204,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     /// Every member but the class name, by field key (`FieldKey` undone).
     var allKeys: [Key] {
+        guard decoder.isLive else { return [] }
         let scanner = object.scanner
         var keys: [Key] = []
         var next = scanner.firstMember(ofObjectAt: 0)
@@ -180,10 +223,12 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func contains(_ key: Key) -> Bool {
-        fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) != nil
+        guard decoder.isLive else { return false }
+        return fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) != nil
     }
 
     private func member(_ key: Key) throws -> Int {
+        try decoder.checkLive()
         guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field '\(key.stringValue)'"))
         }
@@ -201,6 +246,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// nil when the field is missing or `null`.
     @inline(__always)
     private func readIfPresent<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V? {
+        try decoder.checkLive()
         guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
               object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
         let (value, end) = try decoder.scalar(V.self, at: member.value, codingPath + [key], read)
@@ -237,6 +283,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(key, Int.read) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try decoder.checkLive()
         guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
               object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
         return try decoder.decode(type, at: member.value, path: codingPath + [key])
@@ -259,13 +306,16 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func nestedDecoder(_ key: Key) throws -> ModelDecoder {
-        ModelDecoder(value: object.nestedObject(at: try member(key)), codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
+        decoder.nested(at: try member(key), path: codingPath + [key])
     }
 
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
     private func superDecoder(key: any CodingKey) throws -> any Decoder {
-        let value = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign).map { object.nestedObject(at: $0.value) } ?? EncodedObject.null
-        return ModelDecoder(value: value, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
+        try decoder.checkLive()
+        guard let found = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) else {
+            return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
+        }
+        return decoder.nested(at: found.value, path: codingPath + [key])
     }
 }
 
@@ -295,6 +345,7 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
     private var indexKey: ModelKey { ModelKey(intValue: currentIndex) }
 
     private func element(_ type: Any.Type) throws -> Int {
+        try decoder.checkLive()
         guard let next else {
             throw DecodingError.valueNotFound(type, .init(codingPath: codingPath + [indexKey], debugDescription: "the array has no more elements"))
         }
@@ -367,10 +418,11 @@ struct ModelSingleValueDecoding: SingleValueDecodingContainer {
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     private func read<V>(_ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V {
-        try decoder.scalar(V.self, at: 0, codingPath, read).value
+        try decoder.checkLive()
+        return try decoder.scalar(V.self, at: 0, codingPath, read).value
     }
 
-    func decodeNil() -> Bool { decoder.scanner.byte(at: 0) == UInt8(ascii: "n") }
+    func decodeNil() -> Bool { decoder.isLive && decoder.scanner.byte(at: 0) == UInt8(ascii: "n") }
     func decode(_ type: Bool.Type) throws -> Bool { try read(Bool.read) }
     func decode(_ type: String.Type) throws -> String { try read(String.read) }
     func decode(_ type: Double.Type) throws -> Double { try read(Double.read) }

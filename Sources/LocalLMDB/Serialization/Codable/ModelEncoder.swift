@@ -63,7 +63,12 @@ final class ModelEncoder: Encoder {
         defer { scratch.encodingDepth -= 1 }
         if let model = value as? any Persistable {
             // A nested model is stored as hand-written models store theirs: with its class name.
-            return .object(try model._storedFields().fields)
+            do {
+                return .object(try model._storedFields().fields)
+            } catch {
+                // Its encoding started a path of its own: put it below this one.
+                throw ModelCoding.prefixing(error, with: key.map { codingPath + [$0] } ?? codingPath)
+            }
         }
         let child = ModelEncoder(codingPath: key.map { codingPath + [$0] } ?? codingPath, state: state)
         try value.encode(to: child)
