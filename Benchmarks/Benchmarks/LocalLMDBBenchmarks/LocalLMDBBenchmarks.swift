@@ -11,19 +11,33 @@ import LocalLMDB
 
 /// A database of `recordCount` students, built once by a setup hook and shared by the read
 /// benchmarks. Written by the setup hook before any benchmark closure runs, read-only after.
+/// `shared` holds hand-written `BenchStudent`s, `codable` the same data as `BenchCodableStudent`s,
+/// each in a database of its own.
 final class SharedDatabase: @unchecked Sendable {
-    static let shared = SharedDatabase()
+    static let shared = SharedDatabase(name: "tracked") { ids, database in
+        try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchStudent(index: $0.offset)) })
+    }
+    static let codable = SharedDatabase(name: "tracked-codable") { ids, database in
+        try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchCodableStudent(index: $0.offset)) })
+    }
     static let recordCount = 10_000
+    let name: String
+    let fill: @Sendable ([String], LocalDatabase) async throws -> Void
     var database: LocalDatabase?
     var ids: [String] = []
     var directory: URL?
 
+    init(name: String, fill: @escaping @Sendable ([String], LocalDatabase) async throws -> Void) {
+        self.name = name
+        self.fill = fill
+    }
+
     func open() async throws {
         guard database == nil else { return }
-        let directory = try Fixture.temporaryDirectory("tracked")
+        let directory = try Fixture.temporaryDirectory(name)
         let database = try LocalDatabase(directory: directory)
         ids = Fixture.ids(Self.recordCount)
-        try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchStudent(index: $0.offset)) })
+        try await fill(ids, database)
         self.database = database
         self.directory = directory
     }
@@ -59,6 +73,24 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The same student as a Codable struct (synthesized coding), through the same paths the
+    // database takes: `_storedFields()` is what a write encodes, `_restore(from:)` what a read
+    // decodes (both public, underscored as not for applications to call).
+    let codableSample = BenchCodableStudent(index: 42)
+    let codableJSON = (try? codableSample._storedFields().toRawString()) ?? "{}"
+
+    Benchmark("Codec.encodeCodableStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try codableSample._storedFields().rawData)
+        }
+    }
+
+    Benchmark("Codec.decodeCodableStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try BenchCodableStudent._restore(from: DataObject(rawString: codableJSON)))
+        }
+    }
+
     Benchmark(
         "LocalLMDB.readByID",
         configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.shared.open() })
@@ -67,6 +99,21 @@ let benchmarks: @Sendable () -> Void = {
         guard let database = shared.database else { return }
         for iteration in benchmark.scaledIterations {
             let student: BenchStudent? = try await database.read(id: shared.ids[iteration * 7 % shared.ids.count])
+            blackHole(student)
+        }
+    }
+
+    // LocalLMDB.readByID with the Codable model; its mallocCountTotal threshold (per 1000 reads,
+    // Thresholds/LocalLMDBBenchmarks.LocalLMDB.readByIDCodable.p90.json) is the allocations per
+    // Codable read, times 1000.
+    Benchmark(
+        "LocalLMDB.readByIDCodable",
+        configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.codable.open() })
+    ) { benchmark in
+        let shared = SharedDatabase.codable
+        guard let database = shared.database else { return }
+        for iteration in benchmark.scaledIterations {
+            let student: BenchCodableStudent? = try await database.read(id: shared.ids[iteration * 7 % shared.ids.count])
             blackHole(student)
         }
     }
@@ -125,6 +172,16 @@ let benchmarks: @Sendable () -> Void = {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try LocalDatabase(directory: directory)
         let records = (0..<1000).map { Record(id: UUID().uuidString, data: BenchStudent(index: $0)) }
+        benchmark.startMeasurement()
+        try await database.write(contentsOf: records)
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark("LocalLMDB.batchWrite1000Codable", configuration: .init(maxIterations: 50)) { benchmark in
+        let directory = try Fixture.temporaryDirectory("batch-codable")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try LocalDatabase(directory: directory)
+        let records = (0..<1000).map { Record(id: UUID().uuidString, data: BenchCodableStudent(index: $0)) }
         benchmark.startMeasurement()
         try await database.write(contentsOf: records)
         benchmark.stopMeasurement()

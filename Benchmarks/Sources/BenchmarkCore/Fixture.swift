@@ -74,11 +74,64 @@ public final class BenchAddress: Storable {
     }
 }
 
+/// The same Student as `BenchStudent`, as an application would write it with Codable: a struct
+/// that declares `Codable, Persistable` and lets the compiler synthesize its coding. The same
+/// fields, filled with the same values for the same index (checked by
+/// `Fixture.codableMatchesHandWritten`). The nested address is a plain `Codable` struct, as
+/// Codable code usually has it: it is stored as a JSON object without a class name, where the
+/// hand-written model's nested `Storable` carries one (`"object":"BenchAddress"`).
+public struct BenchCodableStudent: Codable, Persistable, Sendable, Equatable {
+    public var firstName: String
+    public var lastName: String
+    public var email: String
+    public var age: Int
+    public var enrolmentYear: Int
+    public var gpa: Double
+    public var subjects: [String]
+    public var address: BenchCodableAddress
+
+    public init(index: Int) {
+        firstName = "Firstname\(index)"
+        lastName = "Lastname\(index % 997)"
+        email = "student.\(index)@university.example.edu"
+        age = 18 + index % 10
+        enrolmentYear = 2020 + index % 6
+        gpa = 2.0 + Double(index % 200) / 100.0
+        subjects = ["Mathematics", "Physics", "Chemistry", "Computer Science"]
+        address = BenchCodableAddress(street: "\(index % 500) Long Street", city: "Melbourne", postcode: "3000")
+    }
+}
+
+/// The Codable student's nested value.
+public struct BenchCodableAddress: Codable, Sendable, Equatable {
+    public var street: String
+    public var city: String
+    public var postcode: String
+
+    public init(street: String, city: String, postcode: String) {
+        self.street = street
+        self.city = city
+        self.postcode = postcode
+    }
+}
+
 /// Ids and helpers shared by every contender.
 public enum Fixture {
     /// `count` UUID ids, the same for every contender in a run.
     public static func ids(_ count: Int) -> [String] {
         (0..<count).map { _ in UUID().uuidString }
+    }
+
+    /// True when the Codable student of `index` holds exactly the hand-written one's values.
+    public static func codableMatchesHandWritten(index: Int) -> Bool {
+        let handWritten = BenchStudent(index: index)
+        let codable = BenchCodableStudent(index: index)
+        return codable.firstName == handWritten.firstName && codable.lastName == handWritten.lastName
+            && codable.email == handWritten.email && codable.age == handWritten.age
+            && codable.enrolmentYear == handWritten.enrolmentYear && codable.gpa == handWritten.gpa
+            && codable.subjects == handWritten.subjects
+            && codable.address == BenchCodableAddress(
+                street: handWritten.address.street, city: handWritten.address.city, postcode: handWritten.address.postcode)
     }
 
     /// A fresh temporary directory.

@@ -32,11 +32,18 @@ public struct Report {
     public let results: [Result]
     public let contenders: [String]
     public let header: String
+    /// Contenders with ratios of their own, in a table after the main one: each one's best rate
+    /// divided by each named contender's (a variant of the first contender, such as LocalLMDB
+    /// with Codable models, set against the first and against its counterpart elsewhere). The
+    /// main table's ratios leave these contenders out, as they would repeat the inverse.
+    public let variants: [(contender: String, against: [String])]
 
-    public init(results: [Result], contenders: [String], header: String) {
+    public init(results: [Result], contenders: [String], header: String, variants: [(contender: String, against: [String])] = []) {
         self.results = results
         self.contenders = contenders
         self.header = header
+        // A variant that ran first is the main table's subject already.
+        self.variants = variants.filter { contenders.dropFirst().contains($0.contender) }
     }
 
     var workloads: [String] {
@@ -57,13 +64,16 @@ public struct Report {
         }
     }
 
-    /// The table: best (median) throughput per contender, and LocalLMDB's best-vs-best ratios.
+    /// The table: best (median) throughput per contender, the first contender's best-vs-best
+    /// ratios, then each variant's ratios.
     public var markdown: String {
         let first = contenders[0]
+        let variantNames = variants.map(\.contender)
+        let others = contenders.dropFirst().filter { !variantNames.contains($0) }
         var lines = [header, ""]
         lines.append("| workload | " + contenders.map { "\($0) best (median)" }.joined(separator: " | ")
-            + " | " + contenders.dropFirst().map { "\(first) ÷ \($0)" }.joined(separator: " | ") + " |")
-        lines.append("|---|" + Array(repeating: "---:|", count: contenders.count * 2 - 1).joined())
+            + others.map { " | \(first) ÷ \($0)" }.joined() + " |")
+        lines.append("|---|" + Array(repeating: "---:|", count: contenders.count + others.count).joined())
         for workload in workloads {
             var cells = [workload]
             for contender in contenders {
@@ -73,27 +83,50 @@ public struct Report {
                     cells.append("n/a")
                 }
             }
-            let ours = result(workload, first)
-            for contender in contenders.dropFirst() {
-                if let ours, let theirs = result(workload, contender) {
-                    cells.append(String(format: "%.2f×", ours.bestRate / theirs.bestRate))
-                } else {
-                    cells.append("n/a")
-                }
-            }
+            for contender in others { cells.append(ratio(workload, first, contender)) }
             lines.append("| " + cells.joined(separator: " | ") + " |")
         }
-        if let one = result("read by id, 1 task", first), let two = result("read by id, 2 tasks", first) {
+        for variant in variants {
+            let against = variant.against.filter(contenders.contains)
+            guard !against.isEmpty else { continue }
             lines.append("")
-            lines.append(String(format: "%@ scaling from 1 to 2 reading tasks: %.2f× (best vs best).", first, two.bestRate / one.bestRate))
+            lines.append("\(variant.contender), best vs best:")
+            lines.append("")
+            lines.append("| workload | " + against.map { "\(variant.contender) ÷ \($0)" }.joined(separator: " | ") + " |")
+            lines.append("|---|" + Array(repeating: "---:|", count: against.count).joined())
+            for workload in workloads {
+                lines.append("| " + ([workload] + against.map { ratio(workload, variant.contender, $0) }).joined(separator: " | ") + " |")
+            }
         }
+        var scaling: [String] = []
+        for contender in [first] + variantNames {
+            if let one = result("read by id, 1 task", contender), let two = result("read by id, 2 tasks", contender) {
+                scaling.append(String(format: "%@ scaling from 1 to 2 reading tasks: %.2f× (best vs best).", contender, two.bestRate / one.bestRate))
+            }
+        }
+        if !scaling.isEmpty { lines += [""] + scaling }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `contender`'s best rate divided by `other`'s, for the table.
+    func ratio(_ workload: String, _ contender: String, _ other: String) -> String {
+        guard let ours = result(workload, contender), let theirs = result(workload, other) else { return "n/a" }
+        return String(format: "%.2f×", ours.bestRate / theirs.bestRate)
+    }
+
+    /// Each contender's colour in the chart, the same whichever contenders ran.
+    static func color(_ contender: String, index: Int) -> String {
+        let known = [
+            LocalLMDBContender.name: "#2b6cb0", LocalLMDBCodableContender.name: "#63b3ed",
+            SwiftLocalOnSQLite.name: "#c05621", GRDBCodable.name: "#2f855a", RawLMDB.name: "#718096",
+        ]
+        let spare = ["#6b46c1", "#b83280", "#d69e2e", "#319795"]
+        return known[contender] ?? spare[index % spare.count]
     }
 
     /// A horizontal bar chart: per workload, each contender's best throughput relative to the
     /// fastest contender in that workload, labelled with its rate.
     public var svg: String {
-        let colors = ["#2b6cb0", "#c05621", "#2f855a", "#718096"]
         let barHeight = 16, gap = 4, groupGap = 18, labelWidth = 230, chartWidth = 520, top = 50
         let groups = workloads
         let height = top + groups.count * (contenders.count * (barHeight + gap) + groupGap) + 20
@@ -105,7 +138,7 @@ public struct Report {
         """
         for (index, contender) in contenders.enumerated() {
             let x = 10 + index * 190
-            svg += "<rect x=\"\(x)\" y=\"30\" width=\"12\" height=\"12\" fill=\"\(colors[index % colors.count])\"/>"
+            svg += "<rect x=\"\(x)\" y=\"30\" width=\"12\" height=\"12\" fill=\"\(Self.color(contender, index: index))\"/>"
             svg += "<text x=\"\(x + 16)\" y=\"40\">\(contender)</text>\n"
         }
         var y = top
@@ -119,7 +152,7 @@ public struct Report {
                     continue
                 }
                 let width = max(1, Int(Double(chartWidth) * result.bestRate / fastest))
-                svg += "<rect x=\"\(labelWidth)\" y=\"\(barY)\" width=\"\(width)\" height=\"\(barHeight)\" fill=\"\(colors[index % colors.count])\"/>"
+                svg += "<rect x=\"\(labelWidth)\" y=\"\(barY)\" width=\"\(width)\" height=\"\(barHeight)\" fill=\"\(Self.color(contender, index: index))\"/>"
                 svg += "<text x=\"\(labelWidth + width + 6)\" y=\"\(barY + 12)\">\(Self.rate(result.bestRate))</text>\n"
             }
             y += contenders.count * (barHeight + gap) + groupGap

@@ -1,18 +1,19 @@
 import BenchmarkCore
 import Foundation
 
-// The side-by-side comparison: LocalLMDB, SwiftLocal's design on SQLite, idiomatic GRDB and raw
-// LMDB, on the same objects and ids, in one run. Prints a table and writes it, with an SVG chart,
-// to the results folder.
+// The side-by-side comparison: LocalLMDB (with hand-written and with Codable models), SwiftLocal's
+// design on SQLite, idiomatic GRDB and raw LMDB, on the same objects and ids, in one run. Prints a
+// table and writes it, with an SVG chart, to the results folder.
 //
-//   comparison [--records N] [--repetitions R] [--results DIR] [--only CONTENDER] [--workload PREFIX]
+//   comparison [--records N] [--repetitions R] [--results DIR] [--only CONTENDER[,CONTENDER…]] [--workload PREFIX]
 //
-// --only and --workload restrict the run (for profiling); the report then covers only what ran.
+// --only (repeatable, or names separated by commas) and --workload restrict the run (for
+// profiling); the report then covers only what ran.
 
 var recordCount = 10_000
 var repetitions = 5
 var resultsDirectory = URL(fileURLWithPath: "results", isDirectory: true)
-var onlyContender: String?
+var onlyContenders: [String] = []
 var onlyWorkload: String?
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -20,10 +21,10 @@ while let argument = arguments.popFirst() {
     case "--records": recordCount = arguments.popFirst().flatMap(Int.init) ?? recordCount
     case "--repetitions": repetitions = arguments.popFirst().flatMap(Int.init) ?? repetitions
     case "--results": resultsDirectory = URL(fileURLWithPath: arguments.popFirst() ?? "results", isDirectory: true)
-    case "--only": onlyContender = arguments.popFirst()
+    case "--only": onlyContenders += (arguments.popFirst() ?? "").split(separator: ",").map(String.init)
     case "--workload": onlyWorkload = arguments.popFirst()
     default:
-        print("usage: comparison [--records N] [--repetitions R] [--results DIR] [--only CONTENDER] [--workload PREFIX]")
+        print("usage: comparison [--records N] [--repetitions R] [--results DIR] [--only CONTENDER[,CONTENDER…]] [--workload PREFIX]")
         exit(2)
     }
 }
@@ -32,8 +33,19 @@ func log(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
-let allContenders: [any Contender.Type] = [LocalLMDBContender.self, SwiftLocalOnSQLite.self, GRDBCodable.self, RawLMDB.self]
-let contenderTypes = allContenders.filter { onlyContender == nil || $0.name == onlyContender }
+let allContenders: [any Contender.Type] = [
+    LocalLMDBContender.self, LocalLMDBCodableContender.self, SwiftLocalOnSQLite.self, GRDBCodable.self, RawLMDB.self,
+]
+let contenderTypes = allContenders.filter { onlyContenders.isEmpty || onlyContenders.contains($0.name) }
+if let unknown = onlyContenders.first(where: { name in !allContenders.contains { $0.name == name } }) {
+    print("unknown contender \"\(unknown)\"; the contenders are: \(allContenders.map { "\"\($0.name)\"" }.joined(separator: ", "))")
+    exit(2)
+}
+// The Codable contender stores the same Student data as the hand-written one.
+for index in [0, 1, 42, 996, 997, 9_999, 123_457] where !Fixture.codableMatchesHandWritten(index: index) {
+    print("the Codable student \(index) differs from the hand-written one")
+    exit(1)
+}
 let ids = Fixture.ids(recordCount)
 let workloads = Workloads.standard(count: recordCount).filter { onlyWorkload.map($0.name.hasPrefix) ?? true }
 var results: [Result] = []
@@ -96,7 +108,9 @@ let header = """
 Machine: \(machine). Date: \(formatter.string(from: Date())). Command: `scripts/main-job`.
 \(notes.map { "- " + $0 }.joined(separator: "\n"))
 """
-let report = Report(results: results, contenders: contenderTypes.map { $0.name }, header: header)
+// The Codable row's own ratios: against the hand-written models and against GRDB's Codable records.
+let variants = [(contender: LocalLMDBCodableContender.name, against: [LocalLMDBContender.name, GRDBCodable.name])]
+let report = Report(results: results, contenders: contenderTypes.map { $0.name }, header: header, variants: variants)
 print(report.markdown)
 try FileManager.default.createDirectory(at: resultsDirectory, withIntermediateDirectories: true)
 try report.markdown.write(to: resultsDirectory.appendingPathComponent("latest.md"), atomically: true, encoding: .utf8)
