@@ -37,7 +37,7 @@ extension DataObject {
         guard let member = member(key, legacyKeys, in: object) else { return nil }
         let decoder = ModelDecoder(value: object, codingPath: [], dates: .stored)
         defer { decoder.end() }  // The bytes may be borrowed: nothing may read them later.
-        return try? decoder.decode(T.self, at: member.value, path: [ModelKey(stringValue: key)])
+        return try? decoder.decode(T.self, at: member.value, key: ModelKey(stringValue: key))
     }
 
     /// The `Decodable` value under `key` (or the first of `legacyKeys` present); `onFail` when it

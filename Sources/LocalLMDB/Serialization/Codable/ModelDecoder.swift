@@ -11,7 +11,12 @@ import Foundation
 final class ModelDecoder: Decoder {
     /// The value to decode, at offset 0 of these bytes.
     let value: EncodedObject
-    let codingPath: [any CodingKey]
+    /// The coding path of a top decoder.
+    private let basePath: [any CodingKey]
+    /// The decoder this one was made by, and the key it was made for (nil: the same path):
+    /// the coding path is built from them only when asked for (errors, mostly), not per value.
+    private let parent: ModelDecoder?
+    private let key: (any CodingKey)?
     let dates: DateDecoding
     /// Decoding JSON from elsewhere: member names are keys as they are (no `FieldKey` mapping,
     /// and a member `object` is a field like any other).
@@ -30,25 +35,39 @@ final class ModelDecoder: Decoder {
 
     init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, fields: DataObject? = nil) {
         self.value = value
-        self.codingPath = codingPath
+        basePath = codingPath
         self.dates = dates
         self.foreign = foreign
         self.fields = fields
-        root = nil
+        (parent, key, root) = (nil, nil, nil)
     }
 
-    private init(value: EncodedObject, codingPath: [any CodingKey], below parent: ModelDecoder) {
+    private init(value: EncodedObject, key: (any CodingKey)?, below parent: ModelDecoder) {
         self.value = value
-        self.codingPath = codingPath
+        basePath = []
+        self.parent = parent
+        self.key = key
         dates = parent.dates
         foreign = parent.foreign
         fields = nil
         root = parent.root ?? parent
     }
 
-    /// A decoder for the value at `offset`, with this one's settings.
-    func nested(at offset: Int, path: [any CodingKey]) -> ModelDecoder {
-        ModelDecoder(value: value.nestedObject(at: offset), codingPath: path, below: self)
+    var codingPath: [any CodingKey] {
+        guard let parent else { return basePath }
+        var path = parent.codingPath
+        if let key { path.append(key) }
+        return path
+    }
+
+    /// The coding path of the value under `key` (this decoder's own when nil).
+    func path(_ key: (any CodingKey)?) -> [any CodingKey] {
+        key.map { codingPath + [$0] } ?? codingPath
+    }
+
+    /// A decoder for the value at `offset`, under `key`, with this one's settings.
+    func nested(at offset: Int, key: (any CodingKey)?) -> ModelDecoder {
+        ModelDecoder(value: value.nestedObject(at: offset), key: key, below: self)
     }
 
     /// `type` decoded by its `init(from:)` from this decoder, which ends with it (see `ended`).
@@ -117,23 +136,61 @@ final class ModelDecoder: Decoder {
         return found
     }
 
-    /// `type` decoded from the value at `offset`, whose coding path is `path`.
-    /// (`path` is made only when needed: for a nested decoder, or an error.)
-    func decode<T: Decodable>(_ type: T.Type, at offset: Int, path: @autoclosure () -> [any CodingKey]) throws -> T {
+    /// `type` decoded from the value at `offset`, under `key` (this decoder's own path when nil).
+    func decode<T: Decodable>(_ type: T.Type, at offset: Int, key: (any CodingKey)?) throws -> T {
         try checkLive()
-        if let special = try specialValue(type, at: offset, path()) { return special }
+        if let special = try specialValue(type, at: offset, path(key)) { return special }
+        if let array = try scalarArray(type, at: offset, key) { return array }
         if let model = T.self as? any Persistable.Type {
-            return try nestedModel(model, as: type, at: offset, path())
+            return try nestedModel(model, as: type, at: offset, key)
         }
-        return try type.init(from: nested(at: offset, path: path()))
+        return try type.init(from: nested(at: offset, key: key))
+    }
+
+    /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
+    /// them: through `Array.init(from:)`, each element would cost a decoder of its own.
+    private func scalarArray<T>(_ type: T.Type, at offset: Int, _ key: (any CodingKey)?) throws -> T? {
+        if T.self == [String].self { return Self.identical(try array(String.self, at: offset, key, String.read), as: type) }
+        if T.self == [Int].self { return Self.identical(try array(Int.self, at: offset, key, Int.read), as: type) }
+        if T.self == [Double].self { return Self.identical(try array(Double.self, at: offset, key, Double.read), as: type) }
+        if T.self == [Bool].self { return Self.identical(try array(Bool.self, at: offset, key, Bool.read), as: type) }
+        return nil
+    }
+
+    /// `value` as `T`, which the caller has checked is its type (`A.self == T.self`).
+    @inline(__always)
+    static func identical<A, T>(_ value: A, as type: T.Type) -> T? {
+        A.self == T.self ? unsafeBitCast(value, to: T.self) : nil
+    }
+
+    private func array<V>(_ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> [V] {
+        let scanner = scanner
+        guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
+        var count = 0
+        var next = scanner.firstElement(ofArrayAt: offset)
+        while let element = next {
+            count += 1
+            next = scanner.nextElement(after: scanner.end(ofValueAt: element))
+        }
+        var values: [V] = []
+        values.reserveCapacity(count)
+        next = scanner.firstElement(ofArrayAt: offset)
+        while let element = next {
+            guard let (value, end) = read(scanner, element) else {
+                throw mismatch(V.self, at: element, path(key) + [ModelKey(intValue: values.count)])
+            }
+            values.append(value)
+            next = scanner.nextElement(after: end)
+        }
+        return values
     }
 
     /// The value kinds stored in a form of their own (`CodableValues.swift`).
     private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> T? {
-        if T.self == Date.self { return try date(at: offset, path()) as? T }
-        if T.self == Data.self { return try scalar(Data.self, at: offset, path(), ValueReading.data).value as? T }
-        if T.self == URL.self { return try scalar(URL.self, at: offset, path(), ValueReading.url).value as? T }
-        if T.self == Decimal.self { return try scalar(Decimal.self, at: offset, path(), ValueReading.decimal).value as? T }
+        if T.self == Date.self { return Self.identical(try date(at: offset, path()), as: type) }
+        if T.self == Data.self { return Self.identical(try scalar(Data.self, at: offset, path(), ValueReading.data).value, as: type) }
+        if T.self == URL.self { return Self.identical(try scalar(URL.self, at: offset, path(), ValueReading.url).value, as: type) }
+        if T.self == Decimal.self { return Self.identical(try scalar(Decimal.self, at: offset, path(), ValueReading.decimal).value, as: type) }
         return nil
     }
 
@@ -148,12 +205,13 @@ final class ModelDecoder: Decoder {
 
     /// A nested model: restored as the class it names when that is `T` or a subclass, as the
     /// hand-written models' nested objects are (see `ObjectDecoding`).
-    private func nestedModel<T>(_ requested: any Persistable.Type, as type: T.Type, at offset: Int, _ path: [any CodingKey]) throws -> T {
-        guard scanner.byte(at: offset) == UInt8(ascii: "{") else { throw mismatch(T.self, at: offset, path) }
+    private func nestedModel<T>(_ requested: any Persistable.Type, as type: T.Type, at offset: Int, _ key: (any CodingKey)?) throws -> T {
+        guard scanner.byte(at: offset) == UInt8(ascii: "{") else { throw mismatch(T.self, at: offset, path(key)) }
         if foreign, let decodable = requested as? any Decodable.Type {
             // JSON from elsewhere: no class names to resolve, and its own date format.
-            if let restored = try decodable.init(from: nested(at: offset, path: path)) as? T { return restored }
+            if let restored = try decodable.init(from: nested(at: offset, key: key)) as? T { return restored }
         }
+        let path = path(key)
         let object = value.nestedObject(at: offset)
         var restoreAs = requested
         if let storedName = object.className {
@@ -274,7 +332,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(key) { ValueReading.integer(UInt64.self, $0, at: $1) } }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decoder.decode(type, at: try member(key), path: codingPath + [key])
+        try decoder.decode(type, at: try member(key), key: key)
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(key, Bool.read) }
@@ -286,7 +344,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         try decoder.checkLive()
         guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
               object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
-        return try decoder.decode(type, at: member.value, path: codingPath + [key])
+        return try decoder.decode(type, at: member.value, key: key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -306,7 +364,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func nestedDecoder(_ key: Key) throws -> ModelDecoder {
-        decoder.nested(at: try member(key), path: codingPath + [key])
+        decoder.nested(at: try member(key), key: key)
     }
 
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
@@ -315,7 +373,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let found = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) else {
             return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
         }
-        return decoder.nested(at: found.value, path: codingPath + [key])
+        return decoder.nested(at: found.value, key: key)
     }
 }
 
@@ -388,14 +446,14 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
 
     mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
         let offset = try element(T.self)
-        let value = try decoder.decode(type, at: offset, path: codingPath + [indexKey])
+        let value = try decoder.decode(type, at: offset, key: indexKey)
         advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
         return value
     }
 
     private mutating func nestedDecoder(_ type: Any.Type) throws -> ModelDecoder {
         let offset = try element(type)
-        let nested = decoder.nested(at: offset, path: codingPath + [indexKey])
+        let nested = decoder.nested(at: offset, key: indexKey)
         advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
         return nested
     }
@@ -437,5 +495,5 @@ struct ModelSingleValueDecoding: SingleValueDecodingContainer {
     func decode(_ type: UInt16.Type) throws -> UInt16 { try read { ValueReading.integer(UInt16.self, $0, at: $1) } }
     func decode(_ type: UInt32.Type) throws -> UInt32 { try read { ValueReading.integer(UInt32.self, $0, at: $1) } }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try read { ValueReading.integer(UInt64.self, $0, at: $1) } }
-    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: 0, path: codingPath) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: 0, key: nil) }
 }

@@ -8,7 +8,10 @@ import Foundation
 /// own, which replaces a placeholder in its parent when the value is finished, so members keep
 /// the order they were encoded in.
 final class ModelEncoder: Encoder {
-    let codingPath: [any CodingKey]
+    /// The encoder this one was made by, and the key it was made for (nil: the same path): the
+    /// coding path is built from them only when asked for, not per value.
+    private let parent: ModelEncoder?
+    private let key: (any CodingKey)?
     let node: EncodingNode
     /// The first misuse of the containers (two kinds asked of one encoder), thrown at the end:
     /// the protocol's methods that hand out containers cannot throw.
@@ -16,10 +19,22 @@ final class ModelEncoder: Encoder {
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(codingPath: [any CodingKey], node: EncodingNode = EncodingNode(), state: EncodingState) {
-        self.codingPath = codingPath
+    init(below parent: ModelEncoder?, key: (any CodingKey)?, node: EncodingNode = EncodingNode(), state: EncodingState) {
+        self.parent = parent
+        self.key = key
         self.node = node
         self.state = state
+    }
+
+    var codingPath: [any CodingKey] {
+        var path = parent?.codingPath ?? []
+        if let key { path.append(key) }
+        return path
+    }
+
+    /// The coding path of the value under `key` (this encoder's own when nil).
+    func path(_ key: (any CodingKey)?) -> [any CodingKey] {
+        key.map { codingPath + [$0] } ?? codingPath
     }
 
     /// `model`'s fields after its class name: the data object `_storedFields()` gives.
@@ -30,7 +45,7 @@ final class ModelEncoder: Encoder {
         node.shape = .object
         node.object.members.reserveCapacity(16)
         node.object.members.append(DataObject.classMember(of: model))
-        let encoder = ModelEncoder(codingPath: [], node: node, state: EncodingState())
+        let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState())
         try model.encode(to: encoder)
         if let failure = encoder.state.failure { throw failure }
         guard case let .object(fields) = node.value() else {
@@ -41,7 +56,7 @@ final class ModelEncoder: Encoder {
 
     /// `value` on its own, for `DataObject.add(key:value:)`.
     static func jsonValue<T: Encodable>(of value: T, at key: String) throws -> JSONValue {
-        let encoder = ModelEncoder(codingPath: [], state: EncodingState())
+        let encoder = ModelEncoder(below: nil, key: nil, state: EncodingState())
         let boxed = try encoder.box(value, at: ModelKey(stringValue: key))
         if let failure = encoder.state.failure { throw failure }
         return boxed
@@ -50,13 +65,14 @@ final class ModelEncoder: Encoder {
     /// The JSON value of `value`, encoded at `key` below this encoder's path.
     func box<T: Encodable>(_ value: T, at key: (any CodingKey)?) throws -> JSONValue {
         if let special = Self.specialValue(value) { return special }
+        if let array = Self.scalarArray(value) { return array }
         // Nothing deeper than a reader accepts is written, so the recursion into `encode(to:)`
         // stops there too (nested models included: the count is the thread's), long before
         // the stack could run out.
         let scratch = ReadScratch.current
         guard scratch.encodingDepth < JSONValidator.maxDepth else {
             throw EncodingError.invalidValue(value, .init(
-                codingPath: key.map { codingPath + [$0] } ?? codingPath,
+                codingPath: path(key),
                 debugDescription: "nested deeper than \(JSONValidator.maxDepth) levels"))
         }
         scratch.encodingDepth += 1
@@ -67,20 +83,30 @@ final class ModelEncoder: Encoder {
                 return .object(try model._storedFields().fields)
             } catch {
                 // Its encoding started a path of its own: put it below this one.
-                throw ModelCoding.prefixing(error, with: key.map { codingPath + [$0] } ?? codingPath)
+                throw ModelCoding.prefixing(error, with: path(key))
             }
         }
-        let child = ModelEncoder(codingPath: key.map { codingPath + [$0] } ?? codingPath, state: state)
+        let child = ModelEncoder(below: self, key: key, state: state)
         try value.encode(to: child)
         return child.node.value()
     }
 
+    /// Arrays of `String`, `Int`, `Double` and `Bool`, written in one loop: through
+    /// `Array.encode(to:)`, each element would cost an encoder of its own.
+    private static func scalarArray<T: Encodable>(_ value: T) -> JSONValue? {
+        if let strings = ModelDecoder.identical(value, as: [String].self) { return .array(strings.map(JSONValue.string)) }
+        if let integers = ModelDecoder.identical(value, as: [Int].self) { return .array(integers.map { .int(Int64($0)) }) }
+        if let doubles = ModelDecoder.identical(value, as: [Double].self) { return .array(doubles.map(JSONValue.double)) }
+        if let flags = ModelDecoder.identical(value, as: [Bool].self) { return .array(flags.map(JSONValue.bool)) }
+        return nil
+    }
+
     /// The value kinds stored in a form of their own, rather than by their `encode(to:)`.
     private static func specialValue<T: Encodable>(_ value: T) -> JSONValue? {
-        if T.self == Date.self, let date = value as? Date { return date.jsonValue }
-        if T.self == Data.self, let data = value as? Data { return .string(data.base64EncodedString()) }
-        if T.self == URL.self, let url = value as? URL { return .string(url.absoluteString) }
-        if T.self == Decimal.self, let decimal = value as? Decimal { return decimal.jsonValue }
+        if let date = ModelDecoder.identical(value, as: Date.self) { return date.jsonValue }
+        if let data = ModelDecoder.identical(value, as: Data.self) { return .string(data.base64EncodedString()) }
+        if let url = ModelDecoder.identical(value, as: URL.self) { return .string(url.absoluteString) }
+        if let decimal = ModelDecoder.identical(value, as: Decimal.self) { return decimal.jsonValue }
         return nil
     }
 
@@ -192,12 +218,12 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let child = ModelEncoder(codingPath: codingPath + [key], node: deferred(.object, key), state: encoder.state)
+        let child = ModelEncoder(below: encoder, key: key, node: deferred(.object, key), state: encoder.state)
         return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: child, node: child.node))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = ModelEncoder(codingPath: codingPath + [key], node: deferred(.array, key), state: encoder.state)
+        let child = ModelEncoder(below: encoder, key: key, node: deferred(.array, key), state: encoder.state)
         return ModelUnkeyedEncoding(encoder: child, node: child.node)
     }
 
@@ -214,7 +240,7 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let stored = FieldKey.stored(key.stringValue)
         node.object.set(stored, .null)
         node.deferred.append((stored, 0, child))
-        return ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state)
+        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
     }
 }
 
@@ -256,18 +282,18 @@ struct ModelUnkeyedEncoding: UnkeyedEncodingContainer {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let (child, key) = deferred(.object)
-        let childEncoder = ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state)
+        let childEncoder = ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
         return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: childEncoder, node: child))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let (child, key) = deferred(.array)
-        return ModelUnkeyedEncoding(encoder: ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state), node: child)
+        return ModelUnkeyedEncoding(encoder: ModelEncoder(below: encoder, key: key, node: child, state: encoder.state), node: child)
     }
 
     mutating func superEncoder() -> any Encoder {
         let (child, key) = deferred(.empty)
-        return ModelEncoder(codingPath: codingPath + [key], node: child, state: encoder.state)
+        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
     }
 }
 
