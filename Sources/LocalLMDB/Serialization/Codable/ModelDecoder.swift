@@ -150,14 +150,18 @@ final class ModelDecoder: Decoder {
     /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
     /// them: through `Array.init(from:)`, each element would cost a decoder of its own.
     private func scalarArray<T>(_ type: T.Type, at offset: Int, _ key: (any CodingKey)?) throws -> T? {
-        if T.self == [String].self { return Self.identical(try array(String.self, at: offset, key, String.read), as: type) }
-        if T.self == [Int].self { return Self.identical(try array(Int.self, at: offset, key, Int.read), as: type) }
-        if T.self == [Double].self { return Self.identical(try array(Double.self, at: offset, key, Double.read), as: type) }
-        if T.self == [Bool].self { return Self.identical(try array(Bool.self, at: offset, key, Bool.read), as: type) }
-        return nil
+        // Compared by identity with types looked up once: `T.self == [String].self` would look the
+        // generic type `[String]` up on every call.
+        switch ObjectIdentifier(T.self) {
+        case ScalarArrays.strings: return Self.identical(try array(String.self, at: offset, key, String.read), as: type)
+        case ScalarArrays.integers: return Self.identical(try array(Int.self, at: offset, key, Int.read), as: type)
+        case ScalarArrays.doubles: return Self.identical(try array(Double.self, at: offset, key, Double.read), as: type)
+        case ScalarArrays.flags: return Self.identical(try array(Bool.self, at: offset, key, Bool.read), as: type)
+        default: return nil
+        }
     }
 
-    /// `value` as `T`, which the caller has checked is its type (`A.self == T.self`).
+    /// `value` as `T` when that is its type (nil otherwise).
     @inline(__always)
     static func identical<A, T>(_ value: A, as type: T.Type) -> T? {
         A.self == T.self ? unsafeBitCast(value, to: T.self) : nil
@@ -496,4 +500,12 @@ struct ModelSingleValueDecoding: SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try read { ValueReading.integer(UInt32.self, $0, at: $1) } }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try read { ValueReading.integer(UInt64.self, $0, at: $1) } }
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: 0, key: nil) }
+}
+
+/// The array types both coders read and write in one loop, by identity.
+enum ScalarArrays {
+    static let strings = ObjectIdentifier([String].self)
+    static let integers = ObjectIdentifier([Int].self)
+    static let doubles = ObjectIdentifier([Double].self)
+    static let flags = ObjectIdentifier([Bool].self)
 }

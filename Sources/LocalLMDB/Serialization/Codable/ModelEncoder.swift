@@ -94,11 +94,13 @@ final class ModelEncoder: Encoder {
     /// Arrays of `String`, `Int`, `Double` and `Bool`, written in one loop: through
     /// `Array.encode(to:)`, each element would cost an encoder of its own.
     private static func scalarArray<T: Encodable>(_ value: T) -> JSONValue? {
-        if let strings = ModelDecoder.identical(value, as: [String].self) { return .array(strings.map(JSONValue.string)) }
-        if let integers = ModelDecoder.identical(value, as: [Int].self) { return .array(integers.map { .int(Int64($0)) }) }
-        if let doubles = ModelDecoder.identical(value, as: [Double].self) { return .array(doubles.map(JSONValue.double)) }
-        if let flags = ModelDecoder.identical(value, as: [Bool].self) { return .array(flags.map(JSONValue.bool)) }
-        return nil
+        switch ObjectIdentifier(T.self) {
+        case ScalarArrays.strings: return ModelDecoder.identical(value, as: [String].self).map { .array($0.map(JSONValue.string)) }
+        case ScalarArrays.integers: return ModelDecoder.identical(value, as: [Int].self).map { .array($0.map { .int(Int64($0)) }) }
+        case ScalarArrays.doubles: return ModelDecoder.identical(value, as: [Double].self).map { .array($0.map(JSONValue.double)) }
+        case ScalarArrays.flags: return ModelDecoder.identical(value, as: [Bool].self).map { .array($0.map(JSONValue.bool)) }
+        default: return nil
+        }
     }
 
     /// The value kinds stored in a form of their own, rather than by their `encode(to:)`.
