@@ -61,6 +61,8 @@ let benchmarks: @Sendable () -> Void = {
     let sample = BenchStudent(index: 42)
     let json = sample.toDataObject().toRawString() ?? "{}"
 
+    observationBenchmarks()
+
     Benchmark("Codec.encodeStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(sample.toDataObject().rawData)

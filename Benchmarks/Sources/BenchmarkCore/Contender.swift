@@ -9,6 +9,9 @@ public protocol Contender: Sendable {
     init(directory: URL) throws
     /// Writes one object per id in a single transaction.
     func writeBatch(ids: [String], firstIndex: Int) async throws
+    /// Writes one object per id in a single transaction, with one write call per object: the
+    /// bulk pattern SwiftLocal documents (`startTransaction`, `write` each, `commitTransaction`).
+    func writeEachInTransaction(ids: [String], firstIndex: Int) async throws
     /// Writes one object in its own durable transaction.
     func writeOne(id: String, index: Int) async throws
     /// Reads one object by id; returns a field so the read cannot be optimised away.
@@ -17,4 +20,12 @@ public protocol Contender: Sendable {
     func readAll() async throws -> Int
     /// Counts the stored objects of the type.
     func count() async throws -> Int
+}
+
+extension Contender {
+    /// For stores whose batch write already is one transaction with a call per object (GRDB's
+    /// `write {}` with a save per record, raw LMDB's puts), the same.
+    public func writeEachInTransaction(ids: [String], firstIndex: Int) async throws {
+        try await writeBatch(ids: ids, firstIndex: firstIndex)
+    }
 }

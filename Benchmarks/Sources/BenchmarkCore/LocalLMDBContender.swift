@@ -16,6 +16,15 @@ public final class LocalLMDBContender: Contender {
         try await database.write(contentsOf: records)
     }
 
+    /// SwiftLocal's documented pattern: a transaction, a `write` per record, a commit.
+    public func writeEachInTransaction(ids: [String], firstIndex: Int) async throws {
+        try await database.startTransaction()
+        for (offset, id) in ids.enumerated() {
+            try await database.write(Record(id: id, data: BenchStudent(index: firstIndex + offset)))
+        }
+        try await database.commitTransaction()
+    }
+
     public func writeOne(id: String, index: Int) async throws {
         try await database.write(Record(id: id, data: BenchStudent(index: index)))
     }

@@ -36,6 +36,19 @@ public final class SwiftLocalOnSQLite: Contender {
         }
     }
 
+    /// SwiftLocal's pattern: `startTransaction()` runs `BEGIN`, each `write` is its own call to
+    /// the database's queue, `commitTransaction()` runs `COMMIT`.
+    public func writeEachInTransaction(ids: [String], firstIndex: Int) async throws {
+        try await queue.writeWithoutTransaction { db in try db.execute(sql: "BEGIN") }
+        for (offset, id) in ids.enumerated() {
+            let json = try DictionaryDataObject.encode(student: firstIndex + offset)
+            try await queue.writeWithoutTransaction { db in
+                try db.execute(sql: Self.insert, arguments: [id, "BenchStudent", json])
+            }
+        }
+        try await queue.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
+    }
+
     public func writeOne(id: String, index: Int) async throws {
         let json = try DictionaryDataObject.encode(student: index)
         try await queue.write { db in

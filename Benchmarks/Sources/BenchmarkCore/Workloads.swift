@@ -20,6 +20,9 @@ public enum Workloads {
             Workload(name: "batch write, one transaction", unit: "writes", operations: count, run: { store, ids in
                 try await store.writeBatch(ids: ids, firstIndex: 0)
             }, needsEmptyStore: true),
+            Workload(name: "write each in a transaction", unit: "writes", operations: count, run: { store, ids in
+                try await store.writeEachInTransaction(ids: ids, firstIndex: 0)
+            }, needsEmptyStore: true),
             Workload(name: "read by id, 1 task", unit: "reads", operations: count, run: { store, ids in
                 try await readRandomly(store, ids: ids, tasks: 1)
             }, needsEmptyStore: false),
