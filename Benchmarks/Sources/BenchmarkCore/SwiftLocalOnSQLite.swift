@@ -10,7 +10,11 @@ public final class SwiftLocalOnSQLite: Contender {
     let queue: DatabaseQueue
 
     public init(directory: URL) throws {
-        queue = try DatabaseQueue(path: directory.appendingPathComponent("swiftlocal.sqlite").path)
+        // SwiftLocal's transactions stay open across calls (BEGIN in one, COMMIT in another),
+        // which GRDB allows only when asked.
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        queue = try DatabaseQueue(path: directory.appendingPathComponent("swiftlocal.sqlite").path, configuration: configuration)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             // Set after opening: GRDB's own set-up would otherwise decide it.
