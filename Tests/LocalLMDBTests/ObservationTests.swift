@@ -168,6 +168,31 @@ struct ObservationTests {
     /// Commits of another process arrive within the poll interval (50 ms) plus a read. The
     /// consumer runs on a thread of its own, so that other tests keeping the cooperative pool
     /// busy do not delay it; the bound asserted leaves room for a loaded machine.
+    /// The log's encoding keeps every change in order (runs of one class share its name), and
+    /// decoding bytes it did not write never crashes: it gives nil or some changes.
+    @Test func logEntriesRoundTripInOrderAndBadBytesAreRefused() {
+        let entry: [Change] = [
+            .written(id: "a", className: "Note"), .written(id: "b", className: "Note"), .written(id: "c", className: "Entry"),
+            .written(id: "d", className: "Note"), .deleted(id: "a", className: "Note"), .typeDeleted(className: "Entry"),
+            .cleared, .written(id: String(repeating: "é", count: 300), className: ""), .deleted(id: "", className: "X"),
+            .written(id: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F", className: "Note"),
+            .written(id: "e621e1f8-c36c-495a-93fc-0c247a3e6e5f", className: "Note"),
+            .written(id: UUID().uuidString, className: "Note"), .deleted(id: UUID().uuidString, className: "Note"),
+        ]
+        #expect(ChangeLog.encode(entry).withUnsafeBytes { ChangeLog.decode($0) } == entry)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            var bytes = ChangeLog.encode(entry)
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            if Bool.random(using: &generator) { bytes.removeLast(Int.random(in: 0..<bytes.count, using: &generator)) }
+            _ = bytes.withUnsafeBytes { ChangeLog.decode($0) }
+        }
+        let huge: [UInt8] = [1, 1, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]
+        #expect(huge.withUnsafeBytes { ChangeLog.decode($0) } == nil)
+    }
+
     @Test func closingTheDatabaseEndsItsObservationsWithAnError() async throws {
         try await withTemporaryDirectory { directory in
             let database = try LocalDatabase(directory: directory.appendingPathComponent("db"))

@@ -123,26 +123,57 @@ struct ChangeLog: Sendable {
         bytes.withUnsafeBytes { sequence($0) }
     }
 
-    /// Version 1: a version byte, then each change as a kind byte (1 written, 2 deleted, 3 type
-    /// deleted, 4 cleared) and its strings, each a LEB128 length and UTF-8 bytes.
+    /// Version 1: a version byte, then runs of changes, in order. A run of records written (1) or
+    /// deleted (2) under one class name is the kind byte, the class name, the number of ids and
+    /// the ids (a batch of one class is one run: its class name is stored once). Kinds 5 and 6
+    /// are the same for ids that are UUIDs in `UUID().uuidString`'s form (`Record`'s default
+    /// ids), stored as their 16 bytes. A class deleted (3) is the kind byte and the class name;
+    /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
+    /// value, then the UTF-8 bytes.
     static func encode(_ entry: [Change]) -> [UInt8] {
         var bytes: [UInt8] = [1]
-        bytes.reserveCapacity(entry.count * 24)
-        func append(_ text: String) {
-            var length = text.utf8.count
+        bytes.reserveCapacity(entry.count * 20 + 16)
+        func append(number: Int) {
+            var value = number
             repeat {
-                bytes.append(UInt8(length & 0x7F) | (length > 0x7F ? 0x80 : 0))
-                length >>= 7
-            } while length > 0
-            bytes.append(contentsOf: text.utf8)
+                bytes.append(UInt8(value & 0x7F) | (value > 0x7F ? 0x80 : 0))
+                value >>= 7
+            } while value > 0
         }
-        for change in entry {
-            switch change {
-            case let .written(id, className): bytes.append(1); append(id); append(className)
-            case let .deleted(id, className): bytes.append(2); append(id); append(className)
-            case let .typeDeleted(className): bytes.append(3); append(className)
-            case .cleared: bytes.append(4)
+        func append(_ text: String) {
+            var text = text
+            text.withUTF8 { utf8 in
+                append(number: utf8.count)
+                bytes.append(contentsOf: utf8)
             }
+        }
+        let packedIDs = entry.map { $0.run.map { PackedUUID.fits($0.id) } ?? false }
+        var index = 0
+        while index < entry.count {
+            guard let run = entry[index].run else {
+                if case let .typeDeleted(className) = entry[index] {
+                    bytes.append(3)
+                    append(className)
+                } else {
+                    bytes.append(4)
+                }
+                index += 1
+                continue
+            }
+            let packed = packedIDs[index]
+            var end = index + 1
+            while end < entry.count, let next = entry[end].run, next.kind == run.kind, next.className == run.className,
+                  packedIDs[end] == packed {
+                end += 1
+            }
+            bytes.append(packed ? run.kind + 4 : run.kind)
+            append(run.className)
+            append(number: end - index)
+            for position in index..<end {
+                guard let id = entry[position].run?.id else { continue }
+                if packed { PackedUUID.append(id, to: &bytes) } else { append(id) }
+            }
+            index = end
         }
         return bytes
     }
@@ -151,33 +182,40 @@ struct ChangeLog: Sendable {
     static func decode(_ bytes: UnsafeRawBufferPointer) -> [Change]? {
         guard bytes.first == 1 else { return nil }
         var offset = 1
-        func string() -> String? {
-            var length = 0
+        func number() -> Int? {
+            var value = 0
             var shift = 0
             while offset < bytes.count, shift < 63 {
                 let byte = bytes[offset]
                 offset += 1
-                length |= Int(byte & 0x7F) << shift
+                value |= Int(byte & 0x7F) << shift
                 shift += 7
-                if byte & 0x80 == 0 {
-                    guard length <= bytes.count - offset else { return nil }
-                    defer { offset += length }
-                    return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
-                }
+                if byte & 0x80 == 0 { return value >= 0 ? value : nil }
             }
             return nil
+        }
+        func uuid() -> String? {
+            guard bytes.count - offset >= 16 else { return nil }
+            defer { offset += 16 }
+            return PackedUUID.unpack(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16]))
+        }
+        func string() -> String? {
+            guard let length = number(), length <= bytes.count - offset else { return nil }
+            defer { offset += length }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
         }
         var changes: [Change] = []
         while offset < bytes.count {
             let kind = bytes[offset]
             offset += 1
             switch kind {
-            case 1:
-                guard let id = string(), let className = string() else { return nil }
-                changes.append(.written(id: id, className: className))
-            case 2:
-                guard let id = string(), let className = string() else { return nil }
-                changes.append(.deleted(id: id, className: className))
+            case 1, 2, 5, 6:
+                guard let className = string(), let count = number(), count <= bytes.count - offset else { return nil }
+                changes.reserveCapacity(changes.count + count)
+                for _ in 0..<count {
+                    guard let id = kind > 4 ? uuid() : string() else { return nil }
+                    changes.append(kind % 4 == 1 ? .written(id: id, className: className) : .deleted(id: id, className: className))
+                }
             case 3:
                 guard let className = string() else { return nil }
                 changes.append(.typeDeleted(className: className))
@@ -188,5 +226,70 @@ struct ChangeLog: Sendable {
             }
         }
         return changes
+    }
+}
+
+private extension Change {
+    /// The kind byte, class name and id of a written or deleted record, for grouping runs.
+    var run: (kind: UInt8, className: String, id: String)? {
+        switch self {
+        case let .written(id, className): return (1, className, id)
+        case let .deleted(id, className): return (2, className, id)
+        default: return nil
+        }
+    }
+}
+
+/// UUID ids in `uuidString`'s form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`: upper-case hex,
+/// hyphens after the 8th, 12th, 16th and 20th digit) as their 16 bytes, and back. By hand:
+/// Foundation's parsing and formatting cost more than the rest of logging a change.
+enum PackedUUID {
+    /// Whether `id` is in that form exactly.
+    static func fits(_ id: String) -> Bool {
+        guard id.utf8.count == 36 else { return false }
+        for (position, character) in id.utf8.enumerated() {
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard character == UInt8(ascii: "-") else { return false }
+            } else if hexDigit(character) == nil {
+                return false  // Lower case, or not hex: stored as the string it is.
+            }
+        }
+        return true
+    }
+
+    /// Appends the 16 bytes of `id`, which `fits`.
+    static func append(_ id: String, to bytes: inout [UInt8]) {
+        var high: UInt8?
+        for character in id.utf8 {
+            guard let digit = hexDigit(character) else { continue }
+            if let first = high {
+                bytes.append(first << 4 | digit)
+                high = nil
+            } else {
+                high = digit
+            }
+        }
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// The id whose 16 bytes are `bytes`.
+    static func unpack(_ bytes: UnsafeRawBufferPointer) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (index, byte) in bytes.prefix(16).enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
