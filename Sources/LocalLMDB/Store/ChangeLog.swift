@@ -246,37 +246,49 @@ private extension Change {
 enum PackedUUID {
     /// Whether `id` is in that form exactly.
     static func fits(_ id: String) -> Bool {
-        guard id.utf8.count == 36 else { return false }
-        for (position, character) in id.utf8.enumerated() {
-            if position == 8 || position == 13 || position == 18 || position == 23 {
-                guard character == UInt8(ascii: "-") else { return false }
-            } else if hexDigit(character) == nil {
-                return false  // Lower case, or not hex: stored as the string it is.
+        var id = id
+        return id.withUTF8 { utf8 in
+            guard utf8.count == 36 else { return false }
+            for position in 0..<36 {
+                let character = utf8[position]
+                if position == 8 || position == 13 || position == 18 || position == 23 {
+                    guard character == UInt8(ascii: "-") else { return false }
+                } else if hexDigit(character) > 15 {
+                    return false  // Lower case, or not hex: stored as the string it is.
+                }
             }
+            return true
         }
-        return true
     }
 
     /// Appends the 16 bytes of `id`, which `fits`.
     static func append(_ id: String, to bytes: inout [UInt8]) {
-        var high: UInt8?
-        for character in id.utf8 {
-            guard let digit = hexDigit(character) else { continue }
-            if let first = high {
-                bytes.append(first << 4 | digit)
-                high = nil
-            } else {
-                high = digit
+        var id = id
+        id.withUTF8 { utf8 in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { packed in
+                var count = 0
+                var position = 0
+                while position + 1 < utf8.count, count < 16 {
+                    if utf8[position] == UInt8(ascii: "-") {
+                        position += 1
+                        continue
+                    }
+                    packed[count] = hexDigit(utf8[position]) << 4 | hexDigit(utf8[position + 1])
+                    count += 1
+                    position += 2
+                }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: packed[..<count]))
             }
         }
     }
 
+    /// The value of an upper-case hex digit; above 15 for anything else.
     @inline(__always)
-    private static func hexDigit(_ character: UInt8) -> UInt8? {
+    private static func hexDigit(_ character: UInt8) -> UInt8 {
         switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
-        default: return nil
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character &- UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character &- UInt8(ascii: "A") &+ 10
+        default: return 0xFF
         }
     }
 
