@@ -31,7 +31,7 @@ final class TransactionCoordinator: @unchecked Sendable {
         var write: WriteTransaction?
         var journal: [WriteOperation] = []
         /// What the journal changed, for the change log.
-        var changes: [Change] = []
+        var changes = ChangeRecord()
         /// Why the transaction failed, when it has.
         var failure: LocalDatabaseError?
 
@@ -263,7 +263,7 @@ final class TransactionCoordinator: @unchecked Sendable {
 
     /// Begins a new write transaction and replays `journal` into it; `changes` becomes what the
     /// journal changed.
-    private func rebuild(_ journal: [WriteOperation], changes: inout [Change]) throws(LocalDatabaseError) -> WriteTransaction {
+    private func rebuild(_ journal: [WriteOperation], changes: inout ChangeRecord) throws(LocalDatabaseError) -> WriteTransaction {
         if let fault = failNextRebuild {
             failNextRebuild = nil
             throw fault
@@ -272,7 +272,7 @@ final class TransactionCoordinator: @unchecked Sendable {
         while true {
             let write = try environment.beginWrite()
             do throws(LocalDatabaseError) {
-                var replayed: [Change] = []
+                var replayed = ChangeRecord()
                 for operation in journal { _ = try store.apply(operation, in: write.transaction, changes: &replayed) }
                 changes = replayed
                 return write
@@ -377,7 +377,7 @@ final class TransactionCoordinator: @unchecked Sendable {
         while true {
             let write = try environment.beginWrite()
             let results: [Int]
-            var changes: [Change] = []
+            var changes = ChangeRecord()
             let logged: UInt64?
             do throws(LocalDatabaseError) {
                 results = try operations.map { operation throws(LocalDatabaseError) in

@@ -30,7 +30,7 @@ struct ChangeLog: Sendable {
 
     /// Records `entry` as the next commit's changes, and trims the oldest entries past the
     /// limits. Returns the new sequence number; nil (and nothing written) for no changes.
-    func append(_ entry: [Change], in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
+    func append(_ entry: ChangeRecord, in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
         guard !entry.isEmpty else { return nil }
         let (first, last) = try bounds(in: transaction)
         let sequence = last + 1
@@ -130,9 +130,10 @@ struct ChangeLog: Sendable {
     /// ids), stored as their 16 bytes. A class deleted (3) is the kind byte and the class name;
     /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
     /// value, then the UTF-8 bytes.
-    static func encode(_ entry: [Change]) -> [UInt8] {
+    static func encode(_ record: ChangeRecord) -> [UInt8] {
+        let items = record.items
         var bytes: [UInt8] = [1]
-        bytes.reserveCapacity(entry.count * 20 + 16)
+        bytes.reserveCapacity(items.count * 20 + 16)
         func append(number: Int) {
             var value = number
             repeat {
@@ -147,35 +148,44 @@ struct ChangeLog: Sendable {
                 bytes.append(contentsOf: utf8)
             }
         }
-        let packedIDs = entry.map { $0.run.map { PackedUUID.fits($0.id) } ?? false }
-        var index = 0
-        while index < entry.count {
-            guard let run = entry[index].run else {
-                if case let .typeDeleted(className) = entry[index] {
+        var index = items.startIndex
+        while index < items.endIndex {
+            guard case let .record(kind, id, className) = items[index] else {
+                if case let .typeDeleted(className) = items[index] {
                     bytes.append(3)
                     append(className)
                 } else {
                     bytes.append(4)
                 }
-                index += 1
+                index = items.index(after: index)
                 continue
             }
-            let packed = packedIDs[index]
-            var end = index + 1
-            while end < entry.count, let next = entry[end].run, next.kind == run.kind, next.className == run.className,
-                  packedIDs[end] == packed {
-                end += 1
+            // A run: the records after this one of the same kind and class, whose ids are UUIDs
+            // in `uuidString`'s form when this one's is (then stored as 16 bytes each).
+            let packed = PackedUUID.fits(id)
+            var end = items.index(after: index)
+            var count = 1
+            while end < items.endIndex, case let .record(nextKind, nextID, nextClass) = items[end], nextKind == kind,
+                  nextClass == className, PackedUUID.fits(nextID) == packed {
+                end = items.index(after: end)
+                count += 1
             }
-            bytes.append(packed ? run.kind + 4 : run.kind)
-            append(run.className)
-            append(number: end - index)
-            for position in index..<end {
-                guard let id = entry[position].run?.id else { continue }
-                if packed { PackedUUID.append(id, to: &bytes) } else { append(id) }
+            bytes.append(packed ? kind + 4 : kind)
+            append(className)
+            append(number: count)
+            while index < end {
+                if case let .record(_, id, _) = items[index] {
+                    if packed { PackedUUID.append(id, to: &bytes) } else { append(id) }
+                }
+                index = items.index(after: index)
             }
-            index = end
         }
         return bytes
+    }
+
+    /// `encode` of a list of changes.
+    static func encode(_ changes: [Change]) -> [UInt8] {
+        encode(ChangeRecord(changes))
     }
 
     /// The changes in an entry; nil when it is not one this version wrote.
@@ -226,17 +236,6 @@ struct ChangeLog: Sendable {
             }
         }
         return changes
-    }
-}
-
-private extension Change {
-    /// The kind byte, class name and id of a written or deleted record, for grouping runs.
-    var run: (kind: UInt8, className: String, id: String)? {
-        switch self {
-        case let .written(id, className): return (1, className, id)
-        case let .deleted(id, className): return (2, className, id)
-        default: return nil
-        }
     }
 }
 

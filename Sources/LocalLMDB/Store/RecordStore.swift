@@ -190,14 +190,12 @@ struct RecordStore: Sendable {
 
     /// Applies one operation, adding what it changed to `changes` (for the change log).
     /// Returns the number of records written or deleted.
-    func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout [Change]) throws(LocalDatabaseError) -> Int {
+    func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeRecord) throws(LocalDatabaseError) -> Int {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
-            for record in records {
-                try put(record, in: transaction)
-                changes.append(.written(id: record.key.id, className: record.typeName))
-            }
+            for record in records { try put(record, in: transaction) }
+            changes.append(written: records)
             return records.count
         case let .delete(key):
             guard let className = try delete(key, in: transaction) else { return 0 }
@@ -206,7 +204,7 @@ struct RecordStore: Sendable {
         case let .deleteTypes(typeKeys, names, owner):
             try checkOwner(owner, in: transaction)
             let deleted = try deleteAll(typeKeys: typeKeys, in: transaction)
-            if deleted > 0 { changes.append(contentsOf: names.map { Change.typeDeleted(className: $0) }) }
+            if deleted > 0 { for name in names { changes.append(.typeDeleted(className: name)) } }
             return deleted
         case .clear:
             let count = try transaction.entryCount(records)
@@ -218,7 +216,7 @@ struct RecordStore: Sendable {
     }
 
     /// Records `changes` as the commit's entry in the change log (see `ChangeLog.append`).
-    func logChanges(_ changes: [Change], in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
+    func logChanges(_ changes: ChangeRecord, in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
         try changeLog?.append(changes, in: transaction)
     }
 
