@@ -131,56 +131,66 @@ struct ChangeLog: Sendable {
     /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
     /// value, then the UTF-8 bytes.
     static func encode(_ record: ChangeRecord) -> [UInt8] {
-        let items = record.items
+        var writer = EntryWriter()
+        for entry in record.entries {
+            switch entry {
+            case let .written(records):
+                // Runs of one class whose ids all are, or all are not, UUIDs in `uuidString`'s form.
+                let packed = records.map { PackedUUID.fits($0.key.id) }
+                var start = 0
+                while start < records.count {
+                    let className = records[start].typeName
+                    var end = start + 1
+                    while end < records.count, packed[end] == packed[start], records[end].typeName == className { end += 1 }
+                    writer.beginRun(kind: 1, className: className, count: end - start, packed: packed[start])
+                    for index in start..<end { writer.append(id: records[index].key.id, packed: packed[start]) }
+                    start = end
+                }
+            case let .change(.written(id, className)), let .change(.deleted(id, className)):
+                let packed = PackedUUID.fits(id)
+                let kind: UInt8 = if case .change(.written) = entry { 1 } else { 2 }
+                writer.beginRun(kind: kind, className: className, count: 1, packed: packed)
+                writer.append(id: id, packed: packed)
+            case let .change(.typeDeleted(className)):
+                writer.bytes.append(3)
+                writer.append(className)
+            case .change(.cleared):
+                writer.bytes.append(4)
+            }
+        }
+        return writer.bytes
+    }
+
+    /// Appends the parts of an entry.
+    private struct EntryWriter {
         var bytes: [UInt8] = [1]
-        bytes.reserveCapacity(items.count * 20 + 16)
-        func append(number: Int) {
+
+        mutating func append(number: Int) {
             var value = number
             repeat {
                 bytes.append(UInt8(value & 0x7F) | (value > 0x7F ? 0x80 : 0))
                 value >>= 7
             } while value > 0
         }
-        func append(_ text: String) {
+
+        mutating func append(_ text: String) {
             var text = text
             text.withUTF8 { utf8 in
                 append(number: utf8.count)
                 bytes.append(contentsOf: utf8)
             }
         }
-        var index = items.startIndex
-        while index < items.endIndex {
-            guard case let .record(kind, id, className) = items[index] else {
-                if case let .typeDeleted(className) = items[index] {
-                    bytes.append(3)
-                    append(className)
-                } else {
-                    bytes.append(4)
-                }
-                index = items.index(after: index)
-                continue
-            }
-            // A run: the records after this one of the same kind and class, whose ids are UUIDs
-            // in `uuidString`'s form when this one's is (then stored as 16 bytes each).
-            let packed = PackedUUID.fits(id)
-            var end = items.index(after: index)
-            var count = 1
-            while end < items.endIndex, case let .record(nextKind, nextID, nextClass) = items[end], nextKind == kind,
-                  nextClass == className, PackedUUID.fits(nextID) == packed {
-                end = items.index(after: end)
-                count += 1
-            }
+
+        mutating func beginRun(kind: UInt8, className: String, count: Int, packed: Bool) {
+            if bytes.count == 1 { bytes.reserveCapacity(count * (packed ? 17 : 40) + 64) }
             bytes.append(packed ? kind + 4 : kind)
             append(className)
             append(number: count)
-            while index < end {
-                if case let .record(_, id, _) = items[index] {
-                    if packed { PackedUUID.append(id, to: &bytes) } else { append(id) }
-                }
-                index = items.index(after: index)
-            }
         }
-        return bytes
+
+        mutating func append(id: String, packed: Bool) {
+            if packed { PackedUUID.append(id, to: &bytes) } else { append(id) }
+        }
     }
 
     /// `encode` of a list of changes.
