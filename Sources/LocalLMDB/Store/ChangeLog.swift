@@ -125,9 +125,8 @@ struct ChangeLog: Sendable {
 
     /// Version 1: a version byte, then runs of changes, in order. A run of records written (1) or
     /// deleted (2) under one class name is the kind byte, the class name, the number of ids and
-    /// the ids (a batch of one class is one run: its class name is stored once). Kinds 5 and 6
-    /// are the same for ids that are UUIDs in `UUID().uuidString`'s form (`Record`'s default
-    /// ids), stored as their 16 bytes. A class deleted (3) is the kind byte and the class name;
+    /// the ids (a batch of one class is one run: its class name is stored once). A class
+    /// deleted (3) is the kind byte and the class name;
     /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
     /// value, then the UTF-8 bytes.
     static func encode(_ record: ChangeRecord) -> [UInt8] {
@@ -135,22 +134,20 @@ struct ChangeLog: Sendable {
         for entry in record.entries {
             switch entry {
             case let .written(records):
-                // Runs of one class whose ids all are, or all are not, UUIDs in `uuidString`'s form.
-                let packed = records.map { PackedUUID.fits($0.key.id) }
+                // Runs of one class: its name is stored once.
                 var start = 0
                 while start < records.count {
                     let className = records[start].typeName
                     var end = start + 1
-                    while end < records.count, packed[end] == packed[start], records[end].typeName == className { end += 1 }
-                    writer.beginRun(kind: 1, className: className, count: end - start, packed: packed[start])
-                    for index in start..<end { writer.append(id: records[index].key.id, packed: packed[start]) }
+                    while end < records.count, records[end].typeName == className { end += 1 }
+                    writer.beginRun(kind: 1, className: className, count: end - start)
+                    for index in start..<end { writer.append(records[index].key.id) }
                     start = end
                 }
             case let .change(.written(id, className)), let .change(.deleted(id, className)):
-                let packed = PackedUUID.fits(id)
                 let kind: UInt8 = if case .change(.written) = entry { 1 } else { 2 }
-                writer.beginRun(kind: kind, className: className, count: 1, packed: packed)
-                writer.append(id: id, packed: packed)
+                writer.beginRun(kind: kind, className: className, count: 1)
+                writer.append(id)
             case let .change(.typeDeleted(className)):
                 writer.bytes.append(3)
                 writer.append(className)
@@ -181,15 +178,11 @@ struct ChangeLog: Sendable {
             }
         }
 
-        mutating func beginRun(kind: UInt8, className: String, count: Int, packed: Bool) {
-            if bytes.count == 1 { bytes.reserveCapacity(count * (packed ? 17 : 40) + 64) }
-            bytes.append(packed ? kind + 4 : kind)
+        mutating func beginRun(kind: UInt8, className: String, count: Int) {
+            if bytes.count == 1 { bytes.reserveCapacity(count * 40 + 64) }
+            bytes.append(kind)
             append(className)
             append(number: count)
-        }
-
-        mutating func append(id: String, packed: Bool) {
-            if packed { PackedUUID.append(id, to: &bytes) } else { append(id) }
         }
     }
 
@@ -214,11 +207,6 @@ struct ChangeLog: Sendable {
             }
             return nil
         }
-        func uuid() -> String? {
-            guard bytes.count - offset >= 16 else { return nil }
-            defer { offset += 16 }
-            return PackedUUID.unpack(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16]))
-        }
         func string() -> String? {
             guard let length = number(), length <= bytes.count - offset else { return nil }
             defer { offset += length }
@@ -229,12 +217,12 @@ struct ChangeLog: Sendable {
             let kind = bytes[offset]
             offset += 1
             switch kind {
-            case 1, 2, 5, 6:
+            case 1, 2:
                 guard let className = string(), let count = number(), count <= bytes.count - offset else { return nil }
                 changes.reserveCapacity(changes.count + count)
                 for _ in 0..<count {
-                    guard let id = kind > 4 ? uuid() : string() else { return nil }
-                    changes.append(kind % 4 == 1 ? .written(id: id, className: className) : .deleted(id: id, className: className))
+                    guard let id = string() else { return nil }
+                    changes.append(kind == 1 ? .written(id: id, className: className) : .deleted(id: id, className: className))
                 }
             case 3:
                 guard let className = string() else { return nil }
@@ -246,71 +234,5 @@ struct ChangeLog: Sendable {
             }
         }
         return changes
-    }
-}
-
-/// UUID ids in `uuidString`'s form (`E621E1F8-C36C-495A-93FC-0C247A3E6E5F`: upper-case hex,
-/// hyphens after the 8th, 12th, 16th and 20th digit) as their 16 bytes, and back. By hand:
-/// Foundation's parsing and formatting cost more than the rest of logging a change.
-enum PackedUUID {
-    /// Whether `id` is in that form exactly.
-    static func fits(_ id: String) -> Bool {
-        var id = id
-        return id.withUTF8 { utf8 in
-            guard utf8.count == 36 else { return false }
-            for position in 0..<36 {
-                let character = utf8[position]
-                if position == 8 || position == 13 || position == 18 || position == 23 {
-                    guard character == UInt8(ascii: "-") else { return false }
-                } else if hexDigit(character) > 15 {
-                    return false  // Lower case, or not hex: stored as the string it is.
-                }
-            }
-            return true
-        }
-    }
-
-    /// Appends the 16 bytes of `id`, which `fits`.
-    static func append(_ id: String, to bytes: inout [UInt8]) {
-        var id = id
-        id.withUTF8 { utf8 in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { packed in
-                var count = 0
-                var position = 0
-                while position + 1 < utf8.count, count < 16 {
-                    if utf8[position] == UInt8(ascii: "-") {
-                        position += 1
-                        continue
-                    }
-                    packed[count] = hexDigit(utf8[position]) << 4 | hexDigit(utf8[position + 1])
-                    count += 1
-                    position += 2
-                }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: packed[..<count]))
-            }
-        }
-    }
-
-    /// The value of an upper-case hex digit; above 15 for anything else.
-    @inline(__always)
-    private static func hexDigit(_ character: UInt8) -> UInt8 {
-        switch character {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character &- UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character &- UInt8(ascii: "A") &+ 10
-        default: return 0xFF
-        }
-    }
-
-    /// The id whose 16 bytes are `bytes`.
-    static func unpack(_ bytes: UnsafeRawBufferPointer) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.prefix(16).enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }
