@@ -7,8 +7,9 @@
 /// ```
 ///
 /// Every `LocalDatabase` and `SerializationDatabase` on one directory in one process shares one
-/// LMDB environment; they must agree on `durability`, `readOnly`, `maximumMapSize` and
-/// `maxReaders` (else `LocalDatabaseError.incompatibleOptions`). `busyTimeout` is each database's own.
+/// LMDB environment; they must agree on `durability`, `readOnly`, `maximumMapSize`, `maxReaders`
+/// and the change log's limits (else `LocalDatabaseError.incompatibleOptions`). `busyTimeout` is
+/// each database's own.
 public struct DatabaseConfiguration: Sendable, Equatable {
     /// What a returned write survives. `.full` (survives power loss) by default.
     public var durability: Durability = .full
@@ -58,6 +59,9 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         if readOnly != other.readOnly { return readOnly ? "opened read-only" : "opened for writing" }
         if maximumMapSize != other.maximumMapSize { return "maximum map size \(maximumMapSize), not \(other.maximumMapSize)" }
         if maxReaders != other.maxReaders { return "\(maxReaders) readers, not \(other.maxReaders)" }
+        if changeLogCommits != other.changeLogCommits || changeLogBytes != other.changeLogBytes {
+            return "a change log of \(changeLogCommits) commits and \(changeLogBytes) bytes, not \(other.changeLogCommits) and \(other.changeLogBytes)"
+        }
         return nil
     }
 }

@@ -193,6 +193,35 @@ struct ObservationTests {
         #expect(huge.withUnsafeBytes { ChangeLog.decode($0) } == nil)
     }
 
+    /// A record written again as another class leaves its old class: the log says so, and
+    /// observers of the old class see it go.
+    @Test func aRecordThatChangesClassIsReportedAsLeavingItsOldClass() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "x", data: Note(text: "a note")))
+            let collected = Collected<CommittedChanges>()
+            let task = consume(database.changes(of: Note.self), into: collected)
+            defer { task.cancel() }
+            var notes = database.observeAll(Note.self).makeAsyncIterator()
+            #expect(try await notes.next()?.count == 1)
+            try await database.write(Record(id: "x", data: Entry(sequence: 1, payload: "now an entry")))
+            #expect(try await notes.next()?.count == 0)
+            #expect(await collected.wait { !$0.isEmpty })
+            #expect(collected.elements.first?.changes == [.deleted(id: "x", className: "Note")])
+            let feed = try database.changes(since: ChangeToken(logID: try database.changeToken().logID, sequence: 1))
+            #expect(feed.commits.last?.changes == [.deleted(id: "x", className: "Note"), .written(id: "x", className: "Entry")])
+        }
+    }
+
+    @Test func databasesOnOneDirectoryMustAgreeOnTheChangeLogsLimits() async throws {
+        try await withTemporaryDirectory { directory in
+            var small = DatabaseConfiguration()
+            small.changeLogCommits = 5
+            let first = try LocalDatabase(directory: directory, configuration: small)
+            #expect(throws: LocalDatabaseError.self) { try LocalDatabase(directory: directory) }
+            await first.close()
+        }
+    }
+
     @Test func closingTheDatabaseEndsItsObservationsWithAnError() async throws {
         try await withTemporaryDirectory { directory in
             let database = try LocalDatabase(directory: directory.appendingPathComponent("db"))

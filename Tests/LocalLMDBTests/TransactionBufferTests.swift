@@ -110,6 +110,44 @@ struct TransactionBufferTests {
         }
     }
 
+    /// Only single records are buffered: a batch in a transaction is applied at once, so one
+    /// that cannot be stored fails alone, and the transaction goes on.
+    @Test func aBatchInATransactionFailsAloneRatherThanFailingTheTransaction() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(
+                directory: directory.appendingPathComponent("db"),
+                configuration: DatabaseConfiguration(maximumMapSize: 4 << 20))
+            try await database.startTransaction()
+            try await database.write(Record(id: "small", data: Note(text: "fits")))  // claims Note
+            await expectError(\.isMapFull) {
+                try await database.write(contentsOf: [Record(id: "huge", data: Note(text: String(repeating: "h", count: 8 << 20)))])
+            }
+            try await database.write(Record(id: "second", data: Note(text: "fits too")))
+            try await database.commitTransaction()
+            #expect(try await database.readIDs(Note.self) == ["second", "small"])
+        }
+    }
+
+    /// A transaction begun while its database closes must not outlive it: begin fails with
+    /// `closed`, or its transaction is rolled back by the close. Either way the directory stays
+    /// usable (an orphaned write transaction would make every later write wait for ever).
+    @Test func aBeginRacingCloseLeavesNoTransactionBehind() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.appendingPathComponent("db")
+            for _ in 0..<100 {
+                let database = try LocalDatabase(directory: path)
+                async let begun: Void = database.startTransaction()
+                await database.close()
+                _ = try? await begun
+            }
+            let after = try LocalDatabase(directory: path, busyTimeout: .seconds(5))
+            try await withTimeout(seconds: 20) {
+                try await after.write(Record(id: "after", data: Note(text: "the directory is free")))
+            }
+            #expect(try await after.count() == 1)
+        }
+    }
+
     @Test func manyTasksWritingInOneTransactionAreAllCommitted() async throws {
         try await withDatabase { database, _ in
             try await database.startTransaction()

@@ -81,10 +81,11 @@ final class ChangeNotifier: Sendable {
 
     /// One more observer: the poller runs while there is any.
     func subscribe() {
+        let current = latest() ?? 0  // Read outside the lock: commits' wake-ups take it.
         let start = state.withLock { state -> Poller? in
             state.subscribers += 1
             guard state.poller == nil else { return nil }
-            state.lastSequence = max(state.lastSequence, latest() ?? 0)
+            state.lastSequence = max(state.lastSequence, current)
             let poller = Poller()
             state.poller = poller
             return poller

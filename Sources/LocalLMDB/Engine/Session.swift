@@ -97,7 +97,12 @@ final class Session: Sendable {
         state.withLock { state in
             guard state.generation == generation else { return }
             state.failed = failed
-            if !failed { for storedClass in classes where !state.claimed.contains(storedClass) { state.claimed.append(storedClass) } }
+            guard !failed else { return }
+            for storedClass in classes where !state.claimed.contains(storedClass) {
+                // Claims are by name: a type that took a name over (by registration) unclaims the one before.
+                state.claimed.removeAll { $0.name == storedClass.name }
+                state.claimed.append(storedClass)
+            }
         }
     }
 
@@ -124,7 +129,8 @@ final class Session: Sendable {
     /// Buffers `operation` and gives its count when it is a put in the open transaction and the
     /// buffer has room; nil when it must go to the writer thread.
     private func acknowledge(_ operation: WriteOperation) throws(LocalDatabaseError) -> Int? {
-        guard case let .put(records, classes) = operation else {
+        // Single records only: a batch is one hop anyway, and applied at once it fails alone.
+        guard case let .put(records, classes) = operation, records.count == 1 else {
             try checkWritable()
             return nil
         }
@@ -171,16 +177,19 @@ final class Session: Sendable {
     /// Begins a transaction (see `TransactionCoordinator.begin`).
     nonisolated(nonsending) func begin(override: Bool) async throws(LocalDatabaseError) {
         try checkWritable()
-        try await onWriterThread { state throws(LocalDatabaseError) in self.beginning(override: override, &state) }
+        try await onWriterThread { state throws(LocalDatabaseError) in try self.beginning(override: override, &state) }
     }
 
     /// `begin`, blocking the calling thread.
     func beginBlocking(override: Bool) throws(LocalDatabaseError) {
         try checkWritable()
-        try blockingOnWriterThread("startTransaction") { state throws(LocalDatabaseError) in self.beginning(override: override, &state) }
+        try blockingOnWriterThread("startTransaction") { state throws(LocalDatabaseError) in try self.beginning(override: override, &state) }
     }
 
-    private func beginning(override: Bool, _ state: inout State) -> WriterJob<Void> {
+    private func beginning(override: Bool, _ state: inout State) throws(LocalDatabaseError) -> WriterJob<Void> {
+        // Checked under the lock, as the job is queued: a begin racing `close()` must not open a
+        // transaction behind the close's, which nobody would end.
+        try Self.checkWritable(state, engine)
         // Overriding rolls back the open transaction, buffered records included; without
         // `override`, an open transaction stays as it is (and `begin` fails).
         if override { state.transactionChanged() }

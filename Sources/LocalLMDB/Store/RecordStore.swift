@@ -194,7 +194,10 @@ struct RecordStore: Sendable {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
-            for record in records { try put(record, in: transaction) }
+            for record in records {
+                // A record that changes class leaves its old class: observers of that class must hear it.
+                if let previous = try put(record, in: transaction) { changes.append(.deleted(id: record.key.id, className: previous)) }
+            }
             changes.append(written: records)
             return records.count
         case let .delete(key):
@@ -220,11 +223,14 @@ struct RecordStore: Sendable {
         try changeLog?.append(changes, in: transaction)
     }
 
-    private func put(_ record: RecordBytes, in transaction: Transaction) throws(LocalDatabaseError) {
-        try record.key.withBytes { key throws(LocalDatabaseError) in
+    /// Puts `record`; returns the class name it was stored under before, when that was another.
+    private func put(_ record: RecordBytes, in transaction: Transaction) throws(LocalDatabaseError) -> String? {
+        try record.key.withBytes { key throws(LocalDatabaseError) -> String? in
+            var previousClass: String?
             switch try storedTypeKey(key, in: transaction) {
-            case let .some(previousType, _) where previousType != record.typeKey:
+            case let .some(previousType, previousName) where previousType != record.typeKey:
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
+                previousClass = previousName
             case .unreadable:
                 try removeAllIndexEntries(record: key, in: transaction)
             default:
@@ -236,6 +242,7 @@ struct RecordStore: Sendable {
             try record.typeKey.withBytes { typeKey throws(LocalDatabaseError) in
                 try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
             }
+            return previousClass
         }
     }
 
