@@ -212,6 +212,25 @@ struct ObservationTests {
         }
     }
 
+    /// The log's identity is made once: opening an existing database writes nothing (a write at
+    /// every open would also make opening fail where writing cannot, such as on a full disk).
+    @Test func reopeningADatabaseWritesNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            let path = directory.appendingPathComponent("db")
+            let first = try LocalDatabase(directory: path)
+            try await first.write(Record(id: "a", data: Note(text: "a")))
+            let token = try first.changeToken()
+            await first.close()
+            let second = try LocalDatabase(directory: path)
+            let afterOpen = second.session.engine.environment.lastTransactionID
+            await second.close()
+            let third = try LocalDatabase(directory: path)
+            #expect(third.session.engine.environment.lastTransactionID == afterOpen)
+            #expect(try third.changeToken() == token)
+            await third.close()
+        }
+    }
+
     @Test func databasesOnOneDirectoryMustAgreeOnTheChangeLogsLimits() async throws {
         try await withTemporaryDirectory { directory in
             var small = DatabaseConfiguration()

@@ -65,9 +65,15 @@ struct RecordStore: Sendable {
             } else {
                 try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction)
             }
-            // The change log's identity, made once (also for a database an earlier version made).
-            let logID = try Self.read(ChangeLog.logIDKey, meta, in: transaction).map { String(decoding: $0, as: UTF8.self) } ?? UUID().uuidString
-            try Self.write(Array(logID.utf8), at: ChangeLog.logIDKey, meta, in: transaction)
+            // The change log's identity, made once (also for a database an earlier version made):
+            // an open that finds everything in place writes nothing.
+            let logID: String
+            if let stored = try Self.read(ChangeLog.logIDKey, meta, in: transaction) {
+                logID = String(decoding: stored, as: UTF8.self)
+            } else {
+                logID = UUID().uuidString
+                try Self.write(Array(logID.utf8), at: ChangeLog.logIDKey, meta, in: transaction)
+            }
             changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: logID)
         } catch {
             write.abort()
