@@ -6,7 +6,8 @@
 /// reads the database's change log itself, so a slow consumer holds no backlog in memory: it
 /// reads on from where it is. If it falls so far behind that the log no longer holds its
 /// position (see `DatabaseConfiguration.changeLogCommits`), iterating throws
-/// `LocalDatabaseError.changesUnavailable`. Other processes' commits arrive within about 50 ms.
+/// `LocalDatabaseError.changesUnavailable`. Other processes' commits arrive within about 100 ms
+/// (the log is polled every 50 ms while anyone observes).
 ///
 /// Cancelling the task that iterates ends the sequence (`next()` returns nil), and dropping the
 /// iterator releases everything it held.
