@@ -136,19 +136,20 @@ final class ChangeSubscription: Sendable {
 }
 
 /// A thread that calls a function every `ChangeNotifier.pollInterval` until stopped.
-final class Poller: Sendable {
-    private let stopped = Locked(false)
+///
+/// Unchecked: `stopped` is only touched with `condition` locked.
+final class Poller: @unchecked Sendable {
     private let condition = NSCondition()
+    private var stopped = false
 
     func start(_ body: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
-            let interval = Double(ChangeNotifier.pollInterval.components.attoseconds) / 1e18
-                + Double(ChangeNotifier.pollInterval.components.seconds)
             while true {
                 condition.lock()
-                if !stopped.withLock({ $0 }) { _ = condition.wait(until: Date(timeIntervalSinceNow: interval)) }
+                if !stopped { _ = condition.wait(until: Date(timeIntervalSinceNow: ChangeNotifier.pollInterval.timeInterval)) }
+                let stop = stopped
                 condition.unlock()
-                if stopped.withLock({ $0 }) { return }
+                if stop { return }
                 body()
             }
         }
@@ -158,7 +159,7 @@ final class Poller: Sendable {
 
     func stop() {
         condition.lock()
-        stopped.withLock { $0 = true }
+        stopped = true
         condition.signal()
         condition.unlock()
     }

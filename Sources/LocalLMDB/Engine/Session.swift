@@ -75,8 +75,7 @@ final class Session: Sendable {
     }
 
     private func checkWritable() throws(LocalDatabaseError) {
-        _ = try checkOpen()
-        guard !engine.configuration.readOnly else { throw .readOnly }
+        try state.withLock { state throws(LocalDatabaseError) in try Self.checkWritable(state, engine) }
     }
 
     /// Records on the writer thread whether the transaction is open, after it may have changed.
@@ -150,21 +149,26 @@ final class Session: Sendable {
         let classes: [StoredClass]
         if case let .put(_, putClasses) = operation { classes = putClasses } else { classes = [] }
         return { [self] coordinator, done in
-            if let buffered {
-                do throws(LocalDatabaseError) {
-                    try coordinator.applyAcknowledged(buffered, owner: owner)
-                } catch {
-                    noteTransaction(coordinator, generation: generation, claimed: [])
-                    return done(.failure(error))
-                }
+            do throws(LocalDatabaseError) {
+                try applyBuffered(buffered, coordinator, generation: generation)
+            } catch {
+                return done(.failure(error))
             }
             coordinator.perform(operation, owner: owner, busyTimeout: busyTimeout) { [self] result in
-                if case .success = result { noteTransaction(coordinator, generation: generation, claimed: classes) } else {
-                    noteTransaction(coordinator, generation: generation, claimed: [])
-                }
+                noteTransaction(coordinator, generation: generation, claimed: (try? result.get()) == nil ? [] : classes)
                 done(result)
             }
         }
+    }
+
+    /// On the writer thread: applies the records acknowledged in the transaction `generation`,
+    /// and records whether that failed it.
+    private func applyBuffered(
+        _ buffered: WriteOperation?, _ coordinator: TransactionCoordinator, generation: UInt64
+    ) throws(LocalDatabaseError) {
+        guard let buffered else { return }
+        defer { noteTransaction(coordinator, generation: generation, claimed: []) }
+        try coordinator.applyAcknowledged(buffered, owner: owner)
     }
 
     private static func checkWritable(_ state: State, _ engine: DatabaseEngine) throws(LocalDatabaseError) {
@@ -289,10 +293,7 @@ final class Session: Sendable {
         let buffered = state.buffer.take()
         return { [self] coordinator, done in
             done(Result { () throws(LocalDatabaseError) in
-                if let buffered {
-                    defer { noteTransaction(coordinator, generation: generation, claimed: []) }
-                    try coordinator.applyAcknowledged(buffered, owner: owner)
-                }
+                try applyBuffered(buffered, coordinator, generation: generation)
                 return try coordinator.readInTransaction(owner: owner) { transaction throws(LocalDatabaseError) in
                     try read.inTransaction(transaction)
                 }

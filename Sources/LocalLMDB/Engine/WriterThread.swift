@@ -104,8 +104,7 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
                 if !queue.isEmpty || (stopping && delayed.isEmpty) { break }
                 if let first = delayed.first {
                     let wait = now.duration(to: first.deadline)
-                    let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: wait.timeInterval))
                 } else {
                     condition.wait()
                 }

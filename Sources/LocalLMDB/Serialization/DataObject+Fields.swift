@@ -180,14 +180,8 @@ extension DataObject {
         let scanner = object.scanner
         guard let member = member(key, legacyKeys, in: object),
               scanner.byte(at: member.value) == UInt8(ascii: "[") else { return }
-        var count = 0
+        reserve(scanner.elementCount(ofArrayAt: member.value))
         var next = scanner.firstElement(ofArrayAt: member.value)
-        while let element = next {
-            count += 1
-            next = scanner.nextElement(after: scanner.end(ofValueAt: element))
-        }
-        reserve(count)
-        next = scanner.firstElement(ofArrayAt: member.value)
         var end = member.value + 2  // `[]`
         while let element = next {
             let elementEnd = body(scanner, element) ?? scanner.end(ofValueAt: element)

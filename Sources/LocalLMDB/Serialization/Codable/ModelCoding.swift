@@ -43,6 +43,13 @@ enum ModelCoding {
         }
     }
 
+    /// `value` as `T` when that is its type (nil otherwise): the special value kinds without a
+    /// dynamic cast.
+    @inline(__always)
+    static func identical<A, T>(_ value: A, as type: T.Type) -> T? {
+        A.self == T.self ? unsafeBitCast(value, to: T.self) : nil
+    }
+
     /// `error` with `path` before its coding path, for an encoding or decoding that started a
     /// path of its own below `path`; any other error as it is.
     static func prefixing(_ error: any Error, with path: [any CodingKey]) -> any Error {
@@ -96,4 +103,12 @@ struct ModelKey: CodingKey {
     }
 
     static let `super` = ModelKey(stringValue: "super")
+}
+
+/// The array types both coders read and write in one loop, by identity.
+enum ScalarArrays {
+    static let strings = ObjectIdentifier([String].self)
+    static let integers = ObjectIdentifier([Int].self)
+    static let doubles = ObjectIdentifier([Double].self)
+    static let flags = ObjectIdentifier([Bool].self)
 }

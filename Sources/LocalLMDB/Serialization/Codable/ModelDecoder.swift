@@ -153,32 +153,20 @@ final class ModelDecoder: Decoder {
         // Compared by identity with types looked up once: `T.self == [String].self` would look the
         // generic type `[String]` up on every call.
         switch ObjectIdentifier(T.self) {
-        case ScalarArrays.strings: return Self.identical(try array(String.self, at: offset, key, String.read), as: type)
-        case ScalarArrays.integers: return Self.identical(try array(Int.self, at: offset, key, Int.read), as: type)
-        case ScalarArrays.doubles: return Self.identical(try array(Double.self, at: offset, key, Double.read), as: type)
-        case ScalarArrays.flags: return Self.identical(try array(Bool.self, at: offset, key, Bool.read), as: type)
+        case ScalarArrays.strings: return ModelCoding.identical(try array(String.self, at: offset, key, String.read), as: type)
+        case ScalarArrays.integers: return ModelCoding.identical(try array(Int.self, at: offset, key, Int.read), as: type)
+        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, Double.read), as: type)
+        case ScalarArrays.flags: return ModelCoding.identical(try array(Bool.self, at: offset, key, Bool.read), as: type)
         default: return nil
         }
-    }
-
-    /// `value` as `T` when that is its type (nil otherwise).
-    @inline(__always)
-    static func identical<A, T>(_ value: A, as type: T.Type) -> T? {
-        A.self == T.self ? unsafeBitCast(value, to: T.self) : nil
     }
 
     private func array<V>(_ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> [V] {
         let scanner = scanner
         guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
-        var count = 0
-        var next = scanner.firstElement(ofArrayAt: offset)
-        while let element = next {
-            count += 1
-            next = scanner.nextElement(after: scanner.end(ofValueAt: element))
-        }
         var values: [V] = []
-        values.reserveCapacity(count)
-        next = scanner.firstElement(ofArrayAt: offset)
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
+        var next = scanner.firstElement(ofArrayAt: offset)
         while let element = next {
             guard let (value, end) = read(scanner, element) else {
                 throw mismatch(V.self, at: element, path(key) + [ModelKey(intValue: values.count)])
@@ -191,10 +179,10 @@ final class ModelDecoder: Decoder {
 
     /// The value kinds stored in a form of their own (`CodableValues.swift`).
     private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> T? {
-        if T.self == Date.self { return Self.identical(try date(at: offset, path()), as: type) }
-        if T.self == Data.self { return Self.identical(try scalar(Data.self, at: offset, path(), ValueReading.data).value, as: type) }
-        if T.self == URL.self { return Self.identical(try scalar(URL.self, at: offset, path(), ValueReading.url).value, as: type) }
-        if T.self == Decimal.self { return Self.identical(try scalar(Decimal.self, at: offset, path(), ValueReading.decimal).value, as: type) }
+        if T.self == Date.self { return ModelCoding.identical(try date(at: offset, path()), as: type) }
+        if T.self == Data.self { return ModelCoding.identical(try scalar(Data.self, at: offset, path(), ValueReading.data).value, as: type) }
+        if T.self == URL.self { return ModelCoding.identical(try scalar(URL.self, at: offset, path(), ValueReading.url).value, as: type) }
+        if T.self == Decimal.self { return ModelCoding.identical(try scalar(Decimal.self, at: offset, path(), ValueReading.decimal).value, as: type) }
         return nil
     }
 
@@ -286,12 +274,17 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func contains(_ key: Key) -> Bool {
         guard decoder.isLive else { return false }
-        return fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) != nil
+        return find(key) != nil
+    }
+
+    /// The member `key` names, if any (the caller has checked the decoder is live).
+    private func find(_ key: any CodingKey) -> JSONScanner.Member? {
+        fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign)
     }
 
     private func member(_ key: Key) throws -> Int {
         try decoder.checkLive()
-        guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) else {
+        guard let member = find(key) else {
             throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "no field '\(key.stringValue)'"))
         }
         return member.value
@@ -308,12 +301,17 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// nil when the field is missing or `null`.
     @inline(__always)
     private func readIfPresent<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V? {
-        try decoder.checkLive()
-        guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
-              object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
-        let (value, end) = try decoder.scalar(V.self, at: member.value, codingPath + [key], read)
+        guard let offset = try presentValue(key) else { return nil }
+        let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [key], read)
         fields.didRead(upTo: end, in: object)
         return value
+    }
+
+    /// Where the value of `key` starts; nil when the member is missing or `null`.
+    private func presentValue(_ key: Key) throws -> Int? {
+        try decoder.checkLive()
+        guard let member = find(key), object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
+        return member.value
     }
 
     func decodeNil(forKey key: Key) throws -> Bool {
@@ -345,10 +343,8 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(key, Int.read) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
-        try decoder.checkLive()
-        guard let member = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign),
-              object.scanner.byte(at: member.value) != UInt8(ascii: "n") else { return nil }
-        return try decoder.decode(type, at: member.value, key: key)
+        guard let offset = try presentValue(key) else { return nil }
+        return try decoder.decode(type, at: offset, key: key)
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -374,7 +370,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
     private func superDecoder(key: any CodingKey) throws -> any Decoder {
         try decoder.checkLive()
-        guard let found = fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign) else {
+        guard let found = find(key) else {
             return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
         }
         return decoder.nested(at: found.value, key: key)
@@ -390,15 +386,8 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
 
     init(decoder: ModelDecoder) {
         self.decoder = decoder
-        let scanner = decoder.scanner
-        next = scanner.firstElement(ofArrayAt: 0)
-        var count = 0
-        var element = next
-        while let offset = element {
-            count += 1
-            element = scanner.nextElement(after: scanner.end(ofValueAt: offset))
-        }
-        self.count = count
+        next = decoder.scanner.firstElement(ofArrayAt: 0)
+        count = decoder.scanner.elementCount(ofArrayAt: 0)
     }
 
     var codingPath: [any CodingKey] { decoder.codingPath }
@@ -500,12 +489,4 @@ struct ModelSingleValueDecoding: SingleValueDecodingContainer {
     func decode(_ type: UInt32.Type) throws -> UInt32 { try read { ValueReading.integer(UInt32.self, $0, at: $1) } }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try read { ValueReading.integer(UInt64.self, $0, at: $1) } }
     func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.decode(type, at: 0, key: nil) }
-}
-
-/// The array types both coders read and write in one loop, by identity.
-enum ScalarArrays {
-    static let strings = ObjectIdentifier([String].self)
-    static let integers = ObjectIdentifier([Int].self)
-    static let doubles = ObjectIdentifier([Double].self)
-    static let flags = ObjectIdentifier([Bool].self)
 }

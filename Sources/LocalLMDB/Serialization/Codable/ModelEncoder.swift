@@ -95,20 +95,20 @@ final class ModelEncoder: Encoder {
     /// `Array.encode(to:)`, each element would cost an encoder of its own.
     private static func scalarArray<T: Encodable>(_ value: T) -> JSONValue? {
         switch ObjectIdentifier(T.self) {
-        case ScalarArrays.strings: return ModelDecoder.identical(value, as: [String].self).map { .array($0.map(JSONValue.string)) }
-        case ScalarArrays.integers: return ModelDecoder.identical(value, as: [Int].self).map { .array($0.map { .int(Int64($0)) }) }
-        case ScalarArrays.doubles: return ModelDecoder.identical(value, as: [Double].self).map { .array($0.map(JSONValue.double)) }
-        case ScalarArrays.flags: return ModelDecoder.identical(value, as: [Bool].self).map { .array($0.map(JSONValue.bool)) }
+        case ScalarArrays.strings: return ModelCoding.identical(value, as: [String].self).map { .array($0.map(\.jsonValue)) }
+        case ScalarArrays.integers: return ModelCoding.identical(value, as: [Int].self).map { .array($0.map(\.jsonValue)) }
+        case ScalarArrays.doubles: return ModelCoding.identical(value, as: [Double].self).map { .array($0.map(\.jsonValue)) }
+        case ScalarArrays.flags: return ModelCoding.identical(value, as: [Bool].self).map { .array($0.map(\.jsonValue)) }
         default: return nil
         }
     }
 
     /// The value kinds stored in a form of their own, rather than by their `encode(to:)`.
     private static func specialValue<T: Encodable>(_ value: T) -> JSONValue? {
-        if let date = ModelDecoder.identical(value, as: Date.self) { return date.jsonValue }
-        if let data = ModelDecoder.identical(value, as: Data.self) { return .string(data.base64EncodedString()) }
-        if let url = ModelDecoder.identical(value, as: URL.self) { return .string(url.absoluteString) }
-        if let decimal = ModelDecoder.identical(value, as: Decimal.self) { return decimal.jsonValue }
+        if let date = ModelCoding.identical(value, as: Date.self) { return date.jsonValue }
+        if let data = ModelCoding.identical(value, as: Data.self) { return .string(data.base64EncodedString()) }
+        if let url = ModelCoding.identical(value, as: URL.self) { return .string(url.absoluteString) }
+        if let decimal = ModelCoding.identical(value, as: Decimal.self) { return decimal.jsonValue }
         return nil
     }
 

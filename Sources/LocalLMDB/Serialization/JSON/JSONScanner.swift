@@ -142,6 +142,17 @@ struct JSONScanner {
         return byte == UInt8(ascii: "]") || byte == 0 ? nil : element
     }
 
+    /// The number of elements of the array whose `[` is at `offset`.
+    func elementCount(ofArrayAt offset: Int) -> Int {
+        var count = 0
+        var next = firstElement(ofArrayAt: offset)
+        while let element = next {
+            count += 1
+            next = nextElement(after: end(ofValueAt: element))
+        }
+        return count
+    }
+
     /// The next element after one that ended at `elementEnd`, or nil at the array's end.
     func nextElement(after elementEnd: Int) -> Int? {
         nextMember(after: elementEnd)
