@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 // Shared by the Codable suites: both faces on one directory, value comparison that tells NaNs,
-// signed zeros and dates at millisecond precision apart, and a way to store any JSON text as a
+// signed zeros apart, and a way to store any JSON text as a
 // record of any class (records as another version of an app may have left them).
 
 /// A `LocalDatabase` and a `SerializationDatabase` on one fresh directory (one environment).
@@ -26,7 +26,7 @@ final class CbRawRecord: Storable {
 }
 
 /// Value equality for round trips: bit patterns for floating point (so NaN payloads and -0.0
-/// count), NaN for NaN for `Decimal`, and dates as stored (to the millisecond).
+/// count), NaN for NaN for `Decimal`, and dates exactly.
 protocol CbSame {
     func same(_ other: Self) -> Bool
 }
@@ -65,13 +65,9 @@ extension Decimal: CbSame {
 }
 
 extension Date: CbSame {
-    /// `other` is this date as stored: rounded to the millisecond (a double has nothing finer
-    /// than the date itself beyond 2^53 ms).
-    func same(_ other: Date) -> Bool { other == storedForm }
-
-    var storedForm: Date {
-        let milliseconds = (timeIntervalSince1970 * 1000).rounded()
-        return abs(milliseconds) < 9_007_199_254_740_992 ? Date(timeIntervalSince1970: milliseconds / 1000) : self
+    /// `other` is this very date: dates are stored exactly, sub-millisecond parts included.
+    func same(_ other: Date) -> Bool {
+        other.timeIntervalSinceReferenceDate.bitPattern == timeIntervalSinceReferenceDate.bitPattern
     }
 }
 

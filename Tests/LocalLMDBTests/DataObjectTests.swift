@@ -224,7 +224,8 @@ struct DataObjectTests {
         #expect(a == b)
         #expect(b?.timeIntervalSince1970 == 1_744_520_305.123)
         #expect(c?.timeIntervalSince1970 == 1_744_520_305)
-        #expect(d?.timeIntervalSince1970 == 1_744_520_305.123 + 5400)
+        // More than three digits: read exactly (whole seconds since 2001 plus the fraction).
+        #expect(d?.timeIntervalSinceReferenceDate == Double(1_744_520_305 + 5400 - 978_307_200) + 0.1234567)
         let written = DataObject(Homework(answers: "", grade: nil)).add(key: "when", value: Date(timeIntervalSince1970: 1_744_520_305.123))
         #expect(written.toRawString()?.contains(#""when":"2025-04-13T04:58:25.123Z""#) == true)
     }

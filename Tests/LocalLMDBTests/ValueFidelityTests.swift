@@ -101,7 +101,7 @@ struct ValueFidelityTests {
         }
     }
 
-    @Test func datesOfAnyYearComeBackToTheMillisecond() async throws {
+    @Test func datesOfAnyYearComeBackExactly() async throws {
         let seconds: [Double] = [
             253_402_300_800, 253_402_300_799.999, -62_167_219_200, -62_167_219_200.001, -62_198_755_200, 1e15, -1e15, 1e18, -1e18,
             9.3e15, 0, -0.0005, 1_744_520_305.123, Date.distantPast.timeIntervalSince1970, Date.distantFuture.timeIntervalSince1970,
@@ -111,17 +111,15 @@ struct ValueFidelityTests {
         var generator = SplitMix(seed: 7)
         let random = (0..<200).map { _ in Double(Int64(bitPattern: generator.next()) >> 10) / 1000 }
         let dates = (seconds + random).map { Date(timeIntervalSince1970: $0) }
-        // To the millisecond; beyond 2^53 ms a double has no finer value than the date itself.
-        let expected = dates.map { date in
-            let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-            return abs(milliseconds) < 9_007_199_254_740_992 ? Date(timeIntervalSince1970: milliseconds / 1000) : date
-        }
+        // Exactly: the very same `timeIntervalSinceReferenceDate` (sub-millisecond parts included).
+        let expected = dates
         try await withDatabase { database, _ in
             let values = FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: dates[0], dates: dates)
             try await database.write(Record(id: "d", data: values))
             let read = try #require(try await database.read(id: "d") as FidelityValues?)
-            #expect(read.date == expected[0])
-            for (index, date) in read.dates.enumerated() where date != expected[index] {
+            #expect(read.date.timeIntervalSinceReferenceDate.bitPattern == expected[0].timeIntervalSinceReferenceDate.bitPattern)
+            for (index, date) in read.dates.enumerated()
+            where date.timeIntervalSinceReferenceDate.bitPattern != expected[index].timeIntervalSinceReferenceDate.bitPattern {
                 Issue.record("\(dates[index].timeIntervalSince1970) came back as \(date.timeIntervalSince1970)")
             }
             #expect(read.dates.count == dates.count)
@@ -129,6 +127,44 @@ struct ValueFidelityTests {
         let text = try #require(FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: dates[0], dates: []).toDataObject().toRawString())
         #expect(text.contains("\"+010000-01-01T00:00:00.000Z\""))
         #expect(FidelityValues(dataObject: DataObject(rawString: text)).date == expected[0])
+    }
+
+    /// `Date()` and any date between milliseconds come back as the very same date, through a
+    /// hand-written model, a `Codable` one and JSON text: they were rounded to the millisecond,
+    /// silently. Dates on a whole millisecond keep SwiftLocal's three digits.
+    @Test func datesBetweenMillisecondsComeBackExactly() async throws {
+        struct Stamped: Codable, Persistable {
+            var when: Date
+            var all: [Date]
+        }
+        var generator = SplitMix(seed: 11)
+        let random = (0..<300).map { _ in
+            Date(timeIntervalSinceReferenceDate: Double(Int64(bitPattern: generator.next()) >> 30) + Double(generator.next() % 1_000_000_007) / 1_000_000_007)
+        }
+        let dates = [
+            Date(), Date(timeIntervalSince1970: 0.0001), Date(timeIntervalSince1970: -0.0001), Date(timeIntervalSince1970: 1e-9),
+            Date(timeIntervalSinceReferenceDate: 1e15 + 0.125), Date(timeIntervalSinceReferenceDate: -1e12 - 0.3),
+            Date(timeIntervalSinceReferenceDate: 0.5e-300), Date(timeIntervalSince1970: 1_744_520_305.1234567),
+        ] + random
+        func same(_ lhs: [Date], _ rhs: [Date]) -> Bool {
+            lhs.map(\.timeIntervalSinceReferenceDate.bitPattern) == rhs.map(\.timeIntervalSinceReferenceDate.bitPattern)
+        }
+        try await withDatabase { database, _ in
+            let values = FidelityValues(number: 1, numbers: [], optionalNumbers: [], date: dates[0], dates: dates)
+            try await database.write(Record(id: "hand", data: values))
+            let read = try #require(try await database.read(id: "hand") as FidelityValues?)
+            #expect(same([read.date] + read.dates, [dates[0]] + dates))
+            try await database.write(Record(id: "codable", data: Stamped(when: dates[0], all: dates)))
+            let stamped = try #require(try await database.read(id: "codable") as Stamped?)
+            #expect(same([stamped.when] + stamped.all, [dates[0]] + dates))
+        }
+        for date in dates {
+            let text = try #require(DataObject(Homework(answers: "", grade: nil)).add(key: "d", value: date).toRawString())
+            let back: Date? = DataObject(rawString: text).get("d")
+            #expect(back.map { same([$0], [date]) } == true, "\(date.timeIntervalSinceReferenceDate) as \(text)")
+        }
+        let whole = try #require(DataObject(Homework(answers: "", grade: nil)).add(key: "d", value: Date(timeIntervalSince1970: 1_744_520_305.123)).toRawString())
+        #expect(whole.contains(#""2025-04-13T04:58:25.123Z""#))
     }
 
     @Test func datesThatCannotBeStoredAreRefusedAtWriteTime() async throws {

@@ -1,25 +1,40 @@
 import Foundation
 
-/// Dates as ISO 8601 text in UTC with milliseconds (`2025-04-13T04:58:25.123Z`).
+/// Dates as ISO 8601 text in UTC with milliseconds (`2025-04-13T04:58:25.123Z`), or with as many
+/// digits as it takes (`2025-04-13T04:58:25.1234567Z`) for a date between milliseconds.
 ///
 /// Hand-written rather than `ISO8601DateFormatter` because formatters are slow and not
 /// thread-safe to share. Parsing also accepts SwiftLocal's `yyyy-MM-dd'T'HH:mm:ss.SSSZZZZZ`
 /// strings (any UTC offset, such as `+10:00`), fractions of any length, and no fraction.
+///
+/// Invariant: `parse(format(date))` is `date`, exactly: its `timeIntervalSinceReferenceDate`.
 enum ISO8601Date {
-    /// Formats `date`, rounded to the nearest millisecond; nil when it cannot be written (not
-    /// finite, or more than 2^63 seconds from 1970, some 292 billion years).
+    /// Formats `date`; nil when it cannot be written (not finite, or more than 2^63 seconds from
+    /// 1970, some 292 billion years).
+    ///
+    /// A date on a whole millisecond has three fraction digits (SwiftLocal's form). Any other
+    /// (`Date()`, mostly) has at least four: the digits of its fraction of a second that read
+    /// back as exactly that fraction, for `parse` to restore the very same date.
     ///
     /// Years 0 to 9999 have four digits; others use ISO 8601's expanded form, a sign and at
     /// least six digits (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.000Z`).
     static func format(_ date: Date) -> String? {
+        guard let (text, parsed) = millisecondForm(date) else { return nil }
+        return parsed == date ? text : exactForm(date)
+    }
+
+    /// `date` to the nearest millisecond, and the date `parse` gives for that text.
+    private static func millisecondForm(_ date: Date) -> (text: String, parsed: Date)? {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite else { return nil }
         let dayLength: Int64 = 86_400_000
         let days: Int64
         let timeOfDay: Int64
         let totalMilliseconds = (seconds * 1000).rounded()
+        let parsed: Date
         if abs(totalMilliseconds) < exactMilliseconds {
             (days, timeOfDay) = floorDivision(Int64(totalMilliseconds), dayLength)
+            parsed = Date(timeIntervalSince1970: totalMilliseconds / 1000)
         } else if seconds >= -9.223_372_036_854_775_808e18 && seconds < 9.223_372_036_854_775_808e18 {
             // Here `seconds * 1000` is no longer exact: split the whole seconds from the fraction
             // (both exact) and round the fraction alone.
@@ -32,9 +47,50 @@ enum ISO8601Date {
             }
             let (wholeDays, secondOfDay) = floorDivision(wholeSeconds, 86_400)
             (days, timeOfDay) = (wholeDays, secondOfDay * 1000 + milliseconds)
+            parsed = Date(timeIntervalSince1970: Double(wholeSeconds) + Double(milliseconds) / 1000)
         } else {
             return nil
         }
+        var text = dateAndTime(days: days, secondOfDay: timeOfDay / 1000)
+        text += "."
+        append(timeOfDay % 1000, width: 3, to: &text)
+        text += "Z"
+        return (text, parsed)
+    }
+
+    /// Seconds between 1970-01-01 and 2001-01-01, the reference date of `Date`.
+    private static let referenceOffset: Int64 = 978_307_200
+
+    /// `date` with the digits of its fraction of a second that read back as exactly that
+    /// fraction: whole seconds and the fraction are split from `timeIntervalSinceReferenceDate`
+    /// (both exact), so `parse` adds them back to the very same double. Nil beyond ±2^63 s.
+    private static func exactForm(_ date: Date) -> String? {
+        let reference = date.timeIntervalSinceReferenceDate
+        let whole = reference.rounded(.down)
+        guard let wholeSeconds = Int64(exactly: whole) else { return nil }
+        let fraction = reference - whole
+        let (seconds, overflow) = wholeSeconds.addingReportingOverflow(referenceOffset)
+        guard !overflow else { return nil }
+        let (days, secondOfDay) = floorDivision(seconds, 86_400)
+        var digits = fractionDigits(fraction)
+        if digits.count < 4 { digits += String(repeating: "0", count: 4 - digits.count) }  // Four or more: the exact form.
+        return dateAndTime(days: days, secondOfDay: secondOfDay) + "." + digits + "Z"
+    }
+
+    /// The digits after the point of the shortest decimal that reads back as `fraction`
+    /// (0 ≤ fraction < 1), written out without an exponent.
+    private static func fractionDigits(_ fraction: Double) -> String {
+        let text = fraction.description  // Shortest round-tripping: "0.123", or "1.25e-05".
+        guard let exponentMark = text.firstIndex(of: "e") else {
+            return text.split(separator: ".").last.map(String.init) ?? "0"
+        }
+        let mantissa = text[..<exponentMark].filter { $0 != "." }
+        let exponent = Int(text[text.index(after: exponentMark)...]) ?? 0  // Negative: below 1.
+        return String(repeating: "0", count: max(0, -exponent - 1)) + mantissa
+    }
+
+    /// `yyyy-MM-ddTHH:mm:ss` for a day count since 1970 and a second of that day.
+    private static func dateAndTime(days: Int64, secondOfDay: Int64) -> String {
         let (year, month, day) = civilDate(fromDays: days)
         var text = ""
         text.reserveCapacity(24)
@@ -49,14 +105,11 @@ enum ISO8601Date {
         text += "-"
         append(day, width: 2, to: &text)
         text += "T"
-        append(timeOfDay / 3_600_000, width: 2, to: &text)
+        append(secondOfDay / 3600, width: 2, to: &text)
         text += ":"
-        append(timeOfDay / 60_000 % 60, width: 2, to: &text)
+        append(secondOfDay / 60 % 60, width: 2, to: &text)
         text += ":"
-        append(timeOfDay / 1000 % 60, width: 2, to: &text)
-        text += "."
-        append(timeOfDay % 1000, width: 3, to: &text)
-        text += "Z"
+        append(secondOfDay % 60, width: 2, to: &text)
         return text
     }
 
@@ -108,6 +161,7 @@ enum ISO8601Date {
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var fraction: Double = 0
+        var fractionDigits = 0
         if skip(".") {
             var scale = 0.1
             let start = offset
@@ -116,7 +170,12 @@ enum ISO8601Date {
                 scale /= 10
                 offset += 1
             }
-            guard offset > start else { return nil }
+            fractionDigits = offset - start
+            guard fractionDigits > 0 else { return nil }
+            if fractionDigits > 3 {
+                // The exact form: the fraction read correctly rounded, not summed digit by digit.
+                fraction = Double("0." + String(decoding: bytes[start..<offset], as: UTF8.self)) ?? fraction
+            }
         }
         var zoneSeconds: Int64 = 0
         if skip("Z") || skip("z") {
@@ -141,6 +200,12 @@ enum ISO8601Date {
         guard !overflow else { return nil }
         let (seconds, overflowAdding) = dayBoundary.addingReportingOverflow(days < 0 ? secondOfDay - 86_400 : secondOfDay)
         guard !overflowAdding else { return nil }
+        if fractionDigits > 3 {
+            // Whole seconds since the reference date, plus the fraction: the double `format` split.
+            let (sinceReference, overflowSubtracting) = seconds.subtractingReportingOverflow(referenceOffset)
+            guard !overflowSubtracting else { return nil }
+            return Date(timeIntervalSinceReferenceDate: Double(sinceReference) + fraction)
+        }
         // Round to whole milliseconds so values written by `format` come back exactly.
         let milliseconds = (fraction * 1000).rounded()
         let (wholeMilliseconds, overflowMultiplying) = seconds.multipliedReportingOverflow(by: 1000)

@@ -9,7 +9,7 @@ import Foundation
 // | `Double`                      | a number; NaN and ±infinity as strings (`NonFiniteDouble`)    |
 // | `Float`                       | a number, its shortest form (`0.1`); NaN and ±infinity as strings |
 // | `Decimal`                     | a number with every digit (`3.14159265358979323846`); NaN as `"NaN"` |
-// | `Date`                        | an ISO 8601 string in UTC with milliseconds (`ISO8601Date`)   |
+// | `Date`                        | an ISO 8601 string in UTC, exact (`ISO8601Date`)              |
 // | `Data`                        | a Base64 string                                               |
 // | `URL`                         | its absolute string                                           |
 // | `UUID`                        | its `uuidString`                                              |
