@@ -79,3 +79,40 @@ struct LegacyTests {
         }
     }
 }
+
+final class GizmoOld: Storable {
+    let label: String
+    init(label: String) { self.label = label }
+    required init(dataObject: DataObject) { label = dataObject.get("label") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "label", value: label) }
+}
+
+final class GizmoNew: Storable {
+    let label: String
+    init(label: String) { self.label = label }
+    required init(dataObject: DataObject) { label = dataObject.get("label") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "label", value: label) }
+}
+
+@Suite("Legacy names cached per thread")
+struct LegacyCacheTests {
+    /// Each thread caches Legacy's answers so that reads take no lock; a refactor added later
+    /// must still be seen by a thread that cached the answer before it.
+    @Test func aRefactorAddedAfterAThreadCachedTheNamesIsSeenByThatThread() async throws {
+        try await withTemporaryDirectory { directory in
+            // The synchronous face keeps every call on this one thread.
+            let database = try SerializationDatabase(directory: directory, configuration: DatabaseConfiguration())
+            #expect(database.write(Record(id: "old", data: GizmoOld(label: "before the rename"))))
+            #expect(database.write(Record(id: "new", data: GizmoNew(label: "after"))))
+            #expect(database.count(GizmoNew.self) == 1)
+            let before: [GizmoNew] = database.read()
+            #expect(before.map(\.label) == ["after"])
+            Legacy.addClassRefactor(old: "GizmoOld", new: "GizmoNew")
+            #expect(database.count(GizmoNew.self) == 2)
+            let after: [GizmoNew] = database.read()
+            #expect(Set(after.map(\.label)) == ["before the rename", "after"])
+            let renamed: GizmoNew? = database.read(id: "old")
+            #expect(renamed?.label == "before the rename")
+        }
+    }
+}

@@ -24,8 +24,27 @@ final class DatabaseEngine: Sendable {
     /// Sessions attached and not yet closed. Guarded by the registry's lock.
     nonisolated(unsafe) private var sessions = 0
 
-    var environment: Environment { store.environment }
-    var maxKeySize: Int { store.environment.maxKeySize }
+    /// The store's environment. Unowned: the store keeps it for as long as the engine lives,
+    /// and a strong reference would be retained and released by every read, from every
+    /// thread, on one shared reference count.
+    unowned(unsafe) let environment: Environment
+    /// The same, for the read path: used through `_withUnsafeGuaranteedRef`, which retains
+    /// nothing (a method call through `environment` may still retain it).
+    let unmanagedEnvironment: Unmanaged<Environment>
+    /// The stored classes' table (holds nothing counted).
+    let classTable: ClassTable
+    let maxKeySize: Int
+    /// What a read by id needs of the engine, as plain values.
+    let readTarget: ReadTarget
+
+    /// What a read by id needs of an engine, as values that are copied without retaining
+    /// anything (`classTable` holds its environment unowned).
+    struct ReadTarget {
+        let records: RecordStore.DatabaseHandle
+        let serial: UInt64
+        let classTable: ClassTable
+        let maxKeySize: Int
+    }
 
     /// The map an empty database starts with; it doubles as it fills.
     static let initialMapSize = 16 << 20
@@ -45,6 +64,10 @@ final class DatabaseEngine: Sendable {
         self.identity = directory.identity
         self.configuration = configuration
         self.store = store
+        self.environment = environment
+        unmanagedEnvironment = .passUnretained(environment)
+        classTable = store.classTable
+        maxKeySize = environment.maxKeySize
         if configuration.readOnly {
             thread = Self.readOnlyThread.withLock { shared in
                 if let shared { return shared }
@@ -66,6 +89,7 @@ final class DatabaseEngine: Sendable {
             count += 1
             return count
         }
+        readTarget = ReadTarget(records: store.records, serial: serial, classTable: classTable, maxKeySize: maxKeySize)
     }
 
     deinit {

@@ -50,6 +50,10 @@ final class Session: Sendable {
     }
 
     private let state = Locked(State())
+    /// `state`'s `closed` (bit 0) and `inTransaction` (bit 1), stored under its lock after every
+    /// change (`withState`): reads check them with one atomic load, taking no lock and writing
+    /// nothing that other threads read.
+    private let flags = AtomicLines(lines: 1)
     private static let owners = Locked<Owner>(0)
 
     /// Opens (or joins) the engine for `directory`.
@@ -62,26 +66,35 @@ final class Session: Sendable {
         }
     }
 
+    /// Runs `body` with the state under its lock, then publishes its flags.
+    private func withState<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
+        try state.withLock { state throws(E) in
+            defer { flags.store((state.closed ? 1 : 0) | (state.inTransaction ? 2 : 0), line: 0) }
+            return try body(&state)
+        }
+    }
+
     /// Whether this session has a transaction open, as of its last begin, commit or rollback.
     var transactionActive: Bool {
-        state.withLock { $0.inTransaction }
+        flags.load(line: 0) & 2 != 0
     }
 
     /// Throws `closed` after `close()`; returns whether a transaction is open.
+    @inline(__always)
     private func checkOpen() throws(LocalDatabaseError) -> Bool {
-        let (closed, inTransaction) = state.withLock { ($0.closed, $0.inTransaction) }
-        guard !closed else { throw .closed }
-        return inTransaction
+        let flags = flags.load(line: 0)
+        guard flags & 1 == 0 else { throw .closed }
+        return flags & 2 != 0
     }
 
     private func checkWritable() throws(LocalDatabaseError) {
-        try state.withLock { state throws(LocalDatabaseError) in try Self.checkWritable(state, engine) }
+        try withState { state throws(LocalDatabaseError) in try Self.checkWritable(state, engine) }
     }
 
     /// Records on the writer thread whether the transaction is open, after it may have changed.
     private func updateTransactionState(_ coordinator: TransactionCoordinator) {
         let open = coordinator.hasTransaction(owner: owner)
-        state.withLock { state in
+        withState { state in
             if state.inTransaction != open { state.transactionChanged() }
             state.inTransaction = open
             state.failed = coordinator.hasFailedTransaction(owner: owner)
@@ -93,7 +106,7 @@ final class Session: Sendable {
     private func noteTransaction(_ coordinator: TransactionCoordinator, generation: UInt64, claimed classes: [StoredClass]) {
         guard coordinator.hasTransaction(owner: owner) else { return }
         let failed = coordinator.hasFailedTransaction(owner: owner)
-        state.withLock { state in
+        withState { state in
             guard state.generation == generation else { return }
             state.failed = failed
             guard !failed else { return }
@@ -133,7 +146,7 @@ final class Session: Sendable {
             try checkWritable()
             return nil
         }
-        return try state.withLock { state throws(LocalDatabaseError) -> Int? in
+        return try withState { state throws(LocalDatabaseError) -> Int? in
             try Self.checkWritable(state, engine)
             guard state.mayBuffer(records, classes: classes) else { return nil }
             state.buffer.append(records, classes: classes)
@@ -266,7 +279,7 @@ final class Session: Sendable {
 
     /// Runs `body` in a read-only snapshot on the calling thread.
     func snapshot<R>(_ body: (Transaction) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> R {
-        try engine.environment.withReadTransaction(body)
+        try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
     }
 
     /// Runs `read` in this session's open transaction, or in a snapshot if it has none by now.
@@ -365,7 +378,7 @@ final class Session: Sendable {
     /// Marks the session closed; false when it already was. Buffered records are dropped: the
     /// transaction they belong to is rolled back.
     private func markClosed() -> Bool {
-        let closing = state.withLock { state in
+        let closing = withState { state in
             defer {
                 state.closed = true
                 state.transactionChanged()
@@ -402,7 +415,7 @@ final class Session: Sendable {
         let thread = engine.thread
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, LocalDatabaseError>, Never>) in
             do throws(LocalDatabaseError) {
-                try state.withLock { state throws(LocalDatabaseError) in
+                try withState { state throws(LocalDatabaseError) in
                     let job = try prepare(&state)
                     thread.submit { job(coordinator) { continuation.resume(returning: $0) } }
                 }
@@ -427,7 +440,7 @@ final class Session: Sendable {
         let thread = engine.thread
         let outcome = Locked<Result<R, LocalDatabaseError>?>(nil)
         let done = DispatchSemaphore(value: 0)
-        try state.withLock { state throws(LocalDatabaseError) in
+        try withState { state throws(LocalDatabaseError) in
             let job = try prepare(&state)
             thread.submit {
                 job(coordinator) { result in
@@ -443,7 +456,7 @@ final class Session: Sendable {
 
     /// Throws `wouldDeadlock` when this thread is restoring objects read from this database: a
     /// blocking call from a model's `init(dataObject:)` there could wait on the writer while
-    /// the read holds what the writer needs (the map's resize lock).
+    /// the read holds what the writer needs (a place in the map's transaction gate).
     private func checkNotRestoring(_ name: String) throws(LocalDatabaseError) {
         if ReadScratch.current.isRestoring(from: engine.serial) {
             throw .wouldDeadlock(operation: name, reason: "it was called while a read of the same database restores objects (from init(dataObject:))")

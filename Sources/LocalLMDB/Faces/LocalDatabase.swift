@@ -163,10 +163,10 @@ public actor LocalDatabase {
     ///   `.unresolvableClass` when its class (or a nested object's) cannot be found in this
     ///   process, `.corruptRecord` when its bytes cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>(id: String) async throws -> T? {
-        let engine = session.engine
-        let key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
-        if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: engine)) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try ReadByID<T>.snapshot(id, key: key, in: engine, transaction) }
+        let target = session.engine.readTarget
+        let key = try RecordEncoding.recordKey(id, maxKeySize: target.maxKeySize)
+        if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: session.engine)) }
+        return try session.snapshot { transaction throws(LocalDatabaseError) in try ReadByID<T>.snapshot(id, key: key, in: target, transaction) }
     }
 
     /// Every object stored as `T` (under its current or any legacy class name). Objects of

@@ -35,13 +35,15 @@ struct ReadByID<T: Persistable>: SessionRead {
 
     /// The snapshot read, without a `ReadByID` value: the hot path of `LocalDatabase.read(id:)`
     /// (building the generic struct costs a metadata look-up per read).
+    /// It takes the engine's plain values, not the engine: a closure that reads `engine` from
+    /// the session retains it, a reference count every reading thread would write.
     static func snapshot(
-        _ id: String, key: StorageKey, in engine: DatabaseEngine, _ transaction: Transaction
+        _ id: String, key: StorageKey, in engine: DatabaseEngine.ReadTarget, _ transaction: Transaction
     ) throws(LocalDatabaseError) -> T? {
         // The object is built inside the snapshot, from the stored bytes in place.
-        guard let value = try engine.store.value(key, in: transaction) else { return nil }
+        guard let value = try RecordStore.value(key, records: engine.records, in: transaction) else { return nil }
         return try RecordDecoding.decode(value: value, id: id)
-            .instantiate(as: T.self, context: ReadContext(database: engine.serial, classes: engine.store.classTable, transaction: transaction))
+            .instantiate(as: T.self, context: ReadContext(database: engine.serial, classes: engine.classTable, transaction: transaction))
     }
 
     func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> DecodedRecord.Detached? {

@@ -10,10 +10,11 @@ import Darwin
 /// Ownership: the `MDB_env*` is opened in `init` and closed in `deinit`; `Engine` keeps exactly
 /// one `Environment` per directory in the process, as LMDB requires.
 ///
-/// Concurrency: LMDB environments are thread-safe. Every transaction holds `resizeLock` shared
-/// for its whole life, and the map is resized only under the exclusive side, so
-/// `mdb_env_set_mapsize` never runs while a transaction of this process is active.
-/// Read transactions use `MDB_NOTLS`, so they belong to no thread and are pooled after use.
+/// Concurrency: LMDB environments are thread-safe. Every transaction is counted in `gate` for
+/// its whole life, and the map is resized (and the environment closed) only with the gate shut
+/// and no transaction active, so `mdb_env_set_mapsize` never runs while a transaction of this
+/// process is active. Read transactions use `MDB_NOTLS`, so they belong to no thread and are
+/// pooled in the gate after use. A read takes no lock and writes nothing another thread uses.
 final class Environment: @unchecked Sendable {
     /// The environment's directory.
     let path: String
@@ -23,9 +24,9 @@ final class Environment: @unchecked Sendable {
     let maxKeySize: Int
 
     private let handle: OpaquePointer
-    private let resizeLock = ReadWriteLock()
-    /// Read transactions that were reset after use, ready for `mdb_txn_renew`.
-    private let idleReaders = ReaderPool()
+    /// Counts the transactions of this process, pools idle read transactions, and is shut
+    /// while the map is resized or the environment closes.
+    private let gate = TransactionGate()
     /// The map never grows by more than this at once: beyond it, growth is linear.
     private static let maxGrowthStep = 1 << 30
     /// When stale reader slots were last cleared. Slots of processes that died mid-read pin old
@@ -34,9 +35,6 @@ final class Environment: @unchecked Sendable {
     private let lastReaderCheck = Locked(ContinuousClock.now)
     /// The map never grows beyond this.
     private let maximumMapSize: Int
-    /// Set once by `close()`, under the exclusive side of `resizeLock`; read under its shared
-    /// side, which every transaction holds, so no transaction begins on a closed environment.
-    private var isClosed = false
 
     /// Opens (creating if needed, unless `readOnly`) the environment in `directory`.
     init(
@@ -82,16 +80,17 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Closes the environment once every transaction of this process on it has ended; later
-    /// transactions fail with `closed`. Idempotent.
+    /// transactions fail with `closed`. Idempotent. Called on a thread with a transaction of
+    /// this environment open (which would wait for itself), it does nothing.
     func close() {
-        let closedNow = resizeLock.withExclusive {
-            guard !isClosed else { return false }
-            isClosed = true
-            idleReaders.drain { mdb_txn_abort($0) }
+        let closedNow = gate.withGateShut {
+            guard !gate.isClosed else { return false }
+            gate.markClosed()
+            gate.drainIdle { mdb_txn_abort($0) }
             mdb_env_close(handle)
             return true
         }
-        if closedNow { OpenDirectories.shared.release(directory.identity) }
+        if closedNow == true { OpenDirectories.shared.release(directory.identity) }
     }
 
     /// Opens (creating if needed) the named database. Only called while opening the store.
@@ -126,43 +125,65 @@ final class Environment: @unchecked Sendable {
 
     /// Runs `body` in a read-only snapshot on the calling thread.
     func withReadTransaction<R>(_ body: (Transaction) throws(LocalDatabaseError) -> R) throws(LocalDatabaseError) -> R {
-        let transaction = try beginRead()
-        defer { endRead(transaction) }
+        let (transaction, ticket) = try beginRead()
+        defer { endRead(transaction, ticket) }
         return try body(transaction)
     }
 
-    private func beginRead() throws(LocalDatabaseError) -> Transaction {
+    /// `withReadTransaction`, through a reference that is used without being retained (a
+    /// method call through a stored reference retains and releases it: a reference count that
+    /// every reading thread would write). `environment` must be kept alive by the caller.
+    static func withReadTransaction<R>(
+        in environment: Unmanaged<Environment>, _ body: (Transaction) throws(LocalDatabaseError) -> R
+    ) throws(LocalDatabaseError) -> R {
+        let (transaction, ticket) = try environment._withUnsafeGuaranteedRef { $0.beginReadOutcome() }.get()
+        defer { environment._withUnsafeGuaranteedRef { $0.endRead(transaction, ticket) } }
+        return try body(transaction)
+    }
+
+    private func beginReadOutcome() -> Result<(Transaction, TransactionGate.Ticket), LocalDatabaseError> {
+        Result { () throws(LocalDatabaseError) in try beginRead() }
+    }
+
+    private func beginRead() throws(LocalDatabaseError) -> (Transaction, TransactionGate.Ticket) {
         while true {
-            resizeLock.lockShared()
-            guard !isClosed else {
-                resizeLock.unlock()
+            let ticket = gate.enter()
+            guard !gate.isClosed else {
+                gate.leave(ticket)
                 throw .closed
             }
-            var code: Int32
+            var code = MDB_NOTFOUND
             var txn: OpaquePointer?
-            if let idle = idleReaders.take() {
-                code = mdb_txn_renew(idle)
-                if code == MDB_SUCCESS {
-                    txn = idle
-                } else {
-                    mdb_txn_abort(idle)
-                }
+            if let idle = gate.takeIdle(ticket) {
+                (code, txn) = renew(idle)
             } else {
                 code = mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+                // The reader slots may all be held by idle transactions pooled by other threads.
+                if code == MDB_READERS_FULL, let idle = gate.takeAnyIdle() { (code, txn) = renew(idle) }
             }
             if code == MDB_SUCCESS, let txn {
-                return Transaction(handle: txn, isWrite: false)
+                return (Transaction(handle: txn, isWrite: false), ticket)
             }
-            resizeLock.unlock()
+            gate.leave(ticket)
             guard code == MDB_MAP_RESIZED else { throw LMDBStatus.error(code, "begin read transaction") }
-            adoptMapSize()
+            try adoptMapSize()
         }
     }
 
-    private func endRead(_ transaction: Transaction) {
+    /// Renews a pooled read transaction; aborts it when that fails.
+    private func renew(_ idle: OpaquePointer) -> (Int32, OpaquePointer?) {
+        let code = mdb_txn_renew(idle)
+        guard code == MDB_SUCCESS else {
+            mdb_txn_abort(idle)
+            return (code, nil)
+        }
+        return (code, idle)
+    }
+
+    private func endRead(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
         mdb_txn_reset(transaction.handle)
-        resizeLock.unlock()
-        if !idleReaders.put(transaction.handle) { mdb_txn_abort(transaction.handle) }
+        if !gate.putIdle(transaction.handle, ticket) { mdb_txn_abort(transaction.handle) }
+        gate.leave(ticket)
     }
 
     // MARK: Write transactions
@@ -183,34 +204,34 @@ final class Environment: @unchecked Sendable {
             try growMap()
         }
         while true {
-            resizeLock.lockShared()
-            guard !isClosed else {
-                resizeLock.unlock()
+            let ticket = gate.enter()
+            guard !gate.isClosed else {
+                gate.leave(ticket)
                 throw .closed
             }
             var txn: OpaquePointer?
             let code = mdb_txn_begin(handle, nil, 0, &txn)
             if code == MDB_SUCCESS, let txn {
-                return WriteTransaction(Transaction(handle: txn, isWrite: true), in: self)
+                return WriteTransaction(Transaction(handle: txn, isWrite: true), ticket: ticket, in: self)
             }
-            resizeLock.unlock()
+            gate.leave(ticket)
             guard code == MDB_MAP_RESIZED else { throw LMDBStatus.error(code, "begin write transaction") }
-            adoptMapSize()
+            try adoptMapSize()
         }
     }
 
-    /// Commits a write transaction; it is over either way, and the shared side of the resize
-    /// lock it held is released. Only `WriteTransaction` calls this, once per transaction.
-    func commitWrite(_ transaction: Transaction) throws(LocalDatabaseError) {
-        defer { resizeLock.unlock() }
+    /// Commits a write transaction; it is over either way, and it leaves the gate. Only
+    /// `WriteTransaction` calls this, once per transaction, on the thread that began it.
+    func commitWrite(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) throws(LocalDatabaseError) {
+        defer { gate.leave(ticket) }
         try LMDBStatus.check(mdb_txn_commit(transaction.handle), "commit")
     }
 
-    /// Aborts a write transaction and releases the shared side of the resize lock it held.
-    /// Only `WriteTransaction` calls this, once per transaction.
-    func abortWrite(_ transaction: Transaction) {
+    /// Aborts a write transaction, which leaves the gate. Only `WriteTransaction` calls this,
+    /// once per transaction, on the thread that began it.
+    func abortWrite(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
         mdb_txn_abort(transaction.handle)
-        resizeLock.unlock()
+        gate.leave(ticket)
     }
 
     // MARK: The memory map
@@ -235,14 +256,20 @@ final class Environment: @unchecked Sendable {
     /// transaction open (it waits for every other thread's transactions to end).
     func growMap() throws(LocalDatabaseError) {
         clearStaleReaders()
-        try resizeLock.withExclusive { () throws(LocalDatabaseError) in
-            guard !isClosed else { throw .closed }
+        let grown: Void? = try gate.withGateShut { () throws(LocalDatabaseError) in
+            guard !gate.isClosed else { throw .closed }
             let current = usage.mapSize
             guard current < maximumMapSize else { throw LMDBStatus.error(MDB_MAP_FULL, "grow map beyond its maximum of \(maximumMapSize) bytes") }
             let newSize = min(current + min(current, Self.maxGrowthStep), maximumMapSize)
             try LMDBStatus.check(mdb_env_set_mapsize(handle, newSize), "grow map to \(newSize) bytes")
         }
+        if grown == nil { throw Self.resizeWithinTransaction }
     }
+
+    /// The map cannot change while the calling thread itself has a transaction open (a
+    /// model's initializer reading the database it is being read from, as the map fills).
+    private static let resizeWithinTransaction = LMDBStatus.error(
+        MDB_MAP_FULL, "resize the map while this thread has a transaction of the same database open")
 
     /// Frees the reader slots of processes that died mid-read. Returns how many.
     @discardableResult
@@ -253,11 +280,12 @@ final class Environment: @unchecked Sendable {
     }
 
     /// Adopts the larger map another process set (`MDB_MAP_RESIZED`).
-    private func adoptMapSize() {
-        resizeLock.withExclusive {
-            guard !isClosed else { return }
+    private func adoptMapSize() throws(LocalDatabaseError) {
+        let adopted: Void? = gate.withGateShut {
+            guard !gate.isClosed else { return }
             _ = mdb_env_set_mapsize(handle, 0)
         }
+        if adopted == nil { throw Self.resizeWithinTransaction }
     }
 
     /// The environment's flags (`MDB_NOSYNC`, `MDB_NOMETASYNC`, `MDB_NOTLS`, …).

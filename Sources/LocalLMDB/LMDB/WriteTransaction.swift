@@ -2,34 +2,37 @@
 ///
 /// Non-copyable, so it is ended exactly once: by `commit()` or `abort()`, or, if it is dropped
 /// without either (an error path that forgot it), by its `deinit`, which aborts it. Either way
-/// the environment's resize lock is released: a leaked lock would later block every map growth.
+/// the transaction leaves the environment's gate: one left inside would block every map growth.
 /// Not `Sendable`: LMDB's writer lock is a mutex owned by the thread that began the transaction,
 /// so the transaction stays on that thread (`Transaction` checks each write).
 struct WriteTransaction: ~Copyable {
     /// The transaction, for operations inside it; valid until this value is consumed.
     let transaction: Transaction
     private unowned(unsafe) let environment: Environment
+    /// Where the transaction is counted in the environment's gate.
+    private let ticket: TransactionGate.Ticket
 
-    init(_ transaction: Transaction, in environment: Environment) {
+    init(_ transaction: Transaction, ticket: TransactionGate.Ticket, in environment: Environment) {
         self.transaction = transaction
+        self.ticket = ticket
         self.environment = environment
     }
 
     /// Commits. The transaction is over, committed or not.
     consuming func commit() throws(LocalDatabaseError) {
-        let (transaction, environment) = (transaction, environment)
+        let (transaction, environment, ticket) = (transaction, environment, ticket)
         discard self
-        try environment.commitWrite(transaction)
+        try environment.commitWrite(transaction, ticket)
     }
 
     /// Aborts: none of the transaction's changes are kept.
     consuming func abort() {
-        let (transaction, environment) = (transaction, environment)
+        let (transaction, environment, ticket) = (transaction, environment, ticket)
         discard self
-        environment.abortWrite(transaction)
+        environment.abortWrite(transaction, ticket)
     }
 
     deinit {
-        environment.abortWrite(transaction)
+        environment.abortWrite(transaction, ticket)
     }
 }

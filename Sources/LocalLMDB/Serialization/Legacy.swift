@@ -9,26 +9,55 @@
 /// Safe to call from any thread.
 public enum Legacy {
     private static let refactors = Locked<[String: String]>([:])
+    /// Counts changes to `refactors`: each thread's cache of answers (`ReadScratch`) is good
+    /// while it is unchanged, so reads take no lock here (one atomic load of a word that only
+    /// `addClassRefactor` writes).
+    private static let generation = AtomicLines(lines: 1)
 
     /// Records that class `old` is now called `new`.
     public static func addClassRefactor(old: String, new: String) {
-        refactors.withLock { $0[old] = new }
+        refactors.withLock { map in
+            map[old] = new
+            generation.add(1, line: 0)
+        }
     }
 
     /// The current name for a stored class name, following chains of refactors.
     static func currentName(of name: String) -> String {
-        refactors.withLock { map in resolve(name, in: map) }
+        let cache = cache()
+        if let known = cache.currentNames[name] { return known }
+        let current = refactors.withLock { map in resolve(name, in: map) }
+        cache.currentNames[name] = current
+        return current
     }
 
     /// `current` followed by every stored name that resolves to it.
     static func allNames(of current: String) -> [String] {
-        refactors.withLock { map in
+        let cache = cache()
+        if let known = cache.allNames[current] { return known }
+        let names = refactors.withLock { map in
             var names = [current]
             for old in map.keys.sorted() where old != current && resolve(old, in: map) == current {
                 names.append(old)
             }
             return names
         }
+        cache.allNames[current] = names
+        return names
+    }
+
+    /// The calling thread's cache, emptied first if a refactor was added since it was filled.
+    /// (Loading the generation before reading `refactors` means an answer cached under a
+    /// generation was computed from that generation's map or a later one.)
+    private static func cache() -> ReadScratch.LegacyCache {
+        let cache = ReadScratch.current.legacy
+        let now = generation.load(line: 0)
+        if cache.generation != now {
+            cache.currentNames.removeAll()
+            cache.allNames.removeAll()
+            cache.generation = now
+        }
+        return cache
     }
 
     /// Follows `map` from `name`; stops at a name with no refactor, or where a cycle would repeat.

@@ -42,6 +42,16 @@ final class ReadScratch {
     /// How many encodes that collect classes are under way on this thread.
     private var collecting = 0
 
+    /// `Legacy`'s answers on this thread, for the generation of its refactors they hold.
+    final class LegacyCache {
+        var generation = -1
+        var currentNames: [String: String] = [:]
+        var allNames: [String: [String]] = [:]
+    }
+
+    /// `Legacy`'s answers on this thread.
+    let legacy = LegacyCache()
+
     /// The calling thread's scratch.
     static var current: ReadScratch {
         if let stored = pthread_getspecific(key) {

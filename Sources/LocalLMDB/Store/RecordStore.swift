@@ -15,6 +15,8 @@ import Foundation
 /// All methods are synchronous and run inside a transaction the caller provides.
 struct RecordStore: Sendable {
     static let layoutVersion: UInt8 = 1
+    /// A named database's handle, for layers above that keep one (LMDB's `MDB_dbi`).
+    typealias DatabaseHandle = MDB_dbi
 
     let environment: Environment
     let records: MDB_dbi
@@ -96,6 +98,13 @@ struct RecordStore: Sendable {
 
     /// The stored value under `key`, if any.
     func value(_ key: StorageKey, in transaction: Transaction) throws(LocalDatabaseError) -> UnsafeRawBufferPointer? {
+        try Self.value(key, records: records, in: transaction)
+    }
+
+    /// `value(_:in:)` given the records database alone: the hot path of a read by id, which
+    /// must not copy the store (a copy retains what it holds: a shared reference count
+    /// written by every read, from every thread).
+    static func value(_ key: StorageKey, records: MDB_dbi, in transaction: Transaction) throws(LocalDatabaseError) -> UnsafeRawBufferPointer? {
         try key.withBytes { bytes throws(LocalDatabaseError) in try transaction.get(records, bytes) }
     }
 

@@ -87,6 +87,8 @@ enum JSONGrammar {
         var end: Int
         /// No fraction and no exponent.
         var isInteger: Bool
+        /// It has an exponent.
+        var hasExponent = false
     }
 
     /// Checks the number grammar starting at `offset`: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
@@ -108,14 +110,16 @@ enum JSONGrammar {
             guard index < count, isDigit(bytes[index]) else { return nil }
             while index < count, isDigit(bytes[index]) { index += 1 }
         }
+        var hasExponent = false
         if index < count, bytes[index] | 0x20 == UInt8(ascii: "e") {
             isInteger = false
+            hasExponent = true
             index += 1
             if index < count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard index < count, isDigit(bytes[index]) else { return nil }
             while index < count, isDigit(bytes[index]) { index += 1 }
         }
-        return NumberShape(end: index, isInteger: isInteger)
+        return NumberShape(end: index, isInteger: isInteger, hasExponent: hasExponent)
     }
 
     /// The value of a number that `numberShape` accepted: `.int` when it is an integer that fits

@@ -127,11 +127,10 @@ struct JSONValidator {
         while true {
             guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
             let keyStart = offset
-            let keyHasEscapes = try string()
+            let (keyHasEscapes, isPlain) = try string()
             memberCount += 1
             if !mayRepeatKeys {
                 let key = UnsafeRawBufferPointer(rebasing: input[(keyStart + 1)..<(offset - 1)])
-                let isPlain = !keyHasEscapes && JSONGrammar.endOfPlainRun(in: key, from: 0) == key.count
                 if keySet == nil, !isPlain || memberCount > Self.filterLimit {
                     keySet = earlierKeys(inObjectAt: objectStart, before: keyStart)
                 }
@@ -213,32 +212,36 @@ struct JSONValidator {
         offset = shape.end
         // Without an exponent, fewer than 300 integer digits cannot leave Double's range.
         let text = UnsafeRawBufferPointer(rebasing: input[start..<shape.end])
-        let mayOverflow = text.count >= 300 || text.contains { $0 | 0x20 == UInt8(ascii: "e") }
+        let mayOverflow = text.count >= 300 || shape.hasExponent
         if mayOverflow, JSONGrammar.numberValue(text, isInteger: shape.isInteger) == nil {
             throw LocalDatabaseError.invalidJSON(reason: "number out of range", offset: start)
         }
     }
 
     /// Checks the string whose opening quote is at `offset` and moves past its closing quote.
-    /// - Returns: Whether it contains escapes.
-    private mutating func string() throws(LocalDatabaseError) -> Bool {
+    /// - Returns: Whether it contains escapes, and whether it is plain: printable ASCII with
+    ///   no escapes, spelt as it reads.
+    private mutating func string() throws(LocalDatabaseError) -> (hasEscapes: Bool, isPlain: Bool) {
         offset += 1
         var hasEscapes = false
+        var isPlain = true
         while true {
             offset = JSONGrammar.endOfPlainRun(in: input, from: offset)
             guard let byte = current else { throw failure("unterminated string") }
             switch byte {
             case UInt8(ascii: "\""):
                 offset += 1
-                return hasEscapes
+                return (hasEscapes, isPlain)
             case UInt8(ascii: "\\"):
                 hasEscapes = true
+                isPlain = false
                 do throws(JSONGrammar.EscapeError) {
                     offset = try JSONGrammar.escape(in: input, at: offset).end
                 } catch {
                     throw failure(error.reason)
                 }
             case 0x80...:
+                isPlain = false
                 guard let length = JSONGrammar.utf8SequenceLength(in: input, at: offset) else { throw failure("invalid UTF-8") }
                 offset += length
             default:

@@ -1,0 +1,93 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a thread keeps about its own transactions, in thread-local storage: its stripe number,
+/// and for each `TransactionGate` it is inside, how many of its transactions are.
+///
+/// Confinement: a slot is read and written only by its own thread, so it needs no lock and no
+/// atomic operation; it is freed when the thread exits. Stripe numbers are handed out in turn
+/// as threads first use a gate, so the first threads of a process (the cooperative pool's,
+/// one per core) each get a stripe of their own.
+struct ThreadSlot {
+    /// Gates a thread can be inside at once and still be told so (`depth`). A thread inside
+    /// more gates at once (nested reads of nine databases) is not tracked in the extra ones,
+    /// which only matters if one of those is closed meanwhile (see `TransactionGate.enter`).
+    private static let gateCapacity = 8
+    /// Words: the stripe number, then (gate identity, depth) pairs.
+    private static let wordCount = 1 + 2 * gateCapacity
+
+    private let words: UnsafeMutablePointer<Int>
+
+    /// The calling thread's slot.
+    @inline(__always)
+    static var current: ThreadSlot {
+        if let stored = pthread_getspecific(key) { return ThreadSlot(words: stored.assumingMemoryBound(to: Int.self)) }
+        return makeCurrent()
+    }
+
+    private static func makeCurrent() -> ThreadSlot {
+        let words = UnsafeMutablePointer<Int>.allocate(capacity: wordCount)
+        words.initialize(repeating: 0, count: wordCount)
+        words[0] = stripeCounter.add(1, line: 0) - 1
+        pthread_setspecific(key, words)
+        return ThreadSlot(words: words)
+    }
+
+    /// The thread's stripe number: distinct for the first threads, then repeating.
+    var stripe: Int { words[0] }
+
+    /// How many of this thread's transactions are inside the gate `gate`.
+    func depth(in gate: Int) -> Int {
+        for entry in 0..<Self.gateCapacity where words[1 + 2 * entry] == gate {
+            return words[2 + 2 * entry]
+        }
+        return 0
+    }
+
+    /// Counts one more transaction of this thread inside `gate`.
+    func enter(_ gate: Int) {
+        var free: Int?
+        for entry in 0..<Self.gateCapacity {
+            if words[1 + 2 * entry] == gate {
+                words[2 + 2 * entry] += 1
+                return
+            }
+            if free == nil, words[2 + 2 * entry] == 0 { free = entry }
+        }
+        guard let free else { return }
+        words[1 + 2 * free] = gate
+        words[2 + 2 * free] = 1
+    }
+
+    /// Counts one transaction of this thread fewer inside `gate`.
+    func leave(_ gate: Int) {
+        for entry in 0..<Self.gateCapacity where words[1 + 2 * entry] == gate {
+            words[2 + 2 * entry] -= 1
+            if words[2 + 2 * entry] == 0 { words[1 + 2 * entry] = 0 }
+            return
+        }
+    }
+
+    /// The next stripe number to hand out.
+    private static let stripeCounter = AtomicLines(lines: 1)
+
+    /// The thread-local key; its destructor frees a thread's slot when the thread exits.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, releaseSlot)
+        return key
+    }()
+}
+
+#if canImport(Darwin)
+private func releaseSlot(_ stored: UnsafeMutableRawPointer) {
+    stored.deallocate()
+}
+#else
+private func releaseSlot(_ stored: UnsafeMutableRawPointer?) {
+    stored?.deallocate()
+}
+#endif
