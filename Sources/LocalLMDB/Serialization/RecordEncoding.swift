@@ -18,10 +18,10 @@ enum RecordEncoding {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         RecordValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
-        return RecordBytes(
-            key: key, typeName: typeName,
-            typeKey: StorageKey(typeName, maxKeySize: maxKeySize),
-            value: try encodedValue(of: dataObject, appendingTo: bytes, id: record.id))
+        let headerSize = bytes.count
+        var value = try encodedValue(of: dataObject, appendingTo: bytes, id: record.id)
+        RecordValue.sealChecksum(in: &value, headerSize: headerSize)
+        return RecordBytes(key: key, typeName: typeName, typeKey: StorageKey(typeName, maxKeySize: maxKeySize), value: value)
     }
 
     /// `dataObject`'s JSON appended to `bytes`.

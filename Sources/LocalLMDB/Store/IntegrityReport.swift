@@ -54,7 +54,7 @@ extension RecordStore {
                     recordCount += 1
                     let stored: DecodedRecord
                     do throws(LocalDatabaseError) {
-                        stored = try RecordDecoding.decode(key: key, value: value)
+                        stored = try RecordDecoding.decode(key: key, value: value, validating: true)
                     } catch {
                         let reason = if case let .corruptRecord(_, reason) = error { reason } else { error.description }
                         problems.append(.undecodableRecord(id: RecordDecoding.displayID(key), reason: reason))

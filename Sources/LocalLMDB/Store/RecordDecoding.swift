@@ -5,17 +5,22 @@ enum RecordDecoding {
     /// Parses and checks a stored value; the object reads its JSON in place, so the result is
     /// valid only during the read transaction `value` came from. Errors name the record by the
     /// id in the value or else by its `key`.
-    static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> DecodedRecord {
-        try decode(value: value, id: nil) { stored in stored?.id(key: key) ?? displayID(key) }
+    ///
+    /// A document whose checksum matches is read as it is: it holds exactly the bytes LocalLMDB
+    /// wrote, which are strict JSON with no key repeated in any object (`JSONWriter`'s output,
+    /// or a document `JSONValidator` accepted as such). A mismatch is a corrupt record. A value
+    /// of format 1 (no checksum), or any value when `validating`, is checked by the validator.
+    static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, validating: Bool = false) throws(LocalDatabaseError) -> DecodedRecord {
+        try decode(value: value, id: nil, validating: validating) { stored in stored?.id(key: key) ?? displayID(key) }
     }
 
     /// `decode(key:value:)` for a record read by `id`, which errors name.
     static func decode(value: UnsafeRawBufferPointer, id: String) throws(LocalDatabaseError) -> DecodedRecord {
-        try decode(value: value, id: id) { _ in id }
+        try decode(value: value, id: id, validating: false) { _ in id }
     }
 
     private static func decode(
-        value: UnsafeRawBufferPointer, id: String?, name: (RecordValue?) -> String
+        value: UnsafeRawBufferPointer, id: String?, validating: Bool, name: (RecordValue?) -> String
     ) throws(LocalDatabaseError) -> DecodedRecord {
         value.prefetch()
         let stored: RecordValue
@@ -23,6 +28,14 @@ enum RecordDecoding {
             stored = try RecordValue(parsing: value)
         } catch {
             throw .corruptRecord(id: name(nil), reason: error.description)
+        }
+        if stored.checksum != nil {
+            guard stored.isIntact else {
+                throw .corruptRecord(id: name(stored), reason: "the stored document does not match its checksum")
+            }
+            if !validating, stored.json.first == UInt8(ascii: "{") {
+                return DecodedRecord(id: id, typeName: stored.typeNameString, object: EncodedObject(bytes: stored.json, owner: nil))
+            }
         }
         do throws(LocalDatabaseError) {
             let object = try EncodedObject.validating(stored.json, owner: nil)

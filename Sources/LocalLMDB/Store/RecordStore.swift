@@ -14,7 +14,13 @@ import Foundation
 ///
 /// All methods are synchronous and run inside a transaction the caller provides.
 struct RecordStore: Sendable {
-    static let layoutVersion: UInt8 = 1
+    /// The layout written: 2 since records carry checksums (`RecordValue`). A database of
+    /// layout 1 is read as it is and marked 2 when it is first opened for writing, as records
+    /// of format 2 go into it from then on (and an earlier version of LocalLMDB, which cannot
+    /// read them, then refuses it with `unsupportedFormat` rather than failing record by record).
+    static let layoutVersion: UInt8 = 2
+    /// The layouts read.
+    static let readableLayouts: [[UInt8]] = [[1], [2]]
     /// A named database's handle, for layers above that keep one (LMDB's `MDB_dbi`).
     typealias DatabaseHandle = MDB_dbi
 
@@ -39,7 +45,7 @@ struct RecordStore: Sendable {
             let (stored, logID) = try environment.withReadTransaction { transaction throws(LocalDatabaseError) in
                 (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
             }
-            guard stored == [Self.layoutVersion] else {
+            guard let stored, Self.readableLayouts.contains(stored) else {
                 throw LocalDatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.layoutVersion))
             }
             (records, types, self.meta, classes) = (handles[0], handles[1], meta, handles[3])
@@ -61,9 +67,10 @@ struct RecordStore: Sendable {
             let changes = try environment.openDatabase("changes", dupSort: false, in: transaction)
             let formatKey = Array("format".utf8)
             if let stored = try Self.read(formatKey, meta, in: transaction) {
-                guard stored == [Self.layoutVersion] else {
+                guard Self.readableLayouts.contains(stored) else {
                     throw LocalDatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.layoutVersion))
                 }
+                if stored != [Self.layoutVersion] { try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction) }
             } else {
                 try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction)
             }

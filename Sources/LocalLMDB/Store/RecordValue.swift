@@ -1,33 +1,55 @@
-/// The layout of a value in the `records` database (format 1):
+/// The layout of a value in the `records` database:
 ///
 /// ```
-/// byte 0          format version (1)
+/// byte 0          format version: 2 (1 for values written by earlier versions)
 /// varint, bytes   the stored class name, UTF-8
 /// varint, bytes   the full record id when the key is hashed; length 0 otherwise
+/// 8 bytes         format 2 only: the JSON document's `RecordChecksum`, little-endian
 /// rest            the object's JSON document
 /// ```
 ///
 /// The class name is kept outside the JSON so that type checks and the integrity walk need not
-/// parse the document.
+/// parse the document. The checksum lets a read trust a document that LocalLMDB wrote without
+/// checking its grammar (see `RecordDecoding`).
 struct RecordValue {
-    static let formatVersion: UInt8 = 1
+    /// The format written.
+    static let formatVersion: UInt8 = 2
+    /// The format before checksums, still read.
+    static let uncheckedFormatVersion: UInt8 = 1
+    /// Bytes of the stored checksum.
+    static let checksumSize = 8
 
     /// The class name's UTF-8 bytes.
     let typeName: UnsafeRawBufferPointer
     /// The full id's UTF-8 bytes, or empty when the key is the id.
     let fullID: UnsafeRawBufferPointer
+    /// The stored checksum of `json`; nil in a value of format 1.
+    let checksum: UInt64?
     /// The JSON document.
     let json: UnsafeRawBufferPointer
 
     /// Parses a stored value; the views point into `bytes`.
     init(parsing bytes: UnsafeRawBufferPointer) throws(RecordValueError) {
         guard let version = bytes.first else { throw .empty }
-        guard version == Self.formatVersion else { throw .unknownFormat(version) }
+        guard version == Self.formatVersion || version == Self.uncheckedFormatVersion else { throw .unknownFormat(version) }
         var offset = 1
         typeName = try Self.lengthPrefixed(bytes, &offset)
         fullID = try Self.lengthPrefixed(bytes, &offset)
+        if version == Self.formatVersion {
+            guard bytes.count - offset >= Self.checksumSize else { throw .truncated }
+            checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            offset += Self.checksumSize
+        } else {
+            checksum = nil
+        }
         json = UnsafeRawBufferPointer(rebasing: bytes[offset...])
         guard !json.isEmpty else { throw .truncated }
+    }
+
+    /// Whether `json` is the document that was written: its checksum matches. Always false for
+    /// a value of format 1, which has none.
+    var isIntact: Bool {
+        checksum == RecordChecksum.of(json)
     }
 
     /// The class name as a String.
@@ -38,11 +60,21 @@ struct RecordValue {
         String(decoding: fullID.isEmpty ? key : fullID, as: UTF8.self)
     }
 
-    /// Writes the header for a value; the caller appends the JSON document.
+    /// Writes the header for a value, with room for the checksum; the caller appends the JSON
+    /// document, then calls `sealChecksum` with the header's length.
     static func appendHeader(typeName: String, fullID: String?, to buffer: inout [UInt8]) {
         buffer.append(formatVersion)
         appendLengthPrefixed(typeName.utf8, to: &buffer)
         appendLengthPrefixed((fullID ?? "").utf8, to: &buffer)
+        buffer.append(contentsOf: repeatElement(0, count: checksumSize))
+    }
+
+    /// Stores the checksum of the JSON document after the header of `headerSize` bytes.
+    static func sealChecksum(in value: inout [UInt8], headerSize: Int) {
+        let checksum = value.withUnsafeBytes { bytes in RecordChecksum.of(UnsafeRawBufferPointer(rebasing: bytes[headerSize...])) }
+        withUnsafeBytes(of: checksum.littleEndian) { checksumBytes in
+            value.replaceSubrange((headerSize - checksumSize)..<headerSize, with: checksumBytes)
+        }
     }
 
     private static func appendLengthPrefixed(_ bytes: String.UTF8View, to buffer: inout [UInt8]) {

@@ -1,0 +1,122 @@
+import CLMDB
+import Foundation
+@testable import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+/// Reads a value with raw LMDB (no LocalDatabase may have the directory open meanwhile).
+private func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
+    var env: OpaquePointer?
+    guard mdb_env_create(&env) == 0 else { return nil }
+    defer { mdb_env_close(env) }
+    mdb_env_set_maxdbs(env, 8)
+    guard mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o600) == 0 else { return nil }
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
+    defer { mdb_txn_abort(txn) }
+    guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
+    var keyBytes = Array(key.utf8)
+    return keyBytes.withUnsafeMutableBytes { keyBuffer -> [UInt8]? in
+        var keyValue = MDB_val(mv_size: keyBuffer.count, mv_data: keyBuffer.baseAddress)
+        var dataValue = MDB_val()
+        guard mdb_get(txn, dbi, &keyValue, &dataValue) == 0, let data = dataValue.mv_data else { return nil }
+        return Array(UnsafeRawBufferPointer(start: data, count: dataValue.mv_size))
+    }
+}
+
+@Suite("Record checksums")
+struct RecordChecksumTests {
+    /// Before checksums, bytes changed on disk that still formed valid JSON were read as data:
+    /// a digit changed by a disk fault came back as another number, silently.
+    @Test func aChangedDigitIsACorruptRecordNotAnotherValue() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            #expect(try runHelper(["write-count", url.path, "c", "10"]).lines == ["done"])
+            var value = try #require(rawGet(url, "records", "c-2"))
+            #expect(value.first == RecordValue.formatVersion)
+            let digit = try #require(value.lastIndex(of: UInt8(ascii: "2")))
+            value[digit] = UInt8(ascii: "7")
+            rawPut(url, "records", [(Array("c-2".utf8), value)])
+
+            let database = try LocalDatabase(directory: url)
+            await expectError({ error in
+                if case let .corruptRecord(id, reason) = error { id == "c-2" && reason.contains("checksum") } else { false }
+            }) {
+                let _: Entry? = try await database.read(id: "c-2")
+            }
+            await #expect(throws: LocalDatabaseError.self) { let _: [Entry] = try await database.read() }
+            let intact: Entry? = try await database.read(id: "c-3")
+            #expect(intact?.sequence == 3)
+            let report = try await database.verifyIntegrity()
+            #expect(report.problems.count == 1)
+            #expect(report.problems.contains { if case .undecodableRecord("c-2", _) = $0 { true } else { false } })
+        }
+    }
+
+    /// Databases written before checksums (layout 1, values of format 1) are read as they are;
+    /// the layout is marked 2 when the database is first opened for writing, not before.
+    @Test func recordsWithoutChecksumsAreStillReadAndTheLayoutIsMarkedOnceWritable() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            #expect(try runHelper(["write-count", url.path, "c", "3"]).lines == ["done"])
+            // Rewrite c-1 as an earlier version stored it: format 1, no checksum.
+            let value = try #require(rawGet(url, "records", "c-1"))
+            let stored = try value.withUnsafeBytes { bytes in try RecordValue(parsing: bytes) }
+            let headerEnd = value.count - stored.json.count - RecordValue.checksumSize
+            let formatOne = [RecordValue.uncheckedFormatVersion] + value[1..<headerEnd] + value[(headerEnd + RecordValue.checksumSize)...]
+            rawPut(url, "records", [(Array("c-1".utf8), Array(formatOne))])
+            rawPut(url, "meta", [(Array("format".utf8), [1])])
+
+            do {
+                let readOnly = try LocalDatabase(directory: url, configuration: DatabaseConfiguration(readOnly: true))
+                let old: Entry? = try await readOnly.read(id: "c-1")
+                #expect(old?.sequence == 1)
+                #expect(try await readOnly.verifyIntegrity().isConsistent)
+                await readOnly.close()
+            }
+            #expect(rawGet(url, "meta", "format") == [1])
+
+            do {
+                let database = try LocalDatabase(directory: url)
+                let entries: [Entry] = try await database.read()
+                #expect(entries.map(\.sequence).sorted() == [0, 1, 2])
+                try await database.write(Record(id: "c-1", data: Entry(sequence: 11, payload: "rewritten")))
+                await database.close()
+            }
+            #expect(rawGet(url, "meta", "format") == [RecordStore.layoutVersion])
+            #expect(rawGet(url, "records", "c-1")?.first == RecordValue.formatVersion)
+        }
+    }
+
+    /// A layout this version does not know is refused, never guessed at.
+    @Test func anUnknownLayoutIsRefused() async throws {
+        try await withTemporaryDirectory { directory async throws in
+            let url = directory.appendingPathComponent("db")
+            #expect(try runHelper(["write-count", url.path, "c", "1"]).lines == ["done"])
+            rawPut(url, "meta", [(Array("format".utf8), [3])])
+            await expectError({ if case .unsupportedFormat(3, _) = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: url)
+            }
+        }
+    }
+
+    /// Every change of a single bit, anywhere in a document, changes its checksum, including
+    /// in the last, partial word.
+    @Test func everySingleBitChangeIsDetected() {
+        var document = Array(#"{"object":"Entry","sequence":123,"payload":"a document of an odd length…"}"#.utf8)
+        #expect(document.count % 8 != 0)
+        let original = document.withUnsafeBytes { RecordChecksum.of($0) }
+        for index in document.indices {
+            for bit in 0..<8 {
+                document[index] ^= 1 << bit
+                let changed = document.withUnsafeBytes { RecordChecksum.of($0) }
+                document[index] ^= 1 << bit
+                #expect(changed != original, "byte \(index) bit \(bit)")
+            }
+        }
+        // A zero byte appended is not the same document either (the length is mixed in).
+        let longer = (document + [0]).withUnsafeBytes { RecordChecksum.of($0) }
+        #expect(longer != original)
+    }
+}
