@@ -373,6 +373,8 @@ final class TransactionCoordinator: @unchecked Sendable {
     /// Applies `operations` in one new transaction and commits it, growing the map as needed.
     private func commitTransaction(_ operations: [WriteOperation]) throws(LocalDatabaseError) -> [Int] {
         try checkThread("commit")
+        // Failing to grow here only means growing later, as the map fills.
+        try? environment.reserve(bytes: operations.reduce(0) { $0 + $1.estimatedGrowth })
         var attempts = 0
         while true {
             let write = try environment.beginWrite()

@@ -252,6 +252,28 @@ final class Environment: @unchecked Sendable {
         return (info.me_mapsize, (info.me_last_pgno + 1) * Int(stat.ms_psize))
     }
 
+    /// Grows the map ahead of a write transaction expected to add about `bytes`, so that it
+    /// does not fill midway (a full map aborts the transaction, which is then redone in a
+    /// larger map: a large batch in a small map was written five or six times over). Grows at
+    /// least as `growMap` does, and to a third more than the need, within the maximum. The
+    /// caller must have no transaction open. Does nothing when the map has room.
+    func reserve(bytes: Int) throws(LocalDatabaseError) {
+        let usage = usage
+        let needed = usage.used + bytes
+        guard bytes > 0, needed > usage.mapSize / 4 * 3 else { return }
+        clearStaleReaders()
+        let grown: Void? = try gate.withGateShut { () throws(LocalDatabaseError) in
+            guard !gate.isClosed else { throw .closed }
+            let current = self.usage.mapSize
+            let wanted = max(current + min(current, Self.maxGrowthStep), needed + needed / 3)
+            let pageSize = 1 << 20
+            let newSize = min((wanted + pageSize - 1) / pageSize * pageSize, maximumMapSize)
+            guard newSize > current else { return }
+            try LMDBStatus.check(mdb_env_set_mapsize(handle, newSize), "grow map to \(newSize) bytes")
+        }
+        if grown == nil { throw Self.resizeWithinTransaction }
+    }
+
     /// Enlarges the map: doubling it, by at most `maxGrowthStep`. The caller must have no
     /// transaction open (it waits for every other thread's transactions to end).
     func growMap() throws(LocalDatabaseError) {

@@ -25,3 +25,20 @@ enum WriteOperation: Sendable {
     /// Delete every record.
     case clear
 }
+
+extension WriteOperation {
+    /// A generous estimate of the map space the operation's new pages take: each record's
+    /// value and key, its entry in the type index, its id in the change log, and B-tree pages
+    /// left part-empty by inserts in random key order (counted as twice the bytes). 0 for
+    /// deletes, which free pages.
+    var estimatedGrowth: Int {
+        guard case let .put(records, _) = self else { return 0 }
+        var bytes = 0
+        for record in records {
+            let keySize = record.key.withBytes { $0.count }
+            bytes += record.value.count + 2 * keySize + record.typeName.utf8.count + 64
+        }
+        return 2 * bytes
+    }
+}
+
