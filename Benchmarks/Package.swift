@@ -15,12 +15,15 @@ let package = Package(
     targets: [
         // LMDB for the raw-LMDB floor, which stores pre-encoded bytes with no LocalLMDB code between.
         .systemLibrary(name: "CLMDBRaw", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+        // glibc's heap statistics (mallinfo2) and malloc_trim, for the memory report; stubs elsewhere.
+        .target(name: "CMemoryProbe"),
         .target(
             name: "BenchmarkCore",
             dependencies: [
                 .product(name: "LocalLMDB", package: "LocalLMDB"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "CLMDBRaw",
+                "CMemoryProbe",
             ]
         ),
         .executableTarget(name: "Comparison", dependencies: ["BenchmarkCore"]),

@@ -1,12 +1,13 @@
 import Foundation
 
 /// One store under comparison. Every workload builds its objects from indices inside the
-/// contender, so each pays for its own object construction, encoding and decoding.
+/// contender, so each pays for its own object construction, encoding and decoding. A contender
+/// stores one model (`BenchModel`), in its own idiom.
 public protocol Contender: Sendable {
     /// The name shown in the table.
     static var name: String { get }
-    /// Opens a fresh store in `directory`.
-    init(directory: URL) throws
+    /// Opens a fresh store in `directory` for objects of `model`.
+    init(directory: URL, model: BenchModel) throws
     /// Writes one object per id in a single transaction.
     func writeBatch(ids: [String], firstIndex: Int) async throws
     /// Writes one object per id in a single transaction, with one write call per object: the
@@ -16,8 +17,9 @@ public protocol Contender: Sendable {
     func writeOne(id: String, index: Int) async throws
     /// Reads one object by id; returns a field so the read cannot be optimised away.
     func read(id: String) async throws -> Int
-    /// Reads every stored object; returns how many.
-    func readAll() async throws -> Int
+    /// Reads every stored object, inside `ReadAllResult.measuring`, which measures the read and
+    /// the memory its objects hold.
+    func readAll() async throws -> ReadAllResult
     /// Counts the stored objects of the type.
     func count() async throws -> Int
 }

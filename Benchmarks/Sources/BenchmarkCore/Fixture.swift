@@ -122,8 +122,9 @@ public enum Fixture {
         (0..<count).map { _ in UUID().uuidString }
     }
 
-    /// True when the Codable student of `index` holds exactly the hand-written one's values.
-    public static func codableMatchesHandWritten(index: Int) -> Bool {
+    /// True when the Codable model of `index` holds exactly the hand-written one's values.
+    public static func codableMatchesHandWritten(index: Int, model: BenchModel = .student) -> Bool {
+        if model == .wide { return BenchCodableOrder(index: index) == BenchCodableOrder(BenchOrder(index: index)) }
         let handWritten = BenchStudent(index: index)
         let codable = BenchCodableStudent(index: index)
         return codable.firstName == handWritten.firstName && codable.lastName == handWritten.lastName

@@ -1,58 +1,22 @@
 import Foundation
 import GRDB
 
-/// Idiomatic GRDB: a Codable record type with real columns (the array and the nested value as
-/// JSON columns, as GRDB encodes them), a `DatabasePool`, WAL and `synchronous=FULL`.
+/// Idiomatic GRDB: a Codable record type with real columns (arrays and nested values as JSON
+/// columns, as GRDB encodes them), a `DatabasePool`, WAL and `synchronous=FULL`. The record
+/// types are in GRDBCodable+Rows.swift.
 public final class GRDBCodable: Contender {
     public static let name = "GRDB Codable"
     let pool: DatabasePool
+    let model: BenchModel
 
-    struct Address: Codable {
-        var street: String
-        var city: String
-        var postcode: String
-    }
-
-    struct StudentRow: Codable, FetchableRecord, PersistableRecord {
-        static let databaseTableName = "student"
-        var id: String
-        var firstName: String
-        var lastName: String
-        var email: String
-        var age: Int
-        var enrolmentYear: Int
-        var gpa: Double
-        var subjects: [String]
-        var address: Address
-
-        init(id: String, index: Int) {
-            let source = BenchStudent(index: index)
-            self.id = id
-            firstName = source.firstName
-            lastName = source.lastName
-            email = source.email
-            age = source.age
-            enrolmentYear = source.enrolmentYear
-            gpa = source.gpa
-            subjects = source.subjects
-            address = Address(street: source.address.street, city: source.address.city, postcode: source.address.postcode)
-        }
-    }
-
-    public init(directory: URL) throws {
+    public init(directory: URL, model: BenchModel) throws {
+        self.model = model
         pool = try DatabasePool(path: directory.appendingPathComponent("grdb.sqlite").path)
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
-            try db.create(table: "student", ifNotExists: true) { table in
-                table.primaryKey("id", .text)
-                table.column("firstName", .text).notNull()
-                table.column("lastName", .text).notNull()
-                table.column("email", .text).notNull()
-                table.column("age", .integer).notNull()
-                table.column("enrolmentYear", .integer).notNull()
-                table.column("gpa", .double).notNull()
-                table.column("subjects", .jsonText).notNull()
-                table.column("address", .jsonText).notNull()
+            switch model {
+            case .student: try StudentRow.createTable(db)
+            case .wide: try OrderRow.createTable(db)
             }
         }
     }
@@ -63,28 +27,49 @@ public final class GRDBCodable: Contender {
     }
 
     public func writeBatch(ids: [String], firstIndex: Int) async throws {
-        try await pool.write { db in
-            for (offset, id) in ids.enumerated() {
-                try StudentRow(id: id, index: firstIndex + offset).insert(db, onConflict: .replace)
-            }
+        switch model {
+        case .student: try await writeBatch(StudentRow.self, ids: ids, firstIndex: firstIndex)
+        case .wide: try await writeBatch(OrderRow.self, ids: ids, firstIndex: firstIndex)
         }
     }
 
     public func writeOne(id: String, index: Int) async throws {
-        let row = StudentRow(id: id, index: index)
-        try await pool.write { db in try row.insert(db, onConflict: .replace) }
+        switch model {
+        case .student: try await writeOne(StudentRow(id: id, index: index))
+        case .wide: try await writeOne(OrderRow(id: id, index: index))
+        }
     }
 
     public func read(id: String) async throws -> Int {
-        let row = try await pool.read { db in try StudentRow.fetchOne(db, key: id) }
-        return row?.age ?? -1
+        switch model {
+        case .student: try await pool.read { db in try StudentRow.fetchOne(db, key: id) }?.age ?? -1
+        case .wide: try await pool.read { db in try OrderRow.fetchOne(db, key: id) }?.quantity ?? -1
+        }
     }
 
-    public func readAll() async throws -> Int {
-        try await pool.read { db in try StudentRow.fetchAll(db) }.count
+    public func readAll() async throws -> ReadAllResult {
+        switch model {
+        case .student: try await ReadAllResult.measuring { try await pool.read { db in try StudentRow.fetchAll(db) } }
+        case .wide: try await ReadAllResult.measuring { try await pool.read { db in try OrderRow.fetchAll(db) } }
+        }
     }
 
     public func count() async throws -> Int {
-        try await pool.read { db in try StudentRow.fetchCount(db) }
+        switch model {
+        case .student: try await pool.read { db in try StudentRow.fetchCount(db) }
+        case .wide: try await pool.read { db in try OrderRow.fetchCount(db) }
+        }
+    }
+
+    private func writeBatch<Row: BenchRow>(_ type: Row.Type, ids: [String], firstIndex: Int) async throws {
+        try await pool.write { db in
+            for (offset, id) in ids.enumerated() {
+                try Row(id: id, index: firstIndex + offset).insert(db, onConflict: .replace)
+            }
+        }
+    }
+
+    private func writeOne<Row: BenchRow>(_ row: Row) async throws {
+        try await pool.write { db in try row.insert(db, onConflict: .replace) }
     }
 }

@@ -11,17 +11,20 @@ public final class RawLMDB: Contender, @unchecked Sendable {
     private var dbi: MDB_dbi = 0
     private let idle = NSLock()
     private var idleReaders: [OpaquePointer] = []
-    /// JSON bytes by object index, filled by `prepare` (not timed).
-    private var encoded: [Int: [UInt8]] = [:]
+    private let model: BenchModel
+    /// The objects' JSON, encoded before timing by `prepare` (shared by every store of a run).
+    private var encoded: EncodedObjects?
 
     struct Failure: Error { let code: Int32 }
 
-    public init(directory: URL) throws {
+    public init(directory: URL, model: BenchModel) throws {
+        self.model = model
         var handle: OpaquePointer?
         try Self.check(mdb_env_create(&handle))
         guard let handle else { throw Failure(code: -1) }
         env = handle
-        try Self.check(mdb_env_set_mapsize(env, 1 << 30))
+        // 8 GiB: room for a million wide objects (about 1 GiB); the map is sparse.
+        try Self.check(mdb_env_set_mapsize(env, 8 << 30))
         try Self.check(mdb_env_set_maxreaders(env, 256))
         try Self.check(mdb_env_open(env, directory.path, UInt32(MDB_NOTLS), 0o600))
         var txn: OpaquePointer?
@@ -39,22 +42,26 @@ public final class RawLMDB: Contender, @unchecked Sendable {
         if code != 0 { throw Failure(code: code) }
     }
 
-    /// Encodes the objects for indices `0..<count` ahead of the timed work.
-    public func prepare(count: Int) {
-        for index in 0..<count where encoded[index] == nil {
-            encoded[index] = Array(BenchStudent(index: index).toDataObject().rawData)
-        }
+    /// Takes the objects' JSON, encoded ahead of the timed work.
+    public func prepare(_ encoded: EncodedObjects) {
+        precondition(encoded.model == model, "objects of another model")
+        self.encoded = encoded
     }
 
     private func put(_ txn: OpaquePointer?, id: String, index: Int) throws {
-        let bytes = encoded[index] ?? Array(BenchStudent(index: index).toDataObject().rawData)
+        if let encoded, index < encoded.count {
+            try encoded.withBytes(of: index) { try put(txn, id: id, value: $0) }
+        } else {
+            try model.json(index: index).withUnsafeBytes { try put(txn, id: id, value: $0) }
+        }
+    }
+
+    private func put(_ txn: OpaquePointer?, id: String, value: UnsafeRawBufferPointer) throws {
         var id = id
         try id.withUTF8 { key in
-            try bytes.withUnsafeBytes { value in
-                var keyValue = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-                var dataValue = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
-                try Self.check(mdb_put(txn, dbi, &keyValue, &dataValue, 0))
-            }
+            var keyValue = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+            var dataValue = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            try Self.check(mdb_put(txn, dbi, &keyValue, &dataValue, 0))
         }
     }
 
@@ -104,20 +111,22 @@ public final class RawLMDB: Contender, @unchecked Sendable {
         }
     }
 
-    public func readAll() async throws -> Int {
-        try withReader { txn in
-            var cursor: OpaquePointer?
-            try Self.check(mdb_cursor_open(txn, dbi, &cursor))
-            defer { mdb_cursor_close(cursor) }
-            var copies: [[UInt8]] = []
-            var key = MDB_val()
-            var value = MDB_val()
-            var code = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
-            while code == 0 {
-                copies.append(Array(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)))
-                code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+    public func readAll() async throws -> ReadAllResult {
+        try await ReadAllResult.measuring {
+            try withReader { txn in
+                var cursor: OpaquePointer?
+                try Self.check(mdb_cursor_open(txn, dbi, &cursor))
+                defer { mdb_cursor_close(cursor) }
+                var copies: [[UInt8]] = []
+                var key = MDB_val()
+                var value = MDB_val()
+                var code = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+                while code == 0 {
+                    copies.append(Array(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)))
+                    code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+                }
+                return copies
             }
-            return copies.count
         }
     }
 

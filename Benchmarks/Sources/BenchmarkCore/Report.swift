@@ -37,11 +37,17 @@ public struct Report {
     /// with Codable models, set against the first and against its counterpart elsewhere). The
     /// main table's ratios leave these contenders out, as they would repeat the inverse.
     public let variants: [(contender: String, against: [String])]
+    /// The heading of this report's chart, when several are drawn in one SVG (the model's name).
+    public let chartTitle: String
 
-    public init(results: [Result], contenders: [String], header: String, variants: [(contender: String, against: [String])] = []) {
+    public init(
+        results: [Result], contenders: [String], header: String, variants: [(contender: String, against: [String])] = [],
+        chartTitle: String = ""
+    ) {
         self.results = results
         self.contenders = contenders
         self.header = header
+        self.chartTitle = chartTitle
         // A variant that ran first is the main table's subject already.
         self.variants = variants.filter { contenders.dropFirst().contains($0.contender) }
     }
@@ -124,24 +130,45 @@ public struct Report {
         return known[contender] ?? spare[index % spare.count]
     }
 
+    static let barHeight = 16, gap = 4, groupGap = 18, labelWidth = 230, chartWidth = 520
+
     /// A horizontal bar chart: per workload, each contender's best throughput relative to the
     /// fastest contender in that workload, labelled with its rate.
-    public var svg: String {
-        let barHeight = 16, gap = 4, groupGap = 18, labelWidth = 230, chartWidth = 520, top = 50
-        let groups = workloads
-        let height = top + groups.count * (contenders.count * (barHeight + gap) + groupGap) + 20
-        var svg = """
-        <svg xmlns="http://www.w3.org/2000/svg" width="\(labelWidth + chartWidth + 140)" height="\(height)" font-family="Helvetica, Arial, sans-serif" font-size="12">
+    public var svg: String { Self.svg([self]) }
+
+    /// The charts of several reports (one per model), one after the other in one SVG.
+    public static func svg(_ reports: [Report]) -> String {
+        var body = ""
+        var y = 30
+        for (index, report) in reports.enumerated() {
+            let chart = report.chart(top: y + (index > 0 ? 16 : 0))
+            body += chart.svg
+            y = chart.bottom
+        }
+        return """
+        <svg xmlns="http://www.w3.org/2000/svg" width="\(labelWidth + chartWidth + 140)" height="\(y + 20)" font-family="Helvetica, Arial, sans-serif" font-size="12">
         <rect width="100%" height="100%" fill="white"/>
         <text x="10" y="20" font-size="15" font-weight="bold">Throughput relative to the fastest contender (best of runs; longer is faster)</text>
 
-        """
+        """ + body + "</svg>\n"
+    }
+
+    /// This report's chart from `top` down: its title (if any), the legend, then the bars.
+    func chart(top: Int) -> (svg: String, bottom: Int) {
+        let (barHeight, gap, groupGap, labelWidth, chartWidth) = (Self.barHeight, Self.gap, Self.groupGap, Self.labelWidth, Self.chartWidth)
+        let groups = workloads
+        var svg = ""
+        var legendTop = top
+        if !chartTitle.isEmpty {
+            svg += "<text x=\"10\" y=\"\(top + 16)\" font-size=\"14\" font-weight=\"bold\">\(chartTitle)</text>\n"
+            legendTop += 24
+        }
         for (index, contender) in contenders.enumerated() {
             let x = 10 + index * 190
-            svg += "<rect x=\"\(x)\" y=\"30\" width=\"12\" height=\"12\" fill=\"\(Self.color(contender, index: index))\"/>"
-            svg += "<text x=\"\(x + 16)\" y=\"40\">\(contender)</text>\n"
+            svg += "<rect x=\"\(x)\" y=\"\(legendTop)\" width=\"12\" height=\"12\" fill=\"\(Self.color(contender, index: index))\"/>"
+            svg += "<text x=\"\(x + 16)\" y=\"\(legendTop + 10)\">\(contender)</text>\n"
         }
-        var y = top
+        var y = legendTop + 20
         for workload in groups {
             let fastest = contenders.compactMap { result(workload, $0)?.bestRate }.max() ?? 1
             svg += "<text x=\"10\" y=\"\(y + barHeight)\" font-weight=\"bold\">\(workload)</text>\n"
@@ -157,6 +184,6 @@ public struct Report {
             }
             y += contenders.count * (barHeight + gap) + groupGap
         }
-        return svg + "</svg>\n"
+        return (svg, y)
     }
 }

@@ -8,8 +8,13 @@ import GRDB
 public final class SwiftLocalOnSQLite: Contender {
     public static let name = "SwiftLocal on SQLite"
     let queue: DatabaseQueue
+    let model: BenchModel
+    /// The class name SwiftLocal stores the objects under.
+    let objectName: String
 
-    public init(directory: URL) throws {
+    public init(directory: URL, model: BenchModel) throws {
+        self.model = model
+        objectName = model.className
         // SwiftLocal's transactions stay open across calls (BEGIN in one, COMMIT in another),
         // which GRDB allows only when asked.
         var configuration = Configuration()
@@ -32,10 +37,10 @@ public final class SwiftLocalOnSQLite: Contender {
     private static let insert = "INSERT OR REPLACE INTO record (id, objectName, data) VALUES (?, ?, ?)"
 
     public func writeBatch(ids: [String], firstIndex: Int) async throws {
-        try await queue.write { db in
+        try await queue.write { [model, objectName] db in
             for (offset, id) in ids.enumerated() {
-                let json = try DictionaryDataObject.encode(student: firstIndex + offset)
-                try db.execute(sql: Self.insert, arguments: [id, "BenchStudent", json])
+                let json = try DictionaryDataObject.encode(model, index: firstIndex + offset)
+                try db.execute(sql: Self.insert, arguments: [id, objectName, json])
             }
         }
     }
@@ -45,18 +50,18 @@ public final class SwiftLocalOnSQLite: Contender {
     public func writeEachInTransaction(ids: [String], firstIndex: Int) async throws {
         try await queue.writeWithoutTransaction { db in try db.execute(sql: "BEGIN") }
         for (offset, id) in ids.enumerated() {
-            let json = try DictionaryDataObject.encode(student: firstIndex + offset)
-            try await queue.writeWithoutTransaction { db in
-                try db.execute(sql: Self.insert, arguments: [id, "BenchStudent", json])
+            let json = try DictionaryDataObject.encode(model, index: firstIndex + offset)
+            try await queue.writeWithoutTransaction { [objectName] db in
+                try db.execute(sql: Self.insert, arguments: [id, objectName, json])
             }
         }
         try await queue.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
     }
 
     public func writeOne(id: String, index: Int) async throws {
-        let json = try DictionaryDataObject.encode(student: index)
-        try await queue.write { db in
-            try db.execute(sql: Self.insert, arguments: [id, "BenchStudent", json])
+        let json = try DictionaryDataObject.encode(model, index: index)
+        try await queue.write { [objectName] db in
+            try db.execute(sql: Self.insert, arguments: [id, objectName, json])
         }
     }
 
@@ -65,66 +70,29 @@ public final class SwiftLocalOnSQLite: Contender {
             try String.fetchOne(db, sql: "SELECT data FROM record WHERE id = ?", arguments: [id])
         }
         guard let json else { return -1 }
-        return try DictionaryDataObject.decodeStudent(json).age
+        switch model {
+        case .student: return try DictionaryDataObject.decodeStudent(json).age
+        case .wide: return try DictionaryDataObject.decodeOrder(json).quantity
+        }
     }
 
-    public func readAll() async throws -> Int {
-        let rows = try await queue.read { db in
-            try String.fetchAll(db, sql: "SELECT data FROM record WHERE objectName = ?", arguments: ["BenchStudent"])
+    public func readAll() async throws -> ReadAllResult {
+        switch model {
+        case .student: try await ReadAllResult.measuring { try await fetchAllData().map(DictionaryDataObject.decodeStudent) }
+        case .wide: try await ReadAllResult.measuring { try await fetchAllData().map(DictionaryDataObject.decodeOrder) }
         }
-        let students = try rows.map(DictionaryDataObject.decodeStudent)
-        return students.count
+    }
+
+    /// Every stored object's JSON.
+    private func fetchAllData() async throws -> [String] {
+        try await queue.read { [objectName] db in
+            try String.fetchAll(db, sql: "SELECT data FROM record WHERE objectName = ?", arguments: [objectName])
+        }
     }
 
     public func count() async throws -> Int {
-        try await queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE objectName = ?", arguments: ["BenchStudent"]) ?? 0
+        try await queue.read { [objectName] db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM record WHERE objectName = ?", arguments: [objectName]) ?? 0
         }
-    }
-}
-
-/// SwiftLocal's DataObject, reduced to what the benchmark needs: a `[String: Any]` (SwiftyJSON's
-/// storage) serialized with `JSONSerialization`, with nested objects as nested dictionaries.
-enum DictionaryDataObject {
-    struct Student {
-        var firstName: String, lastName: String, email: String
-        var age: Int, enrolmentYear: Int, gpa: Double
-        var subjects: [String]
-        var street: String, city: String, postcode: String
-    }
-
-    static func encode(student index: Int) throws -> String {
-        let source = BenchStudent(index: index)
-        var address: [String: Any] = ["object": "BenchAddress"]
-        address["street"] = source.address.street
-        address["city"] = source.address.city
-        address["postcode"] = source.address.postcode
-        var json: [String: Any] = ["object": "BenchStudent"]
-        json["firstName"] = source.firstName
-        json["lastName"] = source.lastName
-        json["email"] = source.email
-        json["age"] = source.age
-        json["enrolmentYear"] = source.enrolmentYear
-        json["gpa"] = source.gpa
-        json["subjects"] = source.subjects
-        json["address"] = address
-        let data = try JSONSerialization.data(withJSONObject: json)
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static func decodeStudent(_ text: String) throws -> Student {
-        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] ?? [:]
-        let address = object["address"] as? [String: Any] ?? [:]
-        return Student(
-            firstName: object["firstName"] as? String ?? "",
-            lastName: object["lastName"] as? String ?? "",
-            email: object["email"] as? String ?? "",
-            age: object["age"] as? Int ?? 0,
-            enrolmentYear: object["enrolmentYear"] as? Int ?? 0,
-            gpa: object["gpa"] as? Double ?? 0,
-            subjects: object["subjects"] as? [String] ?? [],
-            street: address["street"] as? String ?? "",
-            city: address["city"] as? String ?? "",
-            postcode: address["postcode"] as? String ?? "")
     }
 }
