@@ -117,6 +117,10 @@ extension DataObject {
     /// `escaped`: keys are field keys, stored as `FieldKey` spells them (false for JSON from
     /// elsewhere, whose members are named as they are).
     func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject, escaped: Bool = true) -> JSONScanner.Member? {
+        if let found = nextMemberSpelled(key, in: object, escaped: escaped) {
+            nextMember = found.start
+            return found
+        }
         let start = nextMember
         var found = object.member(named: escaped ? FieldKey.stored(key) : key, from: start)
         if found == nil {
@@ -127,6 +131,35 @@ extension DataObject {
         }
         if let found { nextMember = found.start }
         return found
+    }
+
+    /// The member where the next lookup starts when its key's bytes are exactly `key`'s: the
+    /// common case, fields read in the order they were written, found by comparing bytes.
+    /// Only for a key of printable ASCII other than `"` and `\\` (spelt in JSON as it reads)
+    /// that `FieldKey` leaves as it is; any other key, or a miss, takes the general walk. An
+    /// exact match is the member: keys are unique in an object read in place.
+    @inline(__always)
+    private func nextMemberSpelled(_ key: String, in object: EncodedObject, escaped: Bool) -> JSONScanner.Member? {
+        let scanner = object.scanner
+        let start: Int
+        if let next = nextMember {
+            start = next
+        } else {
+            // The first lookup: past the class member, which a model's fields follow.
+            guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+            if let classMember = FieldKey.classKey.withUnsafeBytes({ scanner.member(at: first, spelled: $0) }) {
+                start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value)) ?? first
+            } else {
+                start = first
+            }
+        }
+        let found = key.utf8.withContiguousStorageIfAvailable { utf8 -> JSONScanner.Member? in
+            let name = UnsafeRawBufferPointer(utf8)
+            guard !name.isEmpty, JSONGrammar.endOfPlainRun(in: name, from: 0) == name.count,
+                  !(escaped && FieldKey.needsEscape(name)) else { return nil }
+            return scanner.member(at: start, spelled: name)
+        }
+        return found ?? nil
     }
 
     /// Notes that the value just read ended at `end`: the next lookup starts after it.

@@ -13,6 +13,19 @@ enum FieldKey {
         needsEscape(key) ? "~" + key : key
     }
 
+    /// The class member's key, `object`, as bytes.
+    static let classKey: [UInt8] = Array("object".utf8)
+
+    /// `needsEscape` for a key's UTF-8 bytes.
+    @inline(__always)
+    static func needsEscape(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard key.count >= 6, key[key.count - 1] == UInt8(ascii: "t") else { return false }
+        let suffix = key.count - 6
+        for index in 0..<6 where key[suffix + index] != classKey[index] { return false }
+        for index in 0..<suffix where key[index] != UInt8(ascii: "~") { return false }
+        return true
+    }
+
     /// Whether `key` is `object` preceded by zero or more `~`.
     @inline(__always)
     static func needsEscape(_ key: String) -> Bool {

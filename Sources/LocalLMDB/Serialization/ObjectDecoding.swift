@@ -110,8 +110,8 @@ enum ObjectDecoding {
     /// to: the object is restored as `T`.
     static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
-        if let storedName = object.className {
-            let scratch = ReadScratch.current
+        let scratch = ReadScratch.current
+        if let storedName = object.className(expecting: TypeRegistry.name(of: requested, scratch: scratch)) {
             var failure: Failure?
             switch resolve(storedName: storedName, requested: requested, context: scratch.context, scratch: scratch) {
             case .requested:

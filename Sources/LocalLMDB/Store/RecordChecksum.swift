@@ -1,8 +1,10 @@
 /// The checksum of a record's JSON document, stored in its value (format 2) so that a read can
 /// tell the bytes LocalLMDB wrote from bytes changed since, without parsing the document.
 ///
-/// A 64-bit hash over 8-byte little-endian words: each step (`h = ((h ^ word) &* k)`, then
-/// `h ^= h >> 32`) is a bijection of `h` for a fixed word and of the word for a fixed `h`, so a
+/// A 64-bit hash over 8-byte little-endian words, in four lanes that take the words in turn
+/// (so that the CPU works on four multiplications at once). In each lane, each step
+/// (`h = (h ^ word) &* k`, then `h ^= h >> 32`) is a bijection of `h` for a fixed word and of
+/// the word for a fixed `h`, and the lanes are combined by exclusive or after rotations, so a
 /// change confined to any one word always changes the result; other changes go unnoticed with
 /// a probability of about 2⁻⁶⁴. The length is mixed in first, and the tail is zero-padded. It
 /// guards against corruption, not against a writer that means harm: such a writer can write
@@ -11,24 +13,37 @@ enum RecordChecksum {
     /// The checksum of `bytes`.
     static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         let multiplier: UInt64 = 0xFF51_AFD7_ED55_8CCD
-        var hash: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
-        guard let base = bytes.baseAddress else { return finish(hash) }
-        var offset = 0
-        while offset + 8 <= bytes.count {
-            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        let seed: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
+        var lanes: (UInt64, UInt64, UInt64, UInt64) = (seed, seed &+ 1, seed &+ 2, seed &+ 3)
+        @inline(__always) func step(_ hash: inout UInt64, _ word: UInt64) {
             hash = (hash ^ word) &* multiplier
             hash ^= hash >> 32
+        }
+        guard let base = bytes.baseAddress else { return finish(lanes.0) }
+        @inline(__always) func word(_ offset: Int) -> UInt64 {
+            UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        var offset = 0
+        while offset + 32 <= bytes.count {
+            step(&lanes.0, word(offset))
+            step(&lanes.1, word(offset + 8))
+            step(&lanes.2, word(offset + 16))
+            step(&lanes.3, word(offset + 24))
+            offset += 32
+        }
+        while offset + 8 <= bytes.count {
+            step(&lanes.0, word(offset))
             offset += 8
         }
         if offset < bytes.count {
-            var word: UInt64 = 0
+            var tail: UInt64 = 0
             for index in offset..<bytes.count {
-                word |= UInt64(bytes[index]) << (8 * UInt64(index - offset))
+                tail |= UInt64(bytes[index]) << (8 * UInt64(index - offset))
             }
-            hash = (hash ^ word) &* multiplier
-            hash ^= hash >> 32
+            step(&lanes.1, tail)
         }
-        return finish(hash)
+        let combined = lanes.0 ^ lanes.1.rotated(by: 16) ^ lanes.2.rotated(by: 32) ^ lanes.3.rotated(by: 48)
+        return finish(combined)
     }
 
     /// A final mix (MurmurHash3's), so every input bit reaches every output bit.
@@ -42,3 +57,10 @@ enum RecordChecksum {
         return hash
     }
 }
+
+private extension UInt64 {
+    func rotated(by count: UInt64) -> UInt64 {
+        self << count | self >> (64 - count)
+    }
+}
+

@@ -216,9 +216,15 @@ struct RecordStore: Sendable {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
-            for record in records {
-                // A record that changes class leaves its old class: observers of that class must hear it.
-                if let previous = try put(record, in: transaction) { changes.append(.deleted(id: record.key.id, className: previous)) }
+            // Records are used in place, not copied: a copy retains its four references, and in
+            // key order the records lie at random in memory, so each retain is a cache miss.
+            try records.withUnsafeBufferPointer { records throws(LocalDatabaseError) in
+                for index in Self.keyOrder(records) {
+                    // A record that changes class leaves its old class: observers of that class must hear it.
+                    if let previous = try put(records[index], in: transaction) {
+                        changes.append(.deleted(id: records[index].key.id, className: previous))
+                    }
+                }
             }
             changes.append(written: records)
             return records.count
@@ -245,9 +251,39 @@ struct RecordStore: Sendable {
         try changeLog?.append(changes, in: transaction)
     }
 
+    /// The order to put `records` in: about the order of their keys, so that the B-trees are
+    /// walked from one page to the next rather than at random (a large batch of random ids
+    /// went at a third of the speed). Records with the same key keep their order, so the
+    /// last one written wins, as in the given order. Small batches keep the given order.
+    static func keyOrder(_ records: UnsafeBufferPointer<RecordBytes>) -> [Int] {
+        guard records.count >= 64 else { return Array(records.indices) }
+        // Sorted by the key's first 8 bytes (big-endian, so integers compare as the bytes do),
+        // then by position: exact for the ids that differ there, stable for equal keys.
+        var order = records.indices.map { index in
+            (prefix: records[index].key.withBytes { bytes in
+                var prefix: UInt64 = 0
+                for offset in 0..<8 { prefix = prefix << 8 | UInt64(offset < bytes.count ? bytes[offset] : 0) }
+                return prefix
+            }, index: index)
+        }
+        order.sort { $0.prefix != $1.prefix ? $0.prefix < $1.prefix : $0.index < $1.index }
+        return order.map(\.index)
+    }
+
     /// Puts `record`; returns the class name it was stored under before, when that was another.
     private func put(_ record: RecordBytes, in transaction: Transaction) throws(LocalDatabaseError) -> String? {
         try record.key.withBytes { key throws(LocalDatabaseError) -> String? in
+            // A new record (the common case in a batch) goes in with one search of the tree:
+            // a put that refuses to overwrite, and only an existing record is looked at first.
+            let inserted = try record.value.withBytes { value throws(LocalDatabaseError) in
+                try transaction.put(records, key, value, flags: MDB_NOOVERWRITE)
+            }
+            if inserted {
+                try record.typeKey.withBytes { typeKey throws(LocalDatabaseError) in
+                    try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
+                }
+                return nil
+            }
             var previousClass: String?
             switch try storedTypeKey(key, in: transaction) {
             case let .some(previousType, previousName) where previousType != record.typeKey:

@@ -26,6 +26,24 @@ struct EncodedObject {
         member(named: DataObject.classNameKey, from: nil).flatMap { scanner.string(at: $0.value)?.value }
     }
 
+    /// `className`, but `expected` itself, with no string made, when the class member comes
+    /// first and its value's bytes are exactly `expected`'s (as LocalLMDB writes it).
+    func className(expecting expected: String) -> String? {
+        let scanner = scanner
+        if let first = scanner.firstMember(ofObjectAt: 0),
+           let member = FieldKey.classKey.withUnsafeBytes({ scanner.member(at: first, spelled: $0) }),
+           scanner.byte(at: member.value) == UInt8(ascii: "\""),
+           expected.utf8.withContiguousStorageIfAvailable({ name in
+               let end = member.value + 1 + name.count
+               return scanner.byte(at: end) == UInt8(ascii: "\"")
+                   && scanner.bytes((member.value + 1)..<end).hasSameBytes(as: UnsafeRawBufferPointer(name))
+                   && JSONGrammar.endOfPlainRun(in: UnsafeRawBufferPointer(name), from: 0) == name.count
+           }) == true {
+            return expected
+        }
+        return className
+    }
+
     /// The member named `key`, walking the members from the one at `start` (the first when
     /// nil) to the end and then from the first round to `start`.
     ///
