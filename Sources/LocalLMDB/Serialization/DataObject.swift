@@ -119,8 +119,7 @@ public final class DataObject {
         guard conversionFailure == nil else { return nil }
         switch storage {
         case let .fields(fields):
-            var writer = JSONWriter(bytes: bytes)
-            writer.bytes.reserveCapacity(writer.bytes.count + 384)
+            var writer = JSONWriter(prefix: bytes)
             writer.write(fields)
             return writer.failed ? nil : writer.bytes
         case let .encoded(encoded):

@@ -28,8 +28,12 @@ struct JSONScanner {
         offset >= 0 && offset < input.count ? input[offset] : 0
     }
 
+    @inline(__always)
     func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
-        UnsafeRawBufferPointer(rebasing: input[range.clamped(to: 0..<input.count)])
+        guard range.lowerBound >= 0, range.upperBound <= input.count, let base = input.baseAddress else {
+            return UnsafeRawBufferPointer(rebasing: input[range.clamped(to: 0..<input.count)])
+        }
+        return UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)
     }
 
     @inline(__always)

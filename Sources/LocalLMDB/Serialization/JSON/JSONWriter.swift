@@ -5,52 +5,107 @@
 /// written as the strings of `NonFiniteDouble`, which reading a `Double` turns back into the
 /// same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
 /// `.unencodable` value is not written: either sets `failed`, and the bytes must not be stored.
-struct JSONWriter {
-    var bytes: [UInt8]
+///
+/// Ownership: the output is memory the writer allocates and frees (so it is not copyable);
+/// writes are stores into room reserved ahead, without the uniqueness and capacity checks of
+/// appending to an array byte by byte, which were most of a write's cost. `bytes` copies it out.
+struct JSONWriter: ~Copyable {
+    /// The output: `count` bytes written, room for `capacity`.
+    private var base: UnsafeMutableRawPointer
+    private var count = 0
+    private var capacity: Int
     /// Something could not be written (too deep, or `.unencodable`): see `JSONWriter.failure(in:)`.
     private(set) var failed = false
     /// Containers open around the value being written.
     private var depth = 0
 
-    init(bytes: [UInt8] = []) {
-        self.bytes = bytes
+    /// A writer whose output starts with `prefix`, with room for `expected` more bytes.
+    init(prefix: [UInt8] = [], expected: Int = 384) {
+        capacity = max(64, prefix.count + expected)
+        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        prefix.withUnsafeBytes { append($0) }
+    }
+
+    deinit {
+        base.deallocate()
+    }
+
+    /// The output so far, copied.
+    var bytes: [UInt8] {
+        Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// Makes room for `extra` more bytes.
+    @inline(__always)
+    private mutating func reserve(_ extra: Int) {
+        if count + extra > capacity { grow(to: count + extra) }
+    }
+
+    private mutating func grow(to needed: Int) {
+        let newCapacity = max(needed, capacity * 2)
+        let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 1)
+        newBase.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = newBase
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    private mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    @inline(__always)
+    private mutating func append(_ raw: UnsafeRawBufferPointer) {
+        guard let source = raw.baseAddress, !raw.isEmpty else { return }
+        reserve(raw.count)
+        (base + count).copyMemory(from: source, byteCount: raw.count)
+        count += raw.count
+    }
+
+    @inline(__always)
+    private mutating func append(_ literal: StaticString) {
+        append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     mutating func write(_ value: JSONValue) {
         switch value {
-        case .null: bytes.append(contentsOf: Self.null)
-        case let .bool(flag): bytes.append(contentsOf: flag ? Self.true : Self.false)
+        case .null: append("null")
+        case let .bool(flag): flag ? append("true") : append("false")
         case let .int(number): write(number)
         case let .double(number): write(number)
-        case let .number(text): bytes.append(contentsOf: text.utf8)
+        case var .number(text): text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
         case let .string(text): write(text)
         case let .array(elements):
             guard enter() else { return }
-            bytes.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(element)
+            append(UInt8(ascii: "["))
+            for index in elements.indices {
+                if index > 0 { append(UInt8(ascii: ",")) }
+                write(elements[index])
             }
-            bytes.append(UInt8(ascii: "]"))
+            append(UInt8(ascii: "]"))
             depth -= 1
         case let .object(object):
             write(object)
         case .unencodable:
             failed = true
-            bytes.append(contentsOf: Self.null)
+            append("null")
         }
     }
 
     mutating func write(_ object: JSONObject) {
         guard enter() else { return }
-        bytes.append(UInt8(ascii: "{"))
-        for (index, member) in object.members.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            write(member.key)
-            bytes.append(UInt8(ascii: ":"))
-            write(member.value)
+        append(UInt8(ascii: "{"))
+        let members = object.members
+        for index in members.indices {
+            if index > 0 { append(UInt8(ascii: ",")) }
+            write(members[index].key)
+            append(UInt8(ascii: ":"))
+            write(members[index].value)
         }
-        bytes.append(UInt8(ascii: "}"))
+        append(UInt8(ascii: "}"))
         depth -= 1
     }
 
@@ -61,7 +116,7 @@ struct JSONWriter {
         guard depth <= JSONValidator.maxDepth else {
             depth -= 1
             failed = true
-            bytes.append(contentsOf: Self.null)
+            append("null")
             return false
         }
         return true
@@ -103,7 +158,7 @@ struct JSONWriter {
     }
 
     mutating func write(_ number: Int64) {
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        if number < 0 { append(UInt8(ascii: "-")) }
         // Work with the magnitude so Int64.min does not overflow.
         var magnitude = number.magnitude
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
@@ -113,49 +168,51 @@ struct JSONWriter {
                 digits[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[index...]))
+            append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: digits[index...])))
         }
     }
 
     mutating func write(_ number: Double) {
         guard number.isFinite else { return write(NonFiniteDouble.text(for: number)) }
-        bytes.append(contentsOf: number.description.utf8)
+        var text = number.description
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
     mutating func write(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
+            let raw = UnsafeRawBufferPointer(utf8)
+            // Room for the quotes and the text as it is; escapes reserve their own.
+            reserve(raw.count + 2)
+            append(UInt8(ascii: "\""))
             var runStart = 0
-            for index in 0..<utf8.count {
-                let byte = utf8[index]
+            for index in 0..<raw.count {
+                let byte = raw[index]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                append(UnsafeRawBufferPointer(rebasing: raw[runStart..<index]))
                 appendEscape(for: byte)
                 runStart = index + 1
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            append(UnsafeRawBufferPointer(rebasing: raw[runStart...]))
+            append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
     private mutating func appendEscape(for byte: UInt8) {
-        bytes.append(UInt8(ascii: "\\"))
+        append(UInt8(ascii: "\\"))
         switch byte {
-        case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
-        case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
-        case 0x0A: bytes.append(UInt8(ascii: "n"))
-        case 0x0D: bytes.append(UInt8(ascii: "r"))
-        case 0x09: bytes.append(UInt8(ascii: "t"))
-        case 0x08: bytes.append(UInt8(ascii: "b"))
-        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        case UInt8(ascii: "\""): append(UInt8(ascii: "\""))
+        case UInt8(ascii: "\\"): append(UInt8(ascii: "\\"))
+        case 0x0A: append(UInt8(ascii: "n"))
+        case 0x0D: append(UInt8(ascii: "r"))
+        case 0x09: append(UInt8(ascii: "t"))
+        case 0x08: append(UInt8(ascii: "b"))
+        case 0x0C: append(UInt8(ascii: "f"))
         default:
-            let hex = Array("0123456789abcdef".utf8)
-            bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            let hex: StaticString = "0123456789abcdef"
+            append("u00")
+            append(hex.utf8Start[Int(byte >> 4)])
+            append(hex.utf8Start[Int(byte & 0xF)])
         }
     }
-
-    private static let null = Array("null".utf8)
-    private static let `true` = Array("true".utf8)
-    private static let `false` = Array("false".utf8)
 }
