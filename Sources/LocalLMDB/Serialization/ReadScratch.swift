@@ -42,6 +42,14 @@ final class ReadScratch {
     /// How many encodes that collect classes are under way on this thread.
     private var collecting = 0
 
+    /// Output memory of a `JSONWriter` that finished on this thread, for the next one: an
+    /// encode then allocates only the bytes it returns. Owned by the scratch while here.
+    var writerBuffer: (base: UnsafeMutableRawPointer, capacity: Int)?
+
+    deinit {
+        writerBuffer?.base.deallocate()
+    }
+
     /// `Legacy`'s answers on this thread, for the generation of its refactors they hold.
     final class LegacyCache {
         var generation = -1

@@ -6,9 +6,10 @@
 /// same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
 /// `.unencodable` value is not written: either sets `failed`, and the bytes must not be stored.
 ///
-/// Ownership: the output is memory the writer allocates and frees (so it is not copyable);
-/// writes are stores into room reserved ahead, without the uniqueness and capacity checks of
-/// appending to an array byte by byte, which were most of a write's cost. `bytes` copies it out.
+/// Ownership: the output is memory the writer owns (so it is not copyable), taken from and
+/// given back to the thread's `ReadScratch` (or allocated and freed); writes are stores into
+/// room reserved ahead, without the uniqueness and capacity checks of appending to an array
+/// byte by byte. `bytes` copies the output out.
 struct JSONWriter: ~Copyable {
     /// The output: `count` bytes written, room for `capacity`.
     private var base: UnsafeMutableRawPointer
@@ -19,15 +20,31 @@ struct JSONWriter: ~Copyable {
     /// Containers open around the value being written.
     private var depth = 0
 
-    /// A writer whose output starts with `prefix`, with room for `expected` more bytes.
+    /// Output memory kept for the thread's next writer is at most this large.
+    private static let keptCapacity = 64 << 10
+
+    /// A writer whose output starts with `prefix`, with room for `expected` more bytes; its
+    /// memory is the last finished writer's on this thread when there is one.
     init(prefix: [UInt8] = [], expected: Int = 384) {
-        capacity = max(64, prefix.count + expected)
-        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        let needed = max(64, prefix.count + expected)
+        let scratch = ReadScratch.current
+        if let kept = scratch.writerBuffer, kept.capacity >= needed {
+            scratch.writerBuffer = nil
+            (base, capacity) = kept
+        } else {
+            capacity = needed
+            base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        }
         prefix.withUnsafeBytes { append($0) }
     }
 
     deinit {
-        base.deallocate()
+        let scratch = ReadScratch.current
+        if scratch.writerBuffer == nil, capacity <= Self.keptCapacity {
+            scratch.writerBuffer = (base, capacity)
+        } else {
+            base.deallocate()
+        }
     }
 
     /// The output so far, copied.
