@@ -119,4 +119,53 @@ struct RecordChecksumTests {
         let longer = (document + [0]).withUnsafeBytes { RecordChecksum.of($0) }
         #expect(longer != original)
     }
+
+    /// The checksum covers the header too: a changed class name is a corrupt record, not a
+    /// record of another class.
+    @Test func aChangedClassNameIsACorruptRecord() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            #expect(try runHelper(["write-count", url.path, "c", "3"]).lines == ["done"])
+            var value = try #require(rawGet(url, "records", "c-1"))
+            let name = try #require(value.firstIndex(of: UInt8(ascii: "E")))  // "Entry", in the header
+            value[name] = UInt8(ascii: "F")
+            rawPut(url, "records", [(Array("c-1".utf8), value)])
+            let database = try LocalDatabase(directory: url)
+            await expectError({ if case .corruptRecord("c-1", _) = $0 { true } else { false } }) {
+                let _: Entry? = try await database.read(id: "c-1")
+            }
+            #expect(try await database.verifyIntegrity().problems.count >= 1)
+        }
+    }
+
+    /// An intact checksum is no licence for unbounded nesting: anyone can compute one, and a
+    /// document nested deeper than the validator allows would exhaust the stack of a recursive
+    /// reader. Such a document is checked, and refused.
+    @Test func aDeeplyNestedDocumentWithAValidChecksumIsCheckedAndRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            #expect(try runHelper(["write-count", url.path, "c", "1"]).lines == ["done"])
+            let depth = 100_000
+            let json = Array(#"{"object":"Entry","payload":"#.utf8) + Array(repeating: UInt8(ascii: "["), count: depth)
+                + Array(repeating: UInt8(ascii: "]"), count: depth) + Array(#","sequence":1}"#.utf8)
+            var value: [UInt8] = []
+            RecordValue.appendHeader(typeName: "Entry", fullID: nil, to: &value)
+            let headerSize = value.count
+            value += json
+            RecordValue.sealChecksum(in: &value, headerSize: headerSize)
+            rawPut(url, "records", [(Array("c-0".utf8), value)])
+            let database = try LocalDatabase(directory: url)
+            await expectError({ if case .corruptRecord("c-0", _) = $0 { true } else { false } }) {
+                let _: Entry? = try await database.read(id: "c-0")
+            }
+        }
+    }
+
+    @Test func openingsCountEveryBraceAndBracket() {
+        for length in [0, 1, 7, 8, 9, 31, 64, 100] {
+            let bytes: [UInt8] = (0..<length).map { index in [UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "a"), 0x5B | 0x80, 0x7B ^ 0x20, 0xFF][index % 6] }
+            let expected = bytes.filter { $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "[") }.count
+            #expect(bytes.withUnsafeBytes { RecordChecksum.openings(in: $0) } == expected, "length \(length)")
+        }
+    }
 }

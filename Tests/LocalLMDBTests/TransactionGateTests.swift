@@ -10,7 +10,7 @@ struct TransactionGateTests {
     }
 
     @Test func aThreadGetsBackWhatItPooledAndAFullStripeRefuses() throws {
-        let gate = TransactionGate()
+        let gate = TransactionGate(maxReaders: 256)
         let ticket = gate.enter()
         defer { gate.leave(ticket) }
         var accepted: [UInt] = []
@@ -18,14 +18,15 @@ struct TransactionGateTests {
             let handle = try #require(Self.handle(index))
             if gate.putIdle(handle, ticket) { accepted.append(UInt(bitPattern: handle)) }
         }
-        #expect(accepted.count == TransactionGate.idlePerStripe)
+        #expect(gate.idleSlots == TransactionGate.idlePerStripe)
+        #expect(accepted.count == gate.idleSlots)
         var taken: [UInt] = []
         while let handle = gate.takeIdle(ticket) { taken.append(UInt(bitPattern: handle)) }
         #expect(Set(taken) == Set(accepted))
     }
 
     @Test func drainReturnsEveryPooledHandleFromEveryThread() async {
-        let gate = TransactionGate()
+        let gate = TransactionGate(maxReaders: 256)
         let pooled = await withTaskGroup(of: [UInt].self) { group in
             for task in 0..<16 {
                 group.addTask {
@@ -48,7 +49,7 @@ struct TransactionGateTests {
 
     /// The shutter waits for every transaction inside to leave, and none enters meanwhile.
     @Test func shuttingWaitsForEveryTransactionAndKeepsNewOnesOut() async throws {
-        let gate = TransactionGate()
+        let gate = TransactionGate(maxReaders: 256)
         let inside = Locked(0)
         let shutSeen = Locked<[Int]>([])  // how many were inside whenever the shutter's body ran
         let entered = DispatchSemaphore(value: 0)
@@ -95,7 +96,7 @@ struct TransactionGateTests {
     /// A thread with a transaction inside may begin another while the gate is being shut (its
     /// first holds the shutter back anyway), and cannot shut the gate itself.
     @Test func aThreadInsideIsNeverMadeToWaitForItself() throws {
-        let gate = TransactionGate()
+        let gate = TransactionGate(maxReaders: 256)
         let outer = gate.enter()
         #expect(gate.withGateShut { true } == nil)
         let shutterStarted = DispatchSemaphore(value: 0)
@@ -113,5 +114,36 @@ struct TransactionGateTests {
         #expect(shutterDone.wait(timeout: .now() + 10) == .success)
         let after = gate.enter()
         gate.leave(after)
+    }
+
+    /// A transaction inside that waits for another thread's transaction must not be waited
+    /// for in a circle while the map is resized: the shutter gives way after a moment.
+    @Test func aReadWaitingForAnotherThreadsReadIsNotStuckBehindAShutter() {
+        let gate = TransactionGate(maxReaders: 256)
+        let outer = gate.enter()
+        let shutterDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = gate.withGateShut { true }
+            shutterDone.signal()
+        }
+        usleep(10_000)  // the shutter has shut the gate and waits for `outer`
+        let helperDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let ticket = gate.enter()
+            gate.leave(ticket)
+            helperDone.signal()
+        }
+        #expect(helperDone.wait(timeout: .now() + 10) == .success)
+        gate.leave(outer)
+        #expect(shutterDone.wait(timeout: .now() + 10) == .success)
+    }
+
+    /// Few reader slots: no idle transactions are pooled, so none are kept from other processes.
+    @Test func fewReaderSlotsPoolNothing() throws {
+        let gate = TransactionGate(maxReaders: 16)
+        #expect(gate.idleSlots == 0)
+        let ticket = gate.enter()
+        defer { gate.leave(ticket) }
+        #expect(!gate.putIdle(try #require(Self.handle(1)), ticket))
     }
 }

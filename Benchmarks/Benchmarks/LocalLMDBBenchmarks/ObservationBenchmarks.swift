@@ -87,6 +87,10 @@ func observationBenchmarks() {
     let both = ObservedDatabase(observers: 10)
     let delivered = ObservedDatabase(observers: 10)
     let timing = BenchmarkThresholds(relative: [.p90: 50.0])
+    // Delivery takes well under a microsecond, and whether the writer or the observers run
+    // first on this 2-core VM changes from run to run: its p90 was 0.4 µs in some runs and
+    // 0.9–1.1 µs in others of the same build. It is checked for order-of-magnitude changes.
+    let deliveryTiming = BenchmarkThresholds(relative: [.p90: 300.0])
 
     Benchmark(
         "Observation.writeNoObservers",
@@ -119,7 +123,7 @@ func observationBenchmarks() {
     Benchmark(
         "Observation.deliveryToTenObservers",
         configuration: .init(
-            metrics: [.wallClock], thresholds: [.wallClock: timing],
+            metrics: [.wallClock], thresholds: [.wallClock: deliveryTiming],
             setup: { try await delivered.open() }, teardown: { await delivered.close() })
     ) { benchmark in
         try await delivered.write()

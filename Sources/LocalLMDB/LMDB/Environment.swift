@@ -26,7 +26,7 @@ final class Environment: @unchecked Sendable {
     private let handle: OpaquePointer
     /// Counts the transactions of this process, pools idle read transactions, and is shut
     /// while the map is resized or the environment closes.
-    private let gate = TransactionGate()
+    private let gate: TransactionGate
     /// The map never grows by more than this at once: beyond it, growth is linear.
     private static let maxGrowthStep = 1 << 30
     /// When stale reader slots were last cleared. Slots of processes that died mid-read pin old
@@ -69,6 +69,7 @@ final class Environment: @unchecked Sendable {
         var stale: Int32 = 0
         mdb_reader_check(env, &stale)
         self.handle = env
+        self.gate = TransactionGate(maxReaders: maxReaders)
         self.path = path
         self.directory = directory
         self.maximumMapSize = maximumMapSize

@@ -13,9 +13,10 @@ import Darwin
 /// one per core) each get a stripe of their own.
 struct ThreadSlot {
     /// Gates a thread can be inside at once and still be told so (`depth`). A thread inside
-    /// more gates at once (nested reads of nine databases) is not tracked in the extra ones,
-    /// which only matters if one of those is closed meanwhile (see `TransactionGate.enter`).
-    private static let gateCapacity = 8
+    /// more gates at once (reads nested seventeen databases deep) is not tracked in the extra
+    /// ones: a nested read there waits while that gate is shut, which the shutter's time limit
+    /// ends (see `TransactionGate.withGateShut`).
+    private static let gateCapacity = 16
     /// Words: the stripe number, then (gate identity, depth) pairs.
     private static let wordCount = 1 + 2 * gateCapacity
 

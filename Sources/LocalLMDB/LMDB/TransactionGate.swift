@@ -28,7 +28,9 @@ import Foundation
 /// - a thread that already has a transaction inside is let in while the gate is shut (its
 ///   first transaction holds the shutter back anyway, so this cannot let a transaction meet a
 ///   resize), and it cannot shut the gate itself (`withGateShut` returns nil): either would
-///   otherwise wait for itself.
+///   otherwise wait for itself;
+/// - the gate is never shut for long while transactions are inside (`withGateShut`), so a
+///   transaction that waits for another thread's transaction is not waited for in a circle.
 final class TransactionGate: @unchecked Sendable {
     /// Where a transaction was counted; `leave` takes it back on the same thread.
     struct Ticket {
@@ -44,8 +46,11 @@ final class TransactionGate: @unchecked Sendable {
         while count < wanted { count *= 2 }
         return count
     }()
-    /// Idle read transactions a stripe keeps (each holds one of LMDB's reader slots).
+    /// Idle read transactions a stripe keeps at most (each holds one of LMDB's reader slots).
     static let idlePerStripe = 2
+    /// Idle read transactions a stripe keeps here: together at most a quarter of LMDB's reader
+    /// slots, which other processes on the environment need too (0: none are pooled).
+    let idleSlots: Int
 
     /// Line 0: the gate (word 0: 1 while shut), closed for good (word 1). Line 1 + s: stripe
     /// s's count (word 0) and idle read transactions (words 1…idlePerStripe, 0 when empty).
@@ -57,8 +62,10 @@ final class TransactionGate: @unchecked Sendable {
 
     private static let identities = AtomicLines(lines: 1)
 
-    init() {
+    /// A gate for an environment with `maxReaders` reader slots.
+    init(maxReaders: Int) {
         identity = Self.identities.add(1, line: 0)
+        idleSlots = max(0, min(Self.idlePerStripe, maxReaders / 4 / Self.stripeCount))
     }
 
     // MARK: Transactions
@@ -95,19 +102,45 @@ final class TransactionGate: @unchecked Sendable {
     func markClosed() { lines.store(1, line: 0, word: 1) }
 
     /// Runs `body` with the gate shut and no transaction of this process active.
+    ///
+    /// The gate stays shut for at most `drainLimit` at a time: if transactions are still
+    /// inside by then, it opens again for a moment and the shutter tries anew. A transaction
+    /// inside may be waiting for another thread's read (a model's initializer that hands work
+    /// to other threads), which a gate shut for good would keep out: nothing would move.
     /// - Returns: `body`'s result, or nil without running it when the calling thread has a
     ///   transaction inside (it would wait for itself forever).
     func withGateShut<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R? {
         guard ThreadSlot.current.depth(in: identity) == 0 else { return nil }
         shutter.lock()
         defer { shutter.unlock() }
-        lines.store(1, line: 0)
-        defer { lines.store(0, line: 0) }
+        var attempt = 0
+        while true {
+            lines.store(1, line: 0)
+            if drained(within: Self.drainLimit) {
+                defer { lines.store(0, line: 0) }
+                return try body()
+            }
+            lines.store(0, line: 0)
+            // Let the transactions that waited in, then try again, backing off to 1 ms.
+            attempt += 1
+            usleep(UInt32(min(1_000, 50 * attempt)))
+        }
+    }
+
+    /// How long a shutter keeps the gate shut waiting for transactions to leave.
+    private static let drainLimit: Duration = .milliseconds(2)
+
+    /// Whether every stripe's count reached zero (with the gate shut) within `limit`.
+    private func drained(within limit: Duration) -> Bool {
+        let deadline = ContinuousClock.now + limit
         for stripe in 0..<Self.stripeCount {
             var waits = 0
-            while lines.load(line: 1 + stripe) != 0 { Self.pause(&waits) }
+            while lines.load(line: 1 + stripe) != 0 {
+                if waits >= 64, ContinuousClock.now > deadline { return false }
+                Self.pause(&waits)
+            }
         }
-        return try body()
+        return true
     }
 
     /// Waits a little: spins first, then yields, then sleeps, as a shut gate is rare and a
@@ -128,8 +161,8 @@ final class TransactionGate: @unchecked Sendable {
     /// A reset read transaction from the stripe of `ticket`, if it has one.
     @inline(__always)
     func takeIdle(_ ticket: Ticket) -> OpaquePointer? {
-        for word in 1...Self.idlePerStripe {
-            if let handle = OpaquePointer(bitPattern: lines.exchange(0, line: 1 + ticket.stripe, word: word)) { return handle }
+        for word in 0..<idleSlots {
+            if let handle = OpaquePointer(bitPattern: lines.exchange(0, line: 1 + ticket.stripe, word: 1 + word)) { return handle }
         }
         return nil
     }
@@ -139,7 +172,7 @@ final class TransactionGate: @unchecked Sendable {
     @inline(__always)
     func putIdle(_ handle: OpaquePointer, _ ticket: Ticket) -> Bool {
         let bits = Int(bitPattern: UnsafeRawPointer(handle))
-        for word in 1...Self.idlePerStripe where lines.compareExchange(expected: 0, desired: bits, line: 1 + ticket.stripe, word: word) {
+        for word in 0..<idleSlots where lines.compareExchange(expected: 0, desired: bits, line: 1 + ticket.stripe, word: 1 + word) {
             return true
         }
         return false
@@ -149,8 +182,8 @@ final class TransactionGate: @unchecked Sendable {
     /// some of them by idle transactions pooled by other threads.
     func takeAnyIdle() -> OpaquePointer? {
         for stripe in 0..<Self.stripeCount {
-            for word in 1...Self.idlePerStripe {
-                if let handle = OpaquePointer(bitPattern: lines.exchange(0, line: 1 + stripe, word: word)) { return handle }
+            for word in 0..<idleSlots {
+                if let handle = OpaquePointer(bitPattern: lines.exchange(0, line: 1 + stripe, word: 1 + word)) { return handle }
             }
         }
         return nil

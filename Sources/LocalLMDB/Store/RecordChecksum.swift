@@ -1,5 +1,6 @@
-/// The checksum of a record's JSON document, stored in its value (format 2) so that a read can
-/// tell the bytes LocalLMDB wrote from bytes changed since, without parsing the document.
+/// The checksum of a record's value (format 2): of its header (class name and full id) and of its
+/// JSON document, so that a read can tell the bytes LocalLMDB wrote from bytes changed since,
+/// without parsing the document.
 ///
 /// A 64-bit hash over 8-byte little-endian words, in four lanes that take the words in turn
 /// (so that the CPU works on four multiplications at once). In each lane, each step
@@ -10,11 +11,13 @@
 /// guards against corruption, not against a writer that means harm: such a writer can write
 /// anything, checksum included, and the reader still never reads outside the value's bytes.
 enum RecordChecksum {
-    /// The checksum of `bytes`.
-    static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    /// The checksum of `bytes`, continuing from `previous` (the checksum of the bytes before
+    /// them, when a value is checked in two parts): `previous` enters the first lane only, so
+    /// a change to the earlier part, which always changes `previous`, always changes the result.
+    static func of(_ bytes: UnsafeRawBufferPointer, after previous: UInt64 = 0) -> UInt64 {
         let multiplier: UInt64 = 0xFF51_AFD7_ED55_8CCD
         let seed: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
-        var lanes: (UInt64, UInt64, UInt64, UInt64) = (seed, seed &+ 1, seed &+ 2, seed &+ 3)
+        var lanes: (UInt64, UInt64, UInt64, UInt64) = (seed ^ previous, seed &+ 1, seed &+ 2, seed &+ 3)
         @inline(__always) func step(_ hash: inout UInt64, _ word: UInt64) {
             hash = (hash ^ word) &* multiplier
             hash ^= hash >> 32
@@ -44,6 +47,31 @@ enum RecordChecksum {
         }
         let combined = lanes.0 ^ lanes.1.rotated(by: 16) ^ lanes.2.rotated(by: 32) ^ lanes.3.rotated(by: 48)
         return finish(combined)
+    }
+
+    /// How many bytes of `bytes` are `{` or `[`: at least the document's depth of nesting,
+    /// as every level opens with one (the ones inside strings only add to the count).
+    static func openings(in bytes: UnsafeRawBufferPointer) -> Int {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        // `[` is `{` with bit 5 clear: setting it in every byte finds both as `{`.
+        let pattern: UInt64 = 0x7B7B_7B7B_7B7B_7B7B
+        var total = 0
+        var offset = 0
+        if let base = bytes.baseAddress {
+            while offset + 8 <= bytes.count {
+                let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | 0x2020_2020_2020_2020
+                let difference = word ^ pattern
+                // The high bit of each byte that is zero in `difference`, exactly.
+                let zero = ~(((difference & low7) &+ low7) | difference | low7)
+                total += zero.nonzeroBitCount
+                offset += 8
+            }
+        }
+        while offset < bytes.count {
+            if bytes[offset] | 0x20 == 0x7B { total += 1 }
+            offset += 1
+        }
+        return total
     }
 
     /// A final mix (MurmurHash3's), so every input bit reaches every output bit.

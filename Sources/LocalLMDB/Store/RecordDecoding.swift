@@ -8,7 +8,8 @@ enum RecordDecoding {
     ///
     /// A document whose checksum matches is read as it is: it holds exactly the bytes LocalLMDB
     /// wrote, which are strict JSON with no key repeated in any object (`JSONWriter`'s output,
-    /// or a document `JSONValidator` accepted as such). A mismatch is a corrupt record. A value
+    /// or a document `JSONValidator` accepted as such), unless it has so many `{` and `[` that
+    /// its nesting could exceed the validator's limit. A mismatch is a corrupt record. A value
     /// of format 1 (no checksum), or any value when `validating`, is checked by the validator.
     static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, validating: Bool = false) throws(LocalDatabaseError) -> DecodedRecord {
         try decode(value: value, id: nil, validating: validating) { stored in stored?.id(key: key) ?? displayID(key) }
@@ -33,7 +34,11 @@ enum RecordDecoding {
             guard stored.isIntact else {
                 throw .corruptRecord(id: name(stored), reason: "the stored document does not match its checksum")
             }
-            if !validating, stored.json.first == UInt8(ascii: "{") {
+            // The validator also bounds nesting (512 levels); a document with at most that
+            // many `{` and `[` in all is within it (an intact checksum says LocalLMDB wrote it,
+            // but anyone can compute one).
+            if !validating, stored.json.first == UInt8(ascii: "{"),
+               RecordChecksum.openings(in: stored.json) <= JSONValidator.maxDepth {
                 return DecodedRecord(id: id, typeName: stored.typeNameString, object: EncodedObject(bytes: stored.json, owner: nil))
             }
         }

@@ -19,6 +19,8 @@ struct RecordValue {
     /// Bytes of the stored checksum.
     static let checksumSize = 8
 
+    /// The header's bytes before the checksum (format byte, class name, full id).
+    let header: UnsafeRawBufferPointer
     /// The class name's UTF-8 bytes.
     let typeName: UnsafeRawBufferPointer
     /// The full id's UTF-8 bytes, or empty when the key is the id.
@@ -35,6 +37,7 @@ struct RecordValue {
         var offset = 1
         typeName = try Self.lengthPrefixed(bytes, &offset)
         fullID = try Self.lengthPrefixed(bytes, &offset)
+        header = UnsafeRawBufferPointer(rebasing: bytes[..<offset])
         if version == Self.formatVersion {
             guard bytes.count - offset >= Self.checksumSize else { throw .truncated }
             checksum = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
@@ -46,10 +49,15 @@ struct RecordValue {
         guard !json.isEmpty else { throw .truncated }
     }
 
-    /// Whether `json` is the document that was written: its checksum matches. Always false for
-    /// a value of format 1, which has none.
+    /// Whether the header and `json` are what was written: the checksum matches. Always false
+    /// for a value of format 1, which has none.
     var isIntact: Bool {
-        checksum == RecordChecksum.of(json)
+        checksum == Self.checksum(header: header, json: json)
+    }
+
+    /// The checksum of a value's header (up to the checksum) and JSON document.
+    static func checksum(header: UnsafeRawBufferPointer, json: UnsafeRawBufferPointer) -> UInt64 {
+        RecordChecksum.of(json, after: RecordChecksum.of(header))
     }
 
     /// The class name as a String.
@@ -71,7 +79,11 @@ struct RecordValue {
 
     /// Stores the checksum of the JSON document after the header of `headerSize` bytes.
     static func sealChecksum(in value: inout [UInt8], headerSize: Int) {
-        let checksum = value.withUnsafeBytes { bytes in RecordChecksum.of(UnsafeRawBufferPointer(rebasing: bytes[headerSize...])) }
+        let checksum = value.withUnsafeBytes { bytes in
+            Self.checksum(
+                header: UnsafeRawBufferPointer(rebasing: bytes[..<(headerSize - checksumSize)]),
+                json: UnsafeRawBufferPointer(rebasing: bytes[headerSize...]))
+        }
         withUnsafeBytes(of: checksum.littleEndian) { checksumBytes in
             value.replaceSubrange((headerSize - checksumSize)..<headerSize, with: checksumBytes)
         }
