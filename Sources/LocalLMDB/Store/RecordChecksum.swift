@@ -58,20 +58,36 @@ enum RecordChecksum {
         var total = 0
         var offset = 0
         if let base = bytes.baseAddress {
+            // A counter per byte, added into `total` before any could pass 255.
+            var counters: UInt64 = 0
+            var words = 0
             while offset + 8 <= bytes.count {
                 let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self) | 0x2020_2020_2020_2020
                 let difference = word ^ pattern
-                // The high bit of each byte that is zero in `difference`, exactly.
-                let zero = ~(((difference & low7) &+ low7) | difference | low7)
-                total += zero.nonzeroBitCount
+                // 1 in each byte that is zero in `difference` (exactly), 0 in the others.
+                counters &+= (~(((difference & low7) &+ low7) | difference | low7)) >> 7
                 offset += 8
+                words += 1
+                if words == 255 {
+                    total += Self.sumOfBytes(counters)
+                    (counters, words) = (0, 0)
+                }
             }
+            total += Self.sumOfBytes(counters)
         }
         while offset < bytes.count {
             if bytes[offset] | 0x20 == 0x7B { total += 1 }
             offset += 1
         }
         return total
+    }
+
+    /// The sum of the eight bytes of `word`: pairs into 16-bit lanes (each at most 510), then
+    /// the lanes (at most 2,040).
+    @inline(__always)
+    private static func sumOfBytes(_ word: UInt64) -> Int {
+        let pairs = (word & 0x00FF_00FF_00FF_00FF) &+ ((word >> 8) & 0x00FF_00FF_00FF_00FF)
+        return Int(truncatingIfNeeded: (pairs &* 0x0001_0001_0001_0001) >> 48)
     }
 
     /// A final mix (MurmurHash3's), so every input bit reaches every output bit.

@@ -35,10 +35,12 @@ enum RecordDecoding {
                 throw .corruptRecord(id: name(stored), reason: "the stored document does not match its checksum")
             }
             // The validator also bounds nesting (512 levels); a document with at most that
-            // many `{` and `[` in all is within it (an intact checksum says LocalLMDB wrote it,
-            // but anyone can compute one).
+            // many `{` and `[` in all is within it, and so is one too short to hold more than
+            // that many pairs (an intact checksum says LocalLMDB wrote it, but anyone can
+            // compute one).
             if !validating, stored.json.first == UInt8(ascii: "{"),
-               RecordChecksum.openings(in: stored.json) <= JSONValidator.maxDepth {
+               stored.json.count < 2 * (JSONValidator.maxDepth + 1)
+                || RecordChecksum.openings(in: stored.json) <= JSONValidator.maxDepth {
                 return DecodedRecord(id: id, typeName: stored.typeNameString, object: EncodedObject(bytes: stored.json, owner: nil))
             }
         }

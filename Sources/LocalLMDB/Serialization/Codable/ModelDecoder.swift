@@ -165,7 +165,7 @@ final class ModelDecoder: Decoder {
         let scanner = scanner
         guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
         var values: [V] = []
-        values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
+        values.reserveCapacity(DataObject.elementsReserved)
         var next = scanner.firstElement(ofArrayAt: offset)
         while let element = next {
             guard let (value, end) = read(scanner, element) else {
