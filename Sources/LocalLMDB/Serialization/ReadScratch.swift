@@ -15,36 +15,40 @@ import Darwin
 /// A read or encode that runs inside another on the same thread (a model's initializer that
 /// reads another database) saves and restores the outer one's state.
 final class ReadScratch {
+    // Exclusivity is not checked at run time on the stored properties: the scratch is used by
+    // its own thread only, each access is a plain load or store, and the checks (a call per
+    // access, several per read) cost more than the reads of the fields they guarded.
+
     /// A data object that the last model restored on this thread did not keep.
-    var spare: DataObject?
+    @exclusivity(unchecked) var spare: DataObject?
     /// Stored classes by type, most recent last; a few entries, searched linearly. Two arrays
     /// rather than one of pairs, so a search compares identities without copying classes.
-    private var classTypes: [ObjectIdentifier] = []
-    private var classes: [StoredClass] = []
+    @exclusivity(unchecked) private var classTypes: [ObjectIdentifier] = []
+    @exclusivity(unchecked) private var classes: [StoredClass] = []
     private static let classCapacity = 8
 
     /// The database the current read restores objects from, for resolving nested classes.
-    var context: ReadContext?
+    @exclusivity(unchecked) var context: ReadContext?
     /// A database read is restoring objects on this thread (nested objects read outside one,
     /// from `DataObject(rawString:)`, have no read to report a failure to).
-    private(set) var isReading = false
+    @exclusivity(unchecked) private(set) var isReading = false
     /// The first problem met while restoring the current record's nested objects: the read
     /// throws it once the model's initializer returns (initializers cannot throw).
-    var failure: ObjectDecoding.Failure?
+    @exclusivity(unchecked) var failure: ObjectDecoding.Failure?
     /// Types known to own their stored name in a database, as (database, type); a few entries.
-    private var verified: [(database: UInt64, type: ObjectIdentifier)] = []
+    @exclusivity(unchecked) private var verified: [(database: UInt64, type: ObjectIdentifier)] = []
 
     /// `Encodable` values being encoded inside one another on this thread (`ModelEncoder.box`).
-    var encodingDepth = 0
+    @exclusivity(unchecked) var encodingDepth = 0
 
     /// The stored classes met by the encodes under way (kept, emptied, between encodes).
-    private var encodedClasses: [StoredClass] = []
+    @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
     /// How many encodes that collect classes are under way on this thread.
-    private var collecting = 0
+    @exclusivity(unchecked) private var collecting = 0
 
     /// Output memory of a `JSONWriter` that finished on this thread, for the next one: an
     /// encode then allocates only the bytes it returns. Owned by the scratch while here.
-    var writerBuffer: (base: UnsafeMutableRawPointer, capacity: Int)?
+    @exclusivity(unchecked) var writerBuffer: (base: UnsafeMutableRawPointer, capacity: Int)?
 
     deinit {
         writerBuffer?.base.deallocate()
