@@ -149,7 +149,7 @@ enum JSONGrammar {
     }
 
     /// Exact powers of ten: every one up to 10^22 is a `Double` without rounding.
-    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in
+    static let exactPowersOfTen: [Double] = (0...22).map { exponent in
         (0..<exponent).reduce(1.0) { power, _ in power * 10 }
     }
 
