@@ -204,12 +204,8 @@ extension DataObject {
 
     /// Calls `body` with each element of the array under `key`; nothing when it is missing or
     /// not an array. `body` returns where the element ended, or nil when it does not know.
-    /// `reserve` is told first how many elements to make room for: a few (`elementsReserved`),
-    /// not the count, which would take a walk over the array before the one that reads it (a
-    /// longer array grows as it is read).
-    /// Room made in an array read from a field before its elements are read.
-    static let elementsReserved = 8
-
+    /// `reserve` is told the number of elements first, so a result is allocated once, at its
+    /// size.
     func forEachElement(
         _ key: String, _ legacyKeys: [String], reserving reserve: (Int) -> Void = { _ in },
         _ body: (JSONScanner, Int) -> Int?
@@ -218,7 +214,7 @@ extension DataObject {
         let scanner = object.scanner
         guard let member = member(key, legacyKeys, in: object),
               scanner.byte(at: member.value) == UInt8(ascii: "[") else { return }
-        reserve(Self.elementsReserved)
+        reserve(scanner.elementCount(ofArrayAt: member.value))
         var next = scanner.firstElement(ofArrayAt: member.value)
         var end = member.value + 2  // `[]`
         while let element = next {

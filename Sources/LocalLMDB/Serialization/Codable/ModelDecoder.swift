@@ -165,7 +165,7 @@ final class ModelDecoder: Decoder {
         let scanner = scanner
         guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
         var values: [V] = []
-        values.reserveCapacity(DataObject.elementsReserved)
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
         var next = scanner.firstElement(ofArrayAt: offset)
         while let element = next {
             guard let (value, end) = read(scanner, element) else {

@@ -146,13 +146,27 @@ struct JSONScanner {
         return byte == UInt8(ascii: "]") || byte == 0 ? nil : element
     }
 
-    /// The number of elements of the array whose `[` is at `offset`.
+    /// The number of elements of the array whose `[` is at `offset`: its commas outside
+    /// strings and nested containers, plus one, in one pass over the bytes (strings skipped
+    /// eight bytes at a time, nested containers as a whole).
     func elementCount(ofArrayAt offset: Int) -> Int {
-        var count = 0
-        var next = firstElement(ofArrayAt: offset)
-        while let element = next {
-            count += 1
-            next = nextElement(after: end(ofValueAt: element))
+        guard firstElement(ofArrayAt: offset) != nil else { return 0 }
+        var count = 1
+        var index = offset + 1
+        while index < input.count {
+            switch input[index] {
+            case UInt8(ascii: "\""):
+                index = endOfString(at: index).end
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                index = end(ofValueAt: index)
+            case UInt8(ascii: ","):
+                count += 1
+                index += 1
+            case UInt8(ascii: "]"):
+                return count
+            default:
+                index += 1
+            }
         }
         return count
     }
