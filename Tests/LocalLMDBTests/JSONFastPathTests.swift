@@ -1,0 +1,85 @@
+@testable import LocalLMDB
+import Testing
+
+/// The one-pass readers this round added must give exactly what the general paths give: a
+/// number or an array count that differed would change data silently.
+@Suite("JSON fast paths")
+struct JSONFastPathTests {
+    /// What the general path makes of the number text: the grammar, then the value.
+    static func general(_ text: String) -> JSONValue? {
+        var text = text
+        return text.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            guard let shape = JSONGrammar.numberShape(in: bytes, at: 0), shape.end == bytes.count else { return nil }
+            return JSONGrammar.numberValue(bytes, isInteger: shape.isInteger)
+        }
+    }
+
+    static func scanned(_ text: String) -> (value: JSONValue, end: Int)? {
+        // A delimiter after the number, as in a document.
+        var document = text + ","
+        return document.withUTF8 { JSONScanner(UnsafeRawBufferPointer($0)).number(at: 0) }
+    }
+
+    static func check(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        let expected = general(text)
+        let scanned = scanned(text)
+        #expect(scanned?.value == expected, "\(text)", sourceLocation: sourceLocation)
+        if scanned != nil { #expect(scanned?.end == text.utf8.count, "\(text)", sourceLocation: sourceLocation) }
+        // A double's sign and bits too: -0.0 and 0.0 are == but not the same value.
+        if case let .double(a)? = scanned?.value, case let .double(b)? = expected {
+            #expect(a.bitPattern == b.bitPattern, "\(text)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func edgeNumbersReadAsTheGeneralPathReadsThem() {
+        let cases = [
+            "0", "-0", "7", "-7", "0.0", "-0.0", "0.5", "-0.5", "1.0", "10", "100000000000000", "999999999999999",
+            "1000000000000000", "9999999999999999", "123456789012345678", "9223372036854775807", "-9223372036854775808",
+            "9223372036854775808", "18446744073709551615", "0.1", "0.2", "0.3", "2.57", "123456789.012345",
+            "1234567890.123456", "0.000000000000000000001", "0.0000000000000000000001", "0.00000000000000000000001",
+            "1e5", "1E5", "1.5e-3", "-2.5E+10", "3.141592653589793", "2.2250738585072014e-308", "1.7976931348623157e308",
+            "123.456000", "100.0", "0.00001",
+        ]
+        for text in cases { Self.check(text) }
+    }
+
+    @Test func randomNumbersReadAsTheGeneralPathReadsThem() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let integerDigits = Int.random(in: 1...19, using: &generator)
+            var text = Bool.random(using: &generator) ? "-" : ""
+            text += String(Int.random(in: 1...9, using: &generator))
+            for _ in 1..<integerDigits { text += String(Int.random(in: 0...9, using: &generator)) }
+            if Bool.random(using: &generator) {
+                let fractionDigits = Int.random(in: 1...24, using: &generator)
+                text += "." + (0..<fractionDigits).map { _ in String(Int.random(in: 0...9, using: &generator)) }.joined()
+            }
+            if Int.random(in: 0..<8, using: &generator) == 0 { text = (text.hasPrefix("-") ? "-0." : "0.") + text.filter(\.isNumber) }
+            Self.check(text)
+        }
+    }
+
+    /// The element count from one pass over an array's bytes against a walk element by element.
+    @Test func arrayCountsMatchAWalkOfTheElements() {
+        let arrays = [
+            "[]", "[ ]", "[1]", "[1,2,3]", "[ 1 , 2 , 3 ]", #"["a","b"]"#, #"["a,b","c]d","e[f"]"#, #"["\"quoted,\"", "\\", "x"]"#,
+            #"[[1,2],[3,[4,5]],{"a":[6,7],"b":"]"}]"#, "[true,false,null]", "[-1.5e3,0.0,12]", #"[{"k":"v,w"},{}]"#,
+            #"["é,ü","日本,語"]"#, "[[],[[]],[[[]]]]", "[\n1,\n2\n]",
+        ]
+        for text in arrays {
+            var document = text
+            let (fast, walked) = document.withUTF8 { utf8 -> (Int, Int) in
+                let scanner = JSONScanner(UnsafeRawBufferPointer(utf8))
+                var walked = 0
+                var next = scanner.firstElement(ofArrayAt: 0)
+                while let element = next {
+                    walked += 1
+                    next = scanner.nextElement(after: scanner.end(ofValueAt: element))
+                }
+                return (scanner.elementCount(ofArrayAt: 0), walked)
+            }
+            #expect(fast == walked, "\(text)")
+        }
+    }
+}
