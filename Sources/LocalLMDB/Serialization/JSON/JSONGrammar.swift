@@ -125,8 +125,13 @@ enum JSONGrammar {
     /// The value of a number that `numberShape` accepted: `.int` when it is an integer that fits
     /// in 64 bits, else `.double`; nil when it is beyond `Double`'s range.
     static func numberValue(_ text: UnsafeRawBufferPointer, isInteger: Bool) -> JSONValue? {
+        if let (value, end) = shortNumber(in: text, at: 0), end == text.count { return value }
+        return longNumberValue(text, isInteger: isInteger)
+    }
+
+    /// `numberValue` for a number `shortNumber` does not read.
+    static func longNumberValue(_ text: UnsafeRawBufferPointer, isInteger: Bool) -> JSONValue? {
         if isInteger, let integer = integer(text) { return .int(integer) }
-        if let number = fastDouble(text) { return .double(number) }
         guard let number = Double(String(decoding: text, as: UTF8.self)), number.isFinite else { return nil }
         return .double(number)
     }
@@ -149,38 +154,57 @@ enum JSONGrammar {
     }
 
     /// Exact powers of ten: every one up to 10^22 is a `Double` without rounding.
-    static let exactPowersOfTen: [Double] = (0...22).map { exponent in
+    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in
         (0..<exponent).reduce(1.0) { power, _ in power * 10 }
     }
 
-    /// The value of a plain decimal (`-?digits.digits`, no exponent) with at most 15
-    /// significant digits, computed exactly: the digits as an integer below 2^53 and a power of
-    /// ten up to 10^22 are both exact doubles, and one IEEE division rounds correctly
-    /// (Clinger's fast path). Nil for anything else, which takes the general path.
-    private static func fastDouble(_ text: UnsafeRawBufferPointer) -> Double? {
-        var index = 0
-        let negative = text.first == UInt8(ascii: "-")
-        if negative { index = 1 }
+    /// The number at `offset` read in one pass, grammar and value together, when it is the
+    /// common kind: at most 15 significant digits, no exponent, no leading zero. An integer is
+    /// `.int`; a decimal is `.double`, computed exactly: the digits as an integer below 2^53
+    /// and a power of ten up to 10^22 are both exact doubles, and one IEEE division rounds
+    /// correctly (Clinger's fast path). Nil for anything else, which takes `numberShape` and
+    /// `longNumberValue`. Returns the offset just past the number.
+    @inline(__always)
+    static func shortNumber(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (value: JSONValue, end: Int)? {
+        let count = bytes.count
+        var index = offset
+        let negative = index < count && bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
         var mantissa: UInt64 = 0
-        var digits = 0
-        var fractionDigits = 0
-        var inFraction = false
-        while index < text.count {
-            let byte = text[index]
-            index += 1
-            if byte == UInt8(ascii: ".") {
-                inFraction = true
-                continue
+        var significant = 0
+        @inline(__always) func digits() -> Int? {
+            let start = index
+            while index < count {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { break }
+                mantissa = mantissa &* 10 &+ UInt64(digit)
+                if mantissa != 0 { significant += 1 }
+                guard significant <= 15 else { return nil }
+                index += 1
             }
-            guard isDigit(byte) else { return nil }  // an exponent: general path
-            mantissa = mantissa &* 10 &+ UInt64(byte &- UInt8(ascii: "0"))
-            if mantissa != 0 { digits += 1 }
-            if inFraction { fractionDigits += 1 }
-            if digits > 15 { return nil }
+            return index - start
         }
-        guard fractionDigits < exactPowersOfTen.count else { return nil }
+        let integerStart = index
+        guard let integerDigits = digits(), integerDigits > 0,
+              integerDigits == 1 || bytes[integerStart] != UInt8(ascii: "0") else { return nil }
+        var fractionDigits = 0
+        if index < count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard let digitCount = digits(), digitCount > 0, digitCount < exactPowersOfTen.count else { return nil }
+            fractionDigits = digitCount
+        }
+        if index < count {
+            switch bytes[index] {
+            case UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "."): return nil
+            default: break
+            }
+        }
+        guard fractionDigits > 0 else {
+            let magnitude = Int64(mantissa)
+            return (.int(negative ? -magnitude : magnitude), index)
+        }
         let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
-        return negative ? -magnitude : magnitude
+        return (.double(negative ? -magnitude : magnitude), index)
     }
 
     // MARK: Strings

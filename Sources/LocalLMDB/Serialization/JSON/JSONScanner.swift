@@ -221,56 +221,12 @@ struct JSONScanner {
     /// The number at `offset` (`.int` or `.double`) and the offset past it; nil when the value
     /// there is not a number.
     func number(at offset: Int) -> (value: JSONValue, end: Int)? {
-        if let number = shortNumber(at: offset) { return number }
+        if let number = JSONGrammar.shortNumber(in: input, at: offset) { return number }
         let first = byte(at: offset)
         guard first == UInt8(ascii: "-") || JSONGrammar.isDigit(first),
               let shape = JSONGrammar.numberShape(in: input, at: offset),
-              let value = JSONGrammar.numberValue(bytes(offset..<shape.end), isInteger: shape.isInteger) else { return nil }
+              let value = JSONGrammar.longNumberValue(bytes(offset..<shape.end), isInteger: shape.isInteger) else { return nil }
         return (value, shape.end)
-    }
-
-    /// The number at `offset` in one pass, when it has at most 15 significant digits and no
-    /// exponent (and no leading zero): the common case, an `.int` or, with a fraction, a
-    /// `.double` computed as `JSONGrammar.fastDouble` computes it (so the value is the same).
-    /// Nil for anything else, which `number(at:)` reads the long way.
-    @inline(__always)
-    private func shortNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
-        var index = offset
-        let negative = byte(at: index) == UInt8(ascii: "-")
-        if negative { index += 1 }
-        var mantissa: UInt64 = 0
-        var significant = 0
-        @inline(__always) func digits() -> Int? {
-            let start = index
-            while index < input.count {
-                let digit = input[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { break }
-                mantissa = mantissa &* 10 &+ UInt64(digit)
-                if mantissa != 0 { significant += 1 }
-                guard significant <= 15 else { return nil }
-                index += 1
-            }
-            return index - start
-        }
-        let integerStart = index
-        guard let integerDigits = digits(), integerDigits > 0,
-              integerDigits == 1 || input[integerStart] != UInt8(ascii: "0") else { return nil }
-        var fractionDigits = 0
-        if byte(at: index) == UInt8(ascii: ".") {
-            index += 1
-            guard let count = digits(), count > 0, count < JSONGrammar.exactPowersOfTen.count else { return nil }
-            fractionDigits = count
-        }
-        switch byte(at: index) {
-        case UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "."): return nil
-        default: break
-        }
-        guard fractionDigits > 0 else {
-            let magnitude = Int64(mantissa)
-            return (.int(negative ? -magnitude : magnitude), index)
-        }
-        let magnitude = Double(mantissa) / JSONGrammar.exactPowersOfTen[fractionDigits]
-        return (.double(negative ? -magnitude : magnitude), index)
     }
 
     /// The literal `true` or `false` at `offset`; nil for anything else.
