@@ -144,19 +144,17 @@ extension DataObject {
         let start: Int
         if let next = nextMember {
             start = next
-        } else {
+        } else if let classMember = object.leadingClassMember {
             // The first lookup: past the class member, which a model's fields follow.
+            guard let afterClass = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value)) else { return nil }
+            start = afterClass
+        } else {
             guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
-            if let classMember = FieldKey.classKey.withUnsafeBytes({ scanner.member(at: first, spelled: $0) }) {
-                start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value)) ?? first
-            } else {
-                start = first
-            }
+            start = first
         }
         let found = key.utf8.withContiguousStorageIfAvailable { utf8 -> JSONScanner.Member? in
             let name = UnsafeRawBufferPointer(utf8)
-            guard !name.isEmpty, JSONGrammar.endOfPlainRun(in: name, from: 0) == name.count,
-                  !(escaped && FieldKey.needsEscape(name)) else { return nil }
+            guard !name.isEmpty, JSONGrammar.isPlain(name), !(escaped && FieldKey.needsEscape(name)) else { return nil }
             return scanner.member(at: start, spelled: name)
         }
         return found ?? nil

@@ -16,7 +16,7 @@ enum FieldKey {
     /// The class member's key, `object`, as bytes.
     static let classKey: [UInt8] = Array("object".utf8)
 
-    /// `needsEscape` for a key's UTF-8 bytes.
+    /// `needsEscape` for a key's UTF-8 bytes: the rule, in one place.
     @inline(__always)
     static func needsEscape(_ key: UnsafeRawBufferPointer) -> Bool {
         guard key.count >= 6, key[key.count - 1] == UInt8(ascii: "t") else { return false }
@@ -29,14 +29,8 @@ enum FieldKey {
     /// Whether `key` is `object` preceded by zero or more `~`.
     @inline(__always)
     static func needsEscape(_ key: String) -> Bool {
-        let utf8 = key.utf8
-        // The common case: a key that does not end in "object" is decided by its last byte or
-        // length (read straight from the storage of a native string: `last` costs far more).
-        let last = utf8.withContiguousStorageIfAvailable { $0.count >= 6 ? $0.last : nil } ?? (utf8.count >= 6 ? utf8.last : nil)
-        guard last == UInt8(ascii: "t") else { return false }
-        let suffix = utf8.index(utf8.endIndex, offsetBy: -6)
-        guard utf8[suffix...].elementsEqual("object".utf8) else { return false }
-        return utf8[..<suffix].allSatisfy { $0 == UInt8(ascii: "~") }
+        var key = key
+        return key.withUTF8 { needsEscape(UnsafeRawBufferPointer($0)) }
     }
 }
 

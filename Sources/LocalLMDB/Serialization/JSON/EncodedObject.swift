@@ -26,18 +26,23 @@ struct EncodedObject {
         member(named: DataObject.classNameKey, from: nil).flatMap { scanner.string(at: $0.value)?.value }
     }
 
+    /// The class member when it is the first member, where LocalLMDB writes it.
+    var leadingClassMember: JSONScanner.Member? {
+        let scanner = scanner
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        return FieldKey.classKey.withUnsafeBytes { scanner.member(at: first, spelled: $0) }
+    }
+
     /// `className`, but `expected` itself, with no string made, when the class member comes
     /// first and its value's bytes are exactly `expected`'s (as LocalLMDB writes it).
     func className(expecting expected: String) -> String? {
         let scanner = scanner
-        if let first = scanner.firstMember(ofObjectAt: 0),
-           let member = FieldKey.classKey.withUnsafeBytes({ scanner.member(at: first, spelled: $0) }),
-           scanner.byte(at: member.value) == UInt8(ascii: "\""),
-           expected.utf8.withContiguousStorageIfAvailable({ name in
+        if let member = leadingClassMember, scanner.byte(at: member.value) == UInt8(ascii: "\""),
+           expected.utf8.withContiguousStorageIfAvailable({ utf8 in
+               let name = UnsafeRawBufferPointer(utf8)
                let end = member.value + 1 + name.count
                return scanner.byte(at: end) == UInt8(ascii: "\"")
-                   && scanner.bytes((member.value + 1)..<end).hasSameBytes(as: UnsafeRawBufferPointer(name))
-                   && JSONGrammar.endOfPlainRun(in: UnsafeRawBufferPointer(name), from: 0) == name.count
+                   && scanner.bytes((member.value + 1)..<end).hasSameBytes(as: name) && JSONGrammar.isPlain(name)
            }) == true {
             return expected
         }
@@ -60,12 +65,12 @@ struct EncodedObject {
     private func memberEquivalent(to key: String) -> JSONScanner.Member? {
         let scanner = scanner
         var keyCopy = key
-        let keyIsPlain = keyCopy.withUTF8 { JSONGrammar.endOfPlainRun(in: UnsafeRawBufferPointer($0), from: 0) == $0.count }
+        let keyIsPlain = keyCopy.withUTF8 { JSONGrammar.isPlain(UnsafeRawBufferPointer($0)) }
         var next = scanner.firstMember(ofObjectAt: 0)
         while let offset = next {
             let member = scanner.member(at: offset)
             let raw = scanner.bytes(member.key)
-            if !keyIsPlain || member.keyHasEscapes || JSONGrammar.endOfPlainRun(in: raw, from: 0) != raw.count {
+            if !keyIsPlain || member.keyHasEscapes || !JSONGrammar.isPlain(raw) {
                 let decoded = member.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
                 if decoded == key { return member }
             }
@@ -85,7 +90,7 @@ struct EncodedObject {
             // A name with nothing to escape matches a key spelled the same without finding
             // the key's end first; a key with escapes might decode to it, so those are compared
             // the long way.
-            let isPlain = JSONGrammar.endOfPlainRun(in: name, from: 0) == name.count
+            let isPlain = JSONGrammar.isPlain(name)
             var current: Int? = start
             var wrapped = start == first
             while let offset = current {

@@ -228,6 +228,13 @@ enum JSONGrammar {
         return index
     }
 
+    /// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: text that JSON
+    /// spells as it reads, byte for byte (so equal bytes are equal keys).
+    @inline(__always)
+    static func isPlain(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        endOfPlainRun(in: bytes, from: 0) == bytes.count
+    }
+
     /// Printable ASCII other than `"` and `\\`.
     private static func isPlainStringByte(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C
