@@ -24,18 +24,16 @@ final class DatabaseEngine: Sendable {
     /// Sessions attached and not yet closed. Guarded by the registry's lock.
     nonisolated(unsafe) private var sessions = 0
 
-    /// The store's environment. Unowned: the store keeps it for as long as the engine lives,
+    /// The store's environment, unretained: the store keeps it for as long as the engine lives,
     /// and a strong reference would be retained and released by every read, from every
-    /// thread, on one shared reference count.
-    unowned(unsafe) let environment: Environment
-    /// The same, for the read path: used through `_withUnsafeGuaranteedRef`, which retains
-    /// nothing (a method call through `environment` may still retain it).
+    /// thread, on one shared reference count. The read path uses it through
+    /// `Environment.withReadTransaction(in:)`, which retains nothing.
     let unmanagedEnvironment: Unmanaged<Environment>
-    /// The stored classes' table (holds nothing counted).
-    let classTable: ClassTable
-    let maxKeySize: Int
     /// What a read by id needs of the engine, as plain values.
     let readTarget: ReadTarget
+
+    var environment: Environment { unmanagedEnvironment.takeUnretainedValue() }
+    var maxKeySize: Int { readTarget.maxKeySize }
 
     /// What a read by id needs of an engine, as values that are copied without retaining
     /// anything (`classTable` holds its environment unowned).
@@ -64,10 +62,7 @@ final class DatabaseEngine: Sendable {
         self.identity = directory.identity
         self.configuration = configuration
         self.store = store
-        self.environment = environment
         unmanagedEnvironment = .passUnretained(environment)
-        classTable = store.classTable
-        maxKeySize = environment.maxKeySize
         if configuration.readOnly {
             thread = Self.readOnlyThread.withLock { shared in
                 if let shared { return shared }
@@ -89,7 +84,7 @@ final class DatabaseEngine: Sendable {
             count += 1
             return count
         }
-        readTarget = ReadTarget(records: store.records, serial: serial, classTable: classTable, maxKeySize: maxKeySize)
+        readTarget = ReadTarget(records: store.records, serial: serial, classTable: store.classTable, maxKeySize: environment.maxKeySize)
     }
 
     deinit {

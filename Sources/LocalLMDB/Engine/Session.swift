@@ -87,8 +87,11 @@ final class Session: Sendable {
         return flags & 2 != 0
     }
 
+    /// Throws `closed` after `close()`, `readOnly` for a read-only database. (Jobs that go to the
+    /// writer thread check again under the lock, as they are queued.)
     private func checkWritable() throws(LocalDatabaseError) {
-        try withState { state throws(LocalDatabaseError) in try Self.checkWritable(state, engine) }
+        _ = try checkOpen()
+        guard !engine.configuration.readOnly else { throw .readOnly }
     }
 
     /// Records on the writer thread whether the transaction is open, after it may have changed.
@@ -287,7 +290,7 @@ final class Session: Sendable {
         if let detached = try await onWriterThread({ state throws(LocalDatabaseError) in try self.readingInTransaction(read, &state) }) {
             return try read.restore(detached)
         }
-        return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        return try snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// `readInTransaction`, blocking the calling thread.
@@ -295,7 +298,7 @@ final class Session: Sendable {
         if let detached = try blockingOnWriterThread(name, { state throws(LocalDatabaseError) in try self.readingInTransaction(read, &state) }) {
             return try read.restore(detached)
         }
-        return try engine.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        return try snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
 
     /// The job reading in the transaction, after the buffered records are applied: the read sees
