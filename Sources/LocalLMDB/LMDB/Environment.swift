@@ -255,35 +255,30 @@ final class Environment: @unchecked Sendable {
 
     /// Grows the map ahead of a write transaction expected to add about `bytes`, so that it
     /// does not fill midway (a full map aborts the transaction, which is then redone in a
-    /// larger map: a large batch in a small map was written five or six times over). Grows at
-    /// least as `growMap` does, and to a third more than the need, within the maximum. The
-    /// caller must have no transaction open. Does nothing when the map has room.
+    /// larger map: a large batch in a small map was written five or six times over): to a third
+    /// more than the need, when the need passes three quarters of the map. The caller must have
+    /// no transaction open.
+    /// - Throws: As `growMap`, when the map must grow and cannot.
     func reserve(bytes: Int) throws(LocalDatabaseError) {
         let usage = usage
         let needed = usage.used + bytes
         guard bytes > 0, needed > usage.mapSize / 4 * 3 else { return }
-        clearStaleReaders()
-        let grown: Void? = try gate.withGateShut { () throws(LocalDatabaseError) in
-            guard !gate.isClosed else { throw .closed }
-            let current = self.usage.mapSize
-            let wanted = max(current + min(current, Self.maxGrowthStep), needed + needed / 3)
-            let pageSize = 1 << 20
-            let newSize = min((wanted + pageSize - 1) / pageSize * pageSize, maximumMapSize)
-            guard newSize > current else { return }
-            try LMDBStatus.check(mdb_env_set_mapsize(handle, newSize), "grow map to \(newSize) bytes")
-        }
-        if grown == nil { throw Self.resizeWithinTransaction }
+        try growMap(atLeast: needed + needed / 3)
     }
 
-    /// Enlarges the map: doubling it, by at most `maxGrowthStep`. The caller must have no
-    /// transaction open (it waits for every other thread's transactions to end).
-    func growMap() throws(LocalDatabaseError) {
+    /// Enlarges the map: doubling it, by at most `maxGrowthStep`, or to `minimum` (rounded up to
+    /// a MiB) when that is more; never beyond the maximum. The caller must have no transaction
+    /// open (it waits for every other thread's transactions to end).
+    /// - Throws: `MDB_MAP_FULL` when the map is at its maximum.
+    func growMap(atLeast minimum: Int = 0) throws(LocalDatabaseError) {
         clearStaleReaders()
         let grown: Void? = try gate.withGateShut { () throws(LocalDatabaseError) in
             guard !gate.isClosed else { throw .closed }
             let current = usage.mapSize
             guard current < maximumMapSize else { throw LMDBStatus.error(MDB_MAP_FULL, "grow map beyond its maximum of \(maximumMapSize) bytes") }
-            let newSize = min(current + min(current, Self.maxGrowthStep), maximumMapSize)
+            let megabyte = 1 << 20
+            let wanted = max(current + min(current, Self.maxGrowthStep), (minimum + megabyte - 1) / megabyte * megabyte)
+            let newSize = min(wanted, maximumMapSize)
             try LMDBStatus.check(mdb_env_set_mapsize(handle, newSize), "grow map to \(newSize) bytes")
         }
         if grown == nil { throw Self.resizeWithinTransaction }
