@@ -14,14 +14,10 @@ public final class BenchStudent: Storable {
     public var address: BenchAddress
 
     public init(index: Int) {
-        firstName = "Firstname\(index)"
-        lastName = "Lastname\(index % 997)"
-        email = "student.\(index)@university.example.edu"
-        age = 18 + index % 10
-        enrolmentYear = 2020 + index % 6
-        gpa = 2.0 + Double(index % 200) / 100.0
-        subjects = ["Mathematics", "Physics", "Chemistry", "Computer Science"]
-        address = BenchAddress(street: "\(index % 500) Long Street", city: "Melbourne", postcode: "3000")
+        let values = StudentValues(index: index)
+        (firstName, lastName, email) = (values.firstName, values.lastName, values.email)
+        (age, enrolmentYear, gpa, subjects) = (values.age, values.enrolmentYear, values.gpa, values.subjects)
+        address = BenchAddress(street: values.street, city: values.city, postcode: values.postcode)
     }
 
     public required init(dataObject: DataObject) {
@@ -91,14 +87,10 @@ public struct BenchCodableStudent: Codable, Persistable, Sendable, Equatable {
     public var address: BenchCodableAddress
 
     public init(index: Int) {
-        firstName = "Firstname\(index)"
-        lastName = "Lastname\(index % 997)"
-        email = "student.\(index)@university.example.edu"
-        age = 18 + index % 10
-        enrolmentYear = 2020 + index % 6
-        gpa = 2.0 + Double(index % 200) / 100.0
-        subjects = ["Mathematics", "Physics", "Chemistry", "Computer Science"]
-        address = BenchCodableAddress(street: "\(index % 500) Long Street", city: "Melbourne", postcode: "3000")
+        let values = StudentValues(index: index)
+        (firstName, lastName, email) = (values.firstName, values.lastName, values.email)
+        (age, enrolmentYear, gpa, subjects) = (values.age, values.enrolmentYear, values.gpa, values.subjects)
+        address = BenchCodableAddress(street: values.street, city: values.city, postcode: values.postcode)
     }
 }
 
@@ -112,6 +104,24 @@ public struct BenchCodableAddress: Codable, Sendable, Equatable {
         self.street = street
         self.city = city
         self.postcode = postcode
+    }
+}
+
+/// The values of the student of `index`, from which every store's form of the student is built.
+struct StudentValues {
+    let firstName: String, lastName: String, email: String
+    let age: Int, enrolmentYear: Int, gpa: Double, subjects: [String]
+    let street: String, city: String, postcode: String
+
+    init(index: Int) {
+        firstName = "Firstname\(index)"
+        lastName = "Lastname\(index % 997)"
+        email = "student.\(index)@university.example.edu"
+        age = 18 + index % 10
+        enrolmentYear = 2020 + index % 6
+        gpa = 2.0 + Double(index % 200) / 100.0
+        subjects = ["Mathematics", "Physics", "Chemistry", "Computer Science"]
+        (street, city, postcode) = ("\(index % 500) Long Street", "Melbourne", "3000")
     }
 }
 

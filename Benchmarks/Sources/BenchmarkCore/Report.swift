@@ -123,7 +123,7 @@ public struct Report {
     /// Each contender's colour in the chart, the same whichever contenders ran.
     static func color(_ contender: String, index: Int) -> String {
         let known = [
-            LocalLMDBContender.name: "#2b6cb0", LocalLMDBCodableContender.name: "#63b3ed",
+            LocalLMDBHandWrittenContender.name: "#2b6cb0", LocalLMDBCodableContender.name: "#63b3ed",
             SwiftLocalOnSQLite.name: "#c05621", GRDBCodable.name: "#2f855a", RawLMDB.name: "#718096",
         ]
         let spare = ["#6b46c1", "#b83280", "#d69e2e", "#319795"]
