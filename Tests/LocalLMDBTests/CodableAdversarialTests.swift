@@ -15,12 +15,12 @@ struct CbWide: Codable, Persistable, Equatable {
     var nested: [String: [String: String]]
 }
 
-/// One link of a chain of nested objects.
-final class CbLink: Codable {
-    let next: CbLink?
-    init(length: Int) {
-        next = length > 1 ? CbLink(length: length - 1) : nil
-    }
+/// A chain of links, whose length is counted without recursion (chains here are deep).
+protocol CbChain: AnyObject {
+    var next: Self? { get }
+}
+
+extension CbChain {
     var length: Int {
         var count = 1
         var link = self
@@ -29,6 +29,14 @@ final class CbLink: Codable {
             link = next
         }
         return count
+    }
+}
+
+/// One link of a chain of nested objects.
+final class CbLink: Codable, CbChain {
+    let next: CbLink?
+    init(length: Int) {
+        next = length > 1 ? CbLink(length: length - 1) : nil
     }
 }
 
@@ -55,19 +63,10 @@ struct CbDeepArrays: Codable, Persistable, Equatable {
 }
 
 /// A chain of models, each nested as a model of its own (with its class name).
-final class CbModelLink: Codable, Persistable {
+final class CbModelLink: Codable, Persistable, CbChain {
     let next: CbModelLink?
     init(length: Int) {
         next = length > 1 ? CbModelLink(length: length - 1) : nil
-    }
-    var length: Int {
-        var count = 1
-        var link = self
-        while let next = link.next {
-            count += 1
-            link = next
-        }
-        return count
     }
 }
 

@@ -23,10 +23,13 @@ struct JSONWriter: ~Copyable {
     /// Output memory kept for the thread's next writer is at most this large.
     private static let keptCapacity = 64 << 10
 
-    /// A writer whose output starts with `prefix`, with room for `expected` more bytes; its
-    /// memory is the last finished writer's on this thread when there is one.
-    init(prefix: [UInt8] = [], expected: Int = 384) {
-        let needed = max(64, prefix.count + expected)
+    /// Room a new writer starts with, past its prefix: a typical record's document.
+    private static let startingRoom = 384
+
+    /// A writer whose output starts with `prefix`; its memory is the last finished writer's on
+    /// this thread when there is one.
+    init(prefix: [UInt8] = []) {
+        let needed = prefix.count + Self.startingRoom
         let scratch = ReadScratch.current
         if let kept = scratch.writerBuffer, kept.capacity >= needed {
             scratch.writerBuffer = nil
