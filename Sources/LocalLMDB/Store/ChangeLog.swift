@@ -162,27 +162,15 @@ struct ChangeLog: Sendable {
     private struct EntryWriter {
         var bytes: [UInt8] = [1]
 
-        mutating func append(number: Int) {
-            var value = number
-            repeat {
-                bytes.append(UInt8(value & 0x7F) | (value > 0x7F ? 0x80 : 0))
-                value >>= 7
-            } while value > 0
-        }
-
         mutating func append(_ text: String) {
-            var text = text
-            text.withUTF8 { utf8 in
-                append(number: utf8.count)
-                bytes.append(contentsOf: utf8)
-            }
+            Varint.append(lengthPrefixed: text, to: &bytes)
         }
 
         mutating func beginRun(kind: UInt8, className: String, count: Int) {
             if bytes.count == 1 { bytes.reserveCapacity(count * 40 + 64) }
             bytes.append(kind)
             append(className)
-            append(number: count)
+            Varint.append(count, to: &bytes)
         }
     }
 
@@ -196,21 +184,10 @@ struct ChangeLog: Sendable {
         guard bytes.first == 1 else { return nil }
         var offset = 1
         func number() -> Int? {
-            var value = 0
-            var shift = 0
-            while offset < bytes.count, shift < 63 {
-                let byte = bytes[offset]
-                offset += 1
-                value |= Int(byte & 0x7F) << shift
-                shift += 7
-                if byte & 0x80 == 0 { return value >= 0 ? value : nil }
-            }
-            return nil
+            Varint.number(in: bytes, at: &offset)
         }
         func string() -> String? {
-            guard let length = number(), length <= bytes.count - offset else { return nil }
-            defer { offset += length }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+            Varint.lengthPrefixed(in: bytes, at: &offset).map { String(decoding: $0, as: UTF8.self) }
         }
         var changes: [Change] = []
         while offset < bytes.count {

@@ -60,6 +60,12 @@ struct RecordValue {
         RecordChecksum.of(json, after: RecordChecksum.of(header))
     }
 
+    /// A length-prefixed name of the header. Lengths stop at 35 bits (5 bytes), as they always have.
+    private static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(RecordValueError) -> UnsafeRawBufferPointer {
+        guard let field = Varint.lengthPrefixed(in: bytes, at: &offset, maxShift: 35) else { throw .truncated }
+        return field
+    }
+
     /// The class name as a String.
     var typeNameString: String { String(decoding: typeName, as: UTF8.self) }
 
@@ -72,8 +78,8 @@ struct RecordValue {
     /// document, then calls `sealChecksum` with the header's length.
     static func appendHeader(typeName: String, fullID: String?, to buffer: inout [UInt8]) {
         buffer.append(formatVersion)
-        appendLengthPrefixed(typeName.utf8, to: &buffer)
-        appendLengthPrefixed((fullID ?? "").utf8, to: &buffer)
+        Varint.append(lengthPrefixed: typeName, to: &buffer)
+        Varint.append(lengthPrefixed: fullID ?? "", to: &buffer)
         buffer.append(contentsOf: repeatElement(0, count: checksumSize))
     }
 
@@ -87,32 +93,6 @@ struct RecordValue {
         withUnsafeBytes(of: checksum.littleEndian) { checksumBytes in
             value.replaceSubrange((headerSize - checksumSize)..<headerSize, with: checksumBytes)
         }
-    }
-
-    private static func appendLengthPrefixed(_ bytes: String.UTF8View, to buffer: inout [UInt8]) {
-        var length = bytes.count
-        while length >= 0x80 {
-            buffer.append(UInt8(truncatingIfNeeded: length) | 0x80)
-            length >>= 7
-        }
-        buffer.append(UInt8(length))
-        buffer.append(contentsOf: bytes)
-    }
-
-    private static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(RecordValueError) -> UnsafeRawBufferPointer {
-        var length = 0
-        var shift = 0
-        while true {
-            guard offset < bytes.count, shift < 35 else { throw .truncated }
-            let byte = bytes[offset]
-            offset += 1
-            length |= Int(byte & 0x7F) << shift
-            if byte < 0x80 { break }
-            shift += 7
-        }
-        guard length <= bytes.count - offset else { throw .truncated }
-        defer { offset += length }
-        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
     }
 }
 

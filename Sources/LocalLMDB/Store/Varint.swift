@@ -1,0 +1,46 @@
+/// The LEB128 numbers and length-prefixed byte strings of the store's own formats: the header
+/// of a record's value (`RecordValue`) and the entries of the change log (`ChangeLog`).
+/// Seven bits a byte, least significant first, the high bit set on every byte but the last.
+enum Varint {
+    /// Appends `number`, which must not be negative.
+    static func append(_ number: Int, to bytes: inout [UInt8]) {
+        var value = number
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    /// Appends `text`'s UTF-8, preceded by its length.
+    static func append(lengthPrefixed text: String, to bytes: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { utf8 in
+            append(utf8.count, to: &bytes)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// The number at `offset`, moving `offset` past it; nil when the bytes end first, or when
+    /// it runs to `maxShift` bits without ending.
+    static func number(in bytes: UnsafeRawBufferPointer, at offset: inout Int, maxShift: Int = 63) -> Int? {
+        var value = 0
+        var shift = 0
+        while offset < bytes.count, shift < maxShift {
+            let byte = bytes[offset]
+            offset += 1
+            value |= Int(byte & 0x7F) << shift
+            if byte < 0x80 { return value >= 0 ? value : nil }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// The length-prefixed bytes at `offset`, moving `offset` past them; nil when their length
+    /// cannot be read or runs past the end.
+    static func lengthPrefixed(in bytes: UnsafeRawBufferPointer, at offset: inout Int, maxShift: Int = 63) -> UnsafeRawBufferPointer? {
+        guard let length = number(in: bytes, at: &offset, maxShift: maxShift), length <= bytes.count - offset else { return nil }
+        defer { offset += length }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)])
+    }
+}
