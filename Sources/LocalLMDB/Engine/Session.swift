@@ -36,7 +36,7 @@ final class Session: Sendable {
         var generation: UInt64 = 0
 
         /// Whether a put of `records` (using `classes`) may be acknowledged and buffered.
-        func mayBuffer(_ records: [RecordBytes], classes: [StoredClass]) -> Bool {
+        func mayBuffer(_ records: RecordBatch, classes: [StoredClass]) -> Bool {
             inTransaction && !failed && buffer.hasRoom(for: records) && classes.allSatisfy(claimed.contains)
         }
 
@@ -174,6 +174,18 @@ final class Session: Sendable {
                 noteTransaction(coordinator, generation: generation, claimed: (try? result.get()) == nil ? [] : classes)
                 done(result)
             }
+        }
+    }
+
+    /// Queues `job` on the writer thread when this session may write and has no transaction
+    /// open; false (nothing queued) when it has one.
+    func submitOutsideTransaction(_ job: @escaping @Sendable (TransactionCoordinator) -> Void) throws(LocalDatabaseError) -> Bool {
+        try withState { state throws(LocalDatabaseError) in
+            try Self.checkWritable(state, engine)
+            guard !state.inTransaction else { return false }
+            let coordinator = engine.coordinator
+            engine.thread.submit { job(coordinator) }
+            return true
         }
     }
 
@@ -460,7 +472,7 @@ final class Session: Sendable {
     /// Throws `wouldDeadlock` when this thread is restoring objects read from this database: a
     /// blocking call from a model's `init(dataObject:)` there could wait on the writer while
     /// the read holds what the writer needs (a place in the map's transaction gate).
-    private func checkNotRestoring(_ name: String) throws(LocalDatabaseError) {
+    func checkNotRestoring(_ name: String) throws(LocalDatabaseError) {
         if ReadScratch.current.isRestoring(from: engine.serial) {
             throw .wouldDeadlock(operation: name, reason: "it was called while a read of the same database restores objects (from init(dataObject:))")
         }

@@ -62,9 +62,10 @@ final class TransactionCoordinator: @unchecked Sendable {
         let busyTimeout: Duration
     }
 
-    private let thread: WriterThread
-    private let store: RecordStore
-    private var environment: Environment { store.environment }
+    // Internal, not private, for the extension in TransactionCoordinator+Streams.swift.
+    let thread: WriterThread
+    let store: RecordStore
+    var environment: Environment { store.environment }
 
     private var user: UserTransaction?
     private var waitingToBegin: [WaitingBegin] = []
@@ -83,7 +84,7 @@ final class TransactionCoordinator: @unchecked Sendable {
     /// The longest a write waits for others to join its group: about half a durable commit.
     private static let groupWait = Duration.microseconds(150)
     /// How often a failing transaction is rebuilt (growing the map) before giving up.
-    private static let maxAttempts = 40
+    static let maxAttempts = 40
 
     init(thread: WriterThread, store: RecordStore) {
         self.thread = thread
@@ -95,6 +96,9 @@ final class TransactionCoordinator: @unchecked Sendable {
     }
 
     // MARK: User transactions
+
+    /// True when any owner has a transaction open.
+    var hasUserTransaction: Bool { user != nil }
 
     /// True when `owner` has a transaction open (failed or not).
     func hasTransaction(owner: Owner) -> Bool {
@@ -351,7 +355,7 @@ final class TransactionCoordinator: @unchecked Sendable {
     }
 
     /// Commits every pending write in one transaction (each alone if the group fails).
-    private func flush() {
+    func flush() {
         guard user == nil, !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll()
@@ -372,19 +376,34 @@ final class TransactionCoordinator: @unchecked Sendable {
 
     /// Applies `operations` in one new transaction and commits it, growing the map as needed.
     private func commitTransaction(_ operations: [WriteOperation]) throws(LocalDatabaseError) -> [Int] {
+        let results = try commitNew(reserving: operations.reduce(0) { $0 + $1.estimatedGrowth }) { transaction, changes throws(LocalDatabaseError) in
+            try operations.map { operation throws(LocalDatabaseError) in try store.apply(operation, in: transaction, changes: &changes) }
+        }
+        return results ?? []  // Never nil: applying operations never gives up.
+    }
+
+    /// Runs `apply` in a new transaction and commits it with the change log's entry for what
+    /// it changed, after reserving map space for `bytes`. When the map fills, grows it and runs
+    /// `apply` again in a new transaction. Returns what `apply` returned; nil, with nothing
+    /// written, when `apply` gives up (returns nil).
+    func commitNew<R>(
+        reserving bytes: Int, _ apply: (Transaction, inout ChangeRecord) throws(LocalDatabaseError) -> R?
+    ) throws(LocalDatabaseError) -> R? {
         try checkThread("commit")
         // Failing to grow here only means growing later, as the map fills.
-        try? environment.reserve(bytes: operations.reduce(0) { $0 + $1.estimatedGrowth })
+        try? environment.reserve(bytes: bytes)
         var attempts = 0
         while true {
             let write = try environment.beginWrite()
-            let results: [Int]
             var changes = ChangeRecord()
+            let result: R
             let logged: UInt64?
             do throws(LocalDatabaseError) {
-                results = try operations.map { operation throws(LocalDatabaseError) in
-                    try store.apply(operation, in: write.transaction, changes: &changes)
+                guard let applied = try apply(write.transaction, &changes) else {
+                    write.abort()
+                    return nil
                 }
+                result = applied
                 logged = try store.logChanges(changes, in: write.transaction)
             } catch {
                 write.abort()
@@ -396,7 +415,7 @@ final class TransactionCoordinator: @unchecked Sendable {
             do throws(LocalDatabaseError) {
                 try write.commit()
                 if let logged { didCommit?(logged) }
-                return results
+                return result
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 try environment.growMap()
                 attempts += 1

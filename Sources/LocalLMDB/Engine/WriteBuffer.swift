@@ -5,21 +5,19 @@
 /// Bounded, so a long transaction of small writes holds little memory outside LMDB: a write
 /// that would take it past `maxRecords` or `maxBytes` sends it, with that write, at once.
 struct WriteBuffer: Sendable {
-    private var records: [RecordBytes] = []
+    private var records = RecordBatch()
     private var classes: [StoredClass] = []
-    private var bytes = 0
 
     static let maxRecords = 4096
     static let maxBytes = 4 << 20
 
     /// Whether `more` records fit without sending the buffer.
-    func hasRoom(for more: [RecordBytes]) -> Bool {
-        records.count + more.count <= Self.maxRecords && bytes + more.reduce(0) { $0 + $1.value.count } <= Self.maxBytes
+    func hasRoom(for more: RecordBatch) -> Bool {
+        records.count + more.count <= Self.maxRecords && records.valueBytes + more.valueBytes <= Self.maxBytes
     }
 
-    mutating func append(_ more: [RecordBytes], classes moreClasses: [StoredClass]) {
+    mutating func append(_ more: RecordBatch, classes moreClasses: [StoredClass]) {
         records.append(contentsOf: more)
-        bytes += more.reduce(0) { $0 + $1.value.count }
         for storedClass in moreClasses where !classes.contains(storedClass) { classes.append(storedClass) }
     }
 

@@ -127,8 +127,14 @@ public actor LocalDatabase {
     /// - Throws: As `write(_:)`; if any record fails, nothing is written.
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
-        guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: session.engine.maxKeySize) else { return 0 }
-        return try await session.perform(operation)
+        let maxKeySize = session.engine.maxKeySize
+        guard records.count > RecordEncoding.partSize else {
+            guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
+            return try await session.perform(operation)
+        }
+        return try await session.perform(streaming: records.count) { send throws(LocalDatabaseError) in
+            try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send)
+        }
     }
 
     /// Deletes every record stored as `T` (under its current or any legacy class name).

@@ -96,8 +96,14 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     @discardableResult
     public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
         run(0) { session throws(LocalDatabaseError) in
-            guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: session.engine.maxKeySize) else { return 0 }
-            return try session.performBlocking(operation, "write")
+            let maxKeySize = session.engine.maxKeySize
+            guard records.count > RecordEncoding.partSize else {
+                guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
+                return try session.performBlocking(operation, "write")
+            }
+            return try session.performBlocking(streaming: records.count) { send throws(LocalDatabaseError) in
+                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send)
+            }
         }
     }
 

@@ -5,47 +5,47 @@ import Foundation
 
 extension DataObject {
     /// Stores a `String` under `key`, replacing any value there.
-    @discardableResult public func add(key: String, value: String) -> Self { set(key, value.jsonValue) }
+    @discardableResult public func add(key: String, value: String) -> Self { setScalar(key, value) }
     /// Stores an optional `String` under `key` (`null` when nil).
     @discardableResult public func add(key: String, value: String?) -> Self { set(key, optional(value)) }
     /// Stores an array of `String` under `key`.
-    @discardableResult public func add(key: String, value: [String]) -> Self { set(key, .array(value.map(\.jsonValue))) }
+    @discardableResult public func add(key: String, value: [String]) -> Self { setArray(key, value) }
     /// Stores an array of optional `String` under `key` (nil elements as `null`).
     @discardableResult public func add(key: String, value: [String?]) -> Self { set(key, .array(value.map(optional))) }
 
     /// Stores a `Int` under `key`, replacing any value there.
-    @discardableResult public func add(key: String, value: Int) -> Self { set(key, value.jsonValue) }
+    @discardableResult public func add(key: String, value: Int) -> Self { setScalar(key, value) }
     /// Stores an optional `Int` under `key` (`null` when nil).
     @discardableResult public func add(key: String, value: Int?) -> Self { set(key, optional(value)) }
     /// Stores an array of `Int` under `key`.
-    @discardableResult public func add(key: String, value: [Int]) -> Self { set(key, .array(value.map(\.jsonValue))) }
+    @discardableResult public func add(key: String, value: [Int]) -> Self { setArray(key, value) }
     /// Stores an array of optional `Int` under `key` (nil elements as `null`).
     @discardableResult public func add(key: String, value: [Int?]) -> Self { set(key, .array(value.map(optional))) }
 
     /// Stores a `Double` under `key`, replacing any value there.
-    @discardableResult public func add(key: String, value: Double) -> Self { set(key, value.jsonValue) }
+    @discardableResult public func add(key: String, value: Double) -> Self { setScalar(key, value) }
     /// Stores an optional `Double` under `key` (`null` when nil).
     @discardableResult public func add(key: String, value: Double?) -> Self { set(key, optional(value)) }
     /// Stores an array of `Double` under `key`.
-    @discardableResult public func add(key: String, value: [Double]) -> Self { set(key, .array(value.map(\.jsonValue))) }
+    @discardableResult public func add(key: String, value: [Double]) -> Self { setArray(key, value) }
     /// Stores an array of optional `Double` under `key` (nil elements as `null`).
     @discardableResult public func add(key: String, value: [Double?]) -> Self { set(key, .array(value.map(optional))) }
 
     /// Stores a `Bool` under `key`, replacing any value there.
-    @discardableResult public func add(key: String, value: Bool) -> Self { set(key, value.jsonValue) }
+    @discardableResult public func add(key: String, value: Bool) -> Self { setScalar(key, value) }
     /// Stores an optional `Bool` under `key` (`null` when nil).
     @discardableResult public func add(key: String, value: Bool?) -> Self { set(key, optional(value)) }
     /// Stores an array of `Bool` under `key`.
-    @discardableResult public func add(key: String, value: [Bool]) -> Self { set(key, .array(value.map(\.jsonValue))) }
+    @discardableResult public func add(key: String, value: [Bool]) -> Self { setArray(key, value) }
     /// Stores an array of optional `Bool` under `key` (nil elements as `null`).
     @discardableResult public func add(key: String, value: [Bool?]) -> Self { set(key, .array(value.map(optional))) }
 
     /// Stores a `Date` under `key`, replacing any value there.
-    @discardableResult public func add(key: String, value: Date) -> Self { set(key, value.jsonValue) }
+    @discardableResult public func add(key: String, value: Date) -> Self { setScalar(key, value) }
     /// Stores an optional `Date` under `key` (`null` when nil).
     @discardableResult public func add(key: String, value: Date?) -> Self { set(key, optional(value)) }
     /// Stores an array of `Date` under `key`.
-    @discardableResult public func add(key: String, value: [Date]) -> Self { set(key, .array(value.map(\.jsonValue))) }
+    @discardableResult public func add(key: String, value: [Date]) -> Self { setArray(key, value) }
     /// Stores an array of optional `Date` under `key` (nil elements as `null`).
     @discardableResult public func add(key: String, value: [Date?]) -> Self { set(key, .array(value.map(optional))) }
 }
@@ -163,6 +163,23 @@ extension DataObject {
     /// Notes that the value just read ended at `end`: the next lookup starts after it.
     func didRead(upTo end: Int, in object: EncodedObject) {
         nextMember = object.scanner.nextMember(after: end)
+    }
+
+    /// Stores `value` under `key`.
+    func setScalar<V: JSONScalar>(_ key: String, _ value: V) -> Self {
+        set(key, writing: { value.write(to: &$0) }, else: { value.jsonValue })
+    }
+
+    /// Stores `values` under `key`, as an array.
+    func setArray<V: JSONScalar>(_ key: String, _ values: [V]) -> Self {
+        set(key, writing: { writer in
+            guard writer.open(UInt8(ascii: "[")) else { return }
+            for index in values.indices {
+                if index > 0 { writer.write(byte: UInt8(ascii: ",")) }
+                values[index].write(to: &writer)
+            }
+            writer.close(UInt8(ascii: "]"))
+        }, else: { .array(values.map(\.jsonValue)) })
     }
 
     func optional<V: JSONScalar>(_ value: V?) -> JSONValue {

@@ -4,22 +4,55 @@
 extension DataObject {
     /// Stores a nested object under `key`.
     @discardableResult public func add<T: Storable>(key: String, value: T) -> Self {
-        set(key, .object(value.toDataObject().fields))
+        setObject(key, value.toDataObject())
     }
 
     /// Stores an optional nested object under `key` (`null` when nil).
     @discardableResult public func add<T: Storable>(key: String, value: T?) -> Self {
-        set(key, value.map { .object($0.toDataObject().fields) } ?? .null)
+        value.map { setObject(key, $0.toDataObject()) } ?? set(key, .null)
     }
 
     /// Stores an array of nested objects under `key`.
     @discardableResult public func add<T: Storable>(key: String, value: [T]) -> Self {
-        set(key, .array(value.map { .object($0.toDataObject().fields) }))
+        setObjects(key, value.map { $0.toDataObject() })
     }
 
     /// Stores an array of optional nested objects under `key` (nil elements as `null`).
     @discardableResult public func add<T: Storable>(key: String, value: [T?]) -> Self {
-        set(key, .array(value.map { $0.map { .object($0.toDataObject().fields) } ?? .null }))
+        setObjects(key, value.map { $0?.toDataObject() })
+    }
+
+    /// Stores `child` under `key`, as a nested object.
+    func setObject(_ key: String, _ child: DataObject) -> Self {
+        // A data object nested in itself is copied through the tree: its builder cannot write
+        // into itself.
+        guard child !== self else { return set(key, .object(child.fields)) }
+        return set(key, writing: { child.write(to: &$0) }, else: { .object(child.fields) })
+    }
+
+    /// Stores `children` under `key`, as an array of nested objects (nil ones as `null`).
+    func setObjects(_ key: String, _ children: [DataObject?]) -> Self {
+        guard !children.contains(where: { $0 === self }) else {
+            return set(key, .array(children.map { $0.map { .object($0.fields) } ?? .null }))
+        }
+        return set(key, writing: { writer in
+            guard writer.open(UInt8(ascii: "[")) else { return }
+            for index in children.indices {
+                if index > 0 { writer.write(byte: UInt8(ascii: ",")) }
+                if let child = children[index] { child.write(to: &writer) } else { writer.write(.null) }
+            }
+            writer.close(UInt8(ascii: "]"))
+        }, else: { .array(children.map { $0.map { .object($0.fields) } ?? .null }) })
+    }
+
+    /// Writes this data object as a value nested where `writer` is.
+    func write(to writer: inout JSONWriter) {
+        if case let .building(builder) = storage {
+            let levels = builder.levels
+            builder.withJSON { writer.write(json: $0, levels: levels) }
+        } else {
+            writer.write(.object(fields))
+        }
     }
 
     /// The nested object under `key`. When it is missing or not an object, an instance

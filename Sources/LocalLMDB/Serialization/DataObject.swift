@@ -19,7 +19,9 @@ public final class DataObject {
     /// record parses each field where it lies, straight into the type asked for, with no tree
     /// in between. Either form turns into the other when used the other way.
     enum Storage {
-        /// Fields being added.
+        /// Fields being added, written as JSON as they come (see `ObjectBuilder`).
+        case building(ObjectBuilder)
+        /// Fields being added, as a tree: what the builder does not take.
         case fields(JSONObject)
         /// Valid JSON to read fields from.
         case encoded(EncodedObject)
@@ -41,19 +43,16 @@ public final class DataObject {
 
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: any Persistable) {
-        var members: [JSONObject.Member] = []
-        members.reserveCapacity(16)
-        members.append(Self.classMember(of: object))
-        storage = .fields(JSONObject(members: members))
+        storage = .building(ObjectBuilder(className: Self.className(of: object)))
     }
 
-    /// The member naming `object`'s stored class, which the encode under way on this thread
-    /// notes (for the write to claim the name).
-    static func classMember(of object: any Persistable) -> JSONObject.Member {
+    /// The name of `object`'s stored class, which the encode under way on this thread notes
+    /// (for the write to claim the name).
+    static func className(of object: any Persistable) -> String {
         let scratch = ReadScratch.current
         let storedClass = TypeRegistry.storedClass(of: Swift.type(of: object), scratch: scratch)
         scratch.noteEncoded(storedClass)
-        return JSONObject.Member(key: classNameKey, value: .string(storedClass.name))
+        return storedClass.name
     }
 
     /// Creates a data object from JSON text produced by `toRawString()`.
@@ -86,6 +85,8 @@ public final class DataObject {
     /// The stored class name, if this data object has one.
     public var className: String? {
         switch storage {
+        case let .building(builder):
+            return builder.className
         case let .fields(fields):
             if case let .string(name) = fields[Self.classNameKey] { return name }
             return nil
@@ -116,15 +117,25 @@ public final class DataObject {
     /// The JSON bytes, appended to `bytes`; nil when a value cannot be written
     /// (`encodingFailure` says where and why).
     func encoded(appendingTo bytes: [UInt8] = []) -> [UInt8]? {
-        guard conversionFailure == nil else { return nil }
+        withEncoded(prefix: bytes) { $0.map { Array(UnsafeRawBufferPointer($0)) } }
+    }
+
+    /// Calls `body` with `prefix` followed by the JSON bytes, in memory `body` may change and
+    /// that lives for the call; with nil when a value cannot be written (`encodingFailure`
+    /// says where and why).
+    func withEncoded<R>(prefix: [UInt8], _ body: (UnsafeMutableRawBufferPointer?) -> R) -> R {
+        guard conversionFailure == nil else { return body(nil) }
+        var writer = JSONWriter(prefix: prefix)
         switch storage {
+        case let .building(builder):
+            builder.withJSON { writer.write(raw: $0) }
         case let .fields(fields):
-            var writer = JSONWriter(prefix: bytes)
             writer.write(fields)
-            return writer.failed ? nil : writer.bytes
+            if writer.failed { return body(nil) }
         case let .encoded(encoded):
-            return bytes + encoded.extent
+            writer.write(raw: encoded.extent)
         }
+        return writer.withOutput(body)
     }
 
     /// Where and why this data object cannot be written: the path of the field and the reason.
@@ -137,6 +148,8 @@ public final class DataObject {
     /// The fields as a tree, for writing them into another object.
     var fields: JSONObject {
         switch storage {
+        case let .building(builder):
+            return builder.withJSON { EncodedObject(bytes: $0, owner: nil).scanner.object(at: 0, mayRepeatKeys: false).object }
         case let .fields(fields): return fields
         case let .encoded(encoded): return encoded.scanner.object(at: 0, mayRepeatKeys: false).object
         }
@@ -145,6 +158,20 @@ public final class DataObject {
     /// Stores `value` under the field key `key` (as its member name, `FieldKey.stored(key)`),
     /// in place of any value there.
     func set(_ key: String, _ value: JSONValue) -> Self {
+        if case let .building(builder) = storage, builder.add(key, value) { return self }
+        return setInTree(key, value)
+    }
+
+    /// Adds the field `key` with the value `write` writes, or `value()` when the builder does
+    /// not take it (so both ways store the same value).
+    @inline(__always)
+    func set(_ key: String, writing write: (inout JSONWriter) -> Void, else value: () -> JSONValue) -> Self {
+        if case let .building(builder) = storage, builder.add(key, write) { return self }
+        return setInTree(key, value())
+    }
+
+    /// `set` on the fields as a tree.
+    private func setInTree(_ key: String, _ value: JSONValue) -> Self {
         var fields = fields
         storage = .fields(JSONObject())  // Drop the old storage's reference: `fields` is unique.
         fields.set(FieldKey.stored(key), value)
@@ -156,6 +183,13 @@ public final class DataObject {
     /// The bytes to read fields from, written out first when fields were being added.
     var encodedStorage: EncodedObject {
         if case let .encoded(encoded) = storage { return encoded }
+        if case let .building(builder) = storage {
+            let buffer = builder.withJSON { JSONBuffer(copying: $0) }
+            let encoded = EncodedObject(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer)
+            storage = .encoded(encoded)
+            nextMember = nil
+            return encoded
+        }
         let fields = fields
         let (encoded, failed) = EncodedObject.written(fields)
         if failed, conversionFailure == nil {

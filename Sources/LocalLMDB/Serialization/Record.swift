@@ -13,3 +13,6 @@ public final class Record<T: Persistable> {
         self.data = data
     }
 }
+
+/// A record is immutable: it can cross isolation domains when its object can.
+extension Record: Sendable where T: Sendable {}

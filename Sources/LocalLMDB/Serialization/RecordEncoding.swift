@@ -1,11 +1,12 @@
 /// Turns model records into the write operations the engine applies, in the caller's
 /// isolation, before anything is sent to the writer thread.
 enum RecordEncoding {
-    /// Encodes `record` for storage. `classes` gathers the stored classes of the record's
-    /// object and of every object nested in it, each once, for the write to claim.
+    /// Encodes `record` for storage, appending it to `batch`. `classes` gathers the stored
+    /// classes of the record's object and of every object nested in it, each once, for the
+    /// write to claim. `header` is scratch space, reused from record to record.
     static func encode<T: Persistable>(
-        _ record: Record<T>, maxKeySize: Int, classes: inout [StoredClass]
-    ) throws(LocalDatabaseError) -> RecordBytes {
+        _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, classes: inout [StoredClass]
+    ) throws(LocalDatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
         let fields = ReadScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
         let dataObject: DataObject
@@ -15,39 +16,62 @@ enum RecordEncoding {
         }
         let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        RecordValue.appendHeader(typeName: typeName, fullID: key.isHashed ? record.id : nil, to: &bytes)
-        let headerSize = bytes.count
-        var value = try encodedValue(of: dataObject, appendingTo: bytes, id: record.id)
-        RecordValue.sealChecksum(in: &value, headerSize: headerSize)
-        return RecordBytes(key: key, typeName: typeName, typeKey: StorageKey(typeName, maxKeySize: maxKeySize), value: value)
-    }
-
-    /// `dataObject`'s JSON appended to `bytes`.
-    /// - Throws: `unencodableValue` when a value in it cannot be stored.
-    private static func encodedValue(of dataObject: DataObject, appendingTo bytes: [UInt8], id: String) throws(LocalDatabaseError) -> [UInt8] {
-        guard let value = dataObject.encoded(appendingTo: bytes) else {
-            let failure = dataObject.encodingFailure ?? (path: "", reason: "it cannot be encoded")
-            throw .unencodableValue(id: id, path: failure.path, reason: failure.reason)
+        let fullID = key.isHashed ? record.id : nil
+        header.removeAll(keepingCapacity: true)
+        RecordValue.appendHeader(typeName: typeName, fullID: fullID, to: &header)
+        let headerSize = header.count
+        let encoded = dataObject.withEncoded(prefix: header) { value in
+            guard let value else { return false }
+            RecordValue.sealChecksum(in: value, headerSize: headerSize)
+            batch.append(key: key, fullID: fullID, typeName: typeName, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
+            return true
         }
-        return value
+        guard encoded else {
+            let failure = dataObject.encodingFailure ?? (path: "", reason: "it cannot be encoded")
+            throw .unencodableValue(id: record.id, path: failure.path, reason: failure.reason)
+        }
     }
 
     /// The operation writing `record`.
     static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation {
-        var classes: [StoredClass] = []
-        let encoded = try encode(record, maxKeySize: maxKeySize, classes: &classes)
-        return .put([encoded], classes: classes)
+        try put(contentsOf: CollectionOfOne(record), maxKeySize: maxKeySize) ?? .put(RecordBatch(), classes: [])
     }
 
     /// The operation writing `records` in order, or nil when there are none.
-    static func put<T: Persistable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
+    static func put<T: Persistable, C: Collection<Record<T>>>(contentsOf records: C, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
         var classes: [StoredClass] = []
-        let encoded = try records.map { record throws(LocalDatabaseError) in
-            try encode(record, maxKeySize: maxKeySize, classes: &classes)
+        var batch = RecordBatch()
+        var header: [UInt8] = []
+        header.reserveCapacity(64)
+        for record in records {
+            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
         }
-        return encoded.isEmpty ? nil : .put(encoded, classes: classes)
+        return batch.isEmpty ? nil : .put(batch, classes: classes)
+    }
+
+    /// A batch of more records than this is written in parts of at most this many records
+    /// (or `partBytes`), each sent to the writer thread while the next is encoded.
+    static let partSize = 65_536
+    /// The most bytes of values a part holds (a part ends after the record that reaches it).
+    static let partBytes = 32 << 20
+
+    /// Encodes `records` in order as puts of at most `partSize` records, giving each to `send`.
+    static func put<T: Persistable>(
+        contentsOf records: [Record<T>], maxKeySize: Int, parts send: (WriteOperation) -> Void
+    ) throws(LocalDatabaseError) {
+        var classes: [StoredClass] = []
+        var batch = RecordBatch()
+        var header: [UInt8] = []
+        header.reserveCapacity(64)
+        for record in records {
+            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
+            if batch.count >= partSize || batch.valueBytes >= partBytes {
+                send(.put(batch, classes: classes))
+                batch = RecordBatch()
+                classes = []
+            }
+        }
+        if !batch.isEmpty { send(.put(batch, classes: classes)) }
     }
 
     /// The operation deleting every record stored as `type` (its current and legacy names).

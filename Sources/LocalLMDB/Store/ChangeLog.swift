@@ -137,11 +137,11 @@ struct ChangeLog: Sendable {
                 // Runs of one class: its name is stored once.
                 var start = 0
                 while start < records.count {
-                    let className = records[start].typeName
+                    let type = records.type(at: start)
                     var end = start + 1
-                    while end < records.count, records[end].typeName == className { end += 1 }
-                    writer.beginRun(kind: 1, className: className, count: end - start)
-                    for index in start..<end { writer.append(records[index].key.id) }
+                    while end < records.count, records.type(at: end) == type { end += 1 }
+                    writer.beginRun(kind: 1, className: records.types[type].name, count: end - start)
+                    for index in start..<end { records.withRecord(at: index) { writer.append($0.id) } }
                     start = end
                 }
             case let .change(.written(id, className)), let .change(.deleted(id, className)):
@@ -164,6 +164,10 @@ struct ChangeLog: Sendable {
 
         mutating func append(_ text: String) {
             Varint.append(lengthPrefixed: text, to: &bytes)
+        }
+
+        mutating func append(_ utf8: UnsafeRawBufferPointer) {
+            Varint.append(lengthPrefixed: utf8, to: &bytes)
         }
 
         mutating func beginRun(kind: UInt8, className: String, count: Int) {

@@ -4,7 +4,7 @@
 struct ChangeRecord: Sendable {
     enum Entry: Sendable {
         /// Records written, in order.
-        case written([RecordBytes])
+        case written(RecordBatch)
         /// Any other change.
         case change(Change)
     }
@@ -20,7 +20,7 @@ struct ChangeRecord: Sendable {
 
     var isEmpty: Bool { entries.isEmpty }
 
-    mutating func append(written records: [RecordBytes]) {
+    mutating func append(written records: RecordBatch) {
         if !records.isEmpty { entries.append(.written(records)) }
     }
 

@@ -216,13 +216,11 @@ struct RecordStore: Sendable {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
-            // Records are used in place, not copied: a copy retains its four references, and in
-            // key order the records lie at random in memory, so each retain is a cache miss.
-            try records.withUnsafeBufferPointer { records throws(LocalDatabaseError) in
-                for index in Self.keyOrder(records) {
+            for index in Self.keyOrder(records) {
+                try records.withRecord(at: index) { record throws(LocalDatabaseError) in
                     // A record that changes class leaves its old class: observers of that class must hear it.
-                    if let previous = try put(records[index], in: transaction) {
-                        changes.append(.deleted(id: records[index].key.id, className: previous))
+                    if let previous = try put(record, of: records.types[record.type], in: transaction) {
+                        changes.append(.deleted(id: String(decoding: record.id, as: UTF8.self), className: previous))
                     }
                 }
             }
@@ -255,14 +253,14 @@ struct RecordStore: Sendable {
     /// walked from one page to the next rather than at random (a large batch of random ids
     /// went at a third of the speed). Records with the same key keep their order, so the
     /// last one written wins, as in the given order. Small batches keep the given order.
-    static func keyOrder(_ records: UnsafeBufferPointer<RecordBytes>) -> [Int] {
+    static func keyOrder(_ records: RecordBatch) -> [Int] {
         guard records.count >= 64 else { return Array(records.indices) }
         // Sorted by the key's first 8 bytes (big-endian, so integers compare as the bytes do),
         // then by position: exact for the ids that differ there, stable for equal keys.
         var order = records.indices.map { index in
-            (prefix: records[index].key.withBytes { bytes in
+            (prefix: records.withRecord(at: index) { record in
                 var prefix: UInt64 = 0
-                for offset in 0..<8 { prefix = prefix << 8 | UInt64(offset < bytes.count ? bytes[offset] : 0) }
+                for offset in 0..<8 { prefix = prefix << 8 | UInt64(offset < record.key.count ? record.key[offset] : 0) }
                 return prefix
             }, index: index)
         }
@@ -270,38 +268,33 @@ struct RecordStore: Sendable {
         return order.map(\.index)
     }
 
-    /// Puts `record`; returns the class name it was stored under before, when that was another.
-    private func put(_ record: RecordBytes, in transaction: Transaction) throws(LocalDatabaseError) -> String? {
-        try record.key.withBytes { key throws(LocalDatabaseError) -> String? in
-            // A new record (the common case in a batch) goes in with one search of the tree:
-            // a put that refuses to overwrite, and only an existing record is looked at first.
-            let inserted = try record.value.withBytes { value throws(LocalDatabaseError) in
-                try transaction.put(records, key, value, flags: MDB_NOOVERWRITE)
-            }
-            if inserted {
-                try record.typeKey.withBytes { typeKey throws(LocalDatabaseError) in
-                    try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
-                }
-                return nil
-            }
-            var previousClass: String?
-            switch try storedTypeKey(key, in: transaction) {
-            case let .some(previousType, previousName) where previousType != record.typeKey:
-                try removeIndexEntry(type: previousType, record: key, in: transaction)
-                previousClass = previousName
-            case .unreadable:
-                try removeAllIndexEntries(record: key, in: transaction)
-            default:
-                break
-            }
-            try record.value.withBytes { value throws(LocalDatabaseError) in
-                try transaction.put(records, key, value)
-            }
-            try record.typeKey.withBytes { typeKey throws(LocalDatabaseError) in
+    /// Puts `record` of the class `type`; returns the class name it was stored under before,
+    /// when that was another.
+    private func put(_ record: RecordBatch.Record, of type: RecordBatch.RecordType, in transaction: Transaction) throws(LocalDatabaseError) -> String? {
+        let key = record.key
+        // A new record (the common case in a batch) goes in with one search of the tree:
+        // a put that refuses to overwrite, and only an existing record is looked at first.
+        if try transaction.put(records, key, record.value, flags: MDB_NOOVERWRITE) {
+            try type.key.withBytes { typeKey throws(LocalDatabaseError) in
                 try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
             }
-            return previousClass
+            return nil
         }
+        var previousClass: String?
+        switch try storedTypeKey(key, in: transaction) {
+        case let .some(previousType, previousName) where previousType != type.key:
+            try removeIndexEntry(type: previousType, record: key, in: transaction)
+            previousClass = previousName
+        case .unreadable:
+            try removeAllIndexEntries(record: key, in: transaction)
+        default:
+            break
+        }
+        try transaction.put(records, key, record.value)
+        try type.key.withBytes { typeKey throws(LocalDatabaseError) in
+            try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
+        }
+        return previousClass
     }
 
     /// Deletes the record under `key`; returns its class name (empty when its header is

@@ -85,14 +85,16 @@ struct RecordValue {
 
     /// Stores the checksum of the JSON document after the header of `headerSize` bytes.
     static func sealChecksum(in value: inout [UInt8], headerSize: Int) {
-        let checksum = value.withUnsafeBytes { bytes in
-            Self.checksum(
-                header: UnsafeRawBufferPointer(rebasing: bytes[..<(headerSize - checksumSize)]),
-                json: UnsafeRawBufferPointer(rebasing: bytes[headerSize...]))
-        }
-        withUnsafeBytes(of: checksum.littleEndian) { checksumBytes in
-            value.replaceSubrange((headerSize - checksumSize)..<headerSize, with: checksumBytes)
-        }
+        value.withUnsafeMutableBytes { sealChecksum(in: $0, headerSize: headerSize) }
+    }
+
+    /// `sealChecksum` on bytes in place.
+    static func sealChecksum(in value: UnsafeMutableRawBufferPointer, headerSize: Int) {
+        let bytes = UnsafeRawBufferPointer(value)
+        let checksum = Self.checksum(
+            header: UnsafeRawBufferPointer(rebasing: bytes[..<(headerSize - checksumSize)]),
+            json: UnsafeRawBufferPointer(rebasing: bytes[headerSize...]))
+        value.storeBytes(of: checksum.littleEndian, toByteOffset: headerSize - checksumSize, as: UInt64.self)
     }
 }
 

@@ -15,10 +15,13 @@ enum Varint {
     /// Appends `text`'s UTF-8, preceded by its length.
     static func append(lengthPrefixed text: String, to bytes: inout [UInt8]) {
         var text = text
-        text.withUTF8 { utf8 in
-            append(utf8.count, to: &bytes)
-            bytes.append(contentsOf: utf8)
-        }
+        text.withUTF8 { append(lengthPrefixed: UnsafeRawBufferPointer($0), to: &bytes) }
+    }
+
+    /// Appends `raw`, preceded by its length.
+    static func append(lengthPrefixed raw: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        append(raw.count, to: &bytes)
+        bytes.append(contentsOf: raw)
     }
 
     /// The number at `offset`, moving `offset` past it; nil when the bytes end first, or when

@@ -1,21 +1,8 @@
-/// A record ready for storage: encoded in the caller's isolation, then handed to the writer
-/// thread as plain bytes.
-struct RecordBytes: Sendable {
-    /// The key in `records`.
-    let key: StorageKey
-    /// The stored class name.
-    let typeName: String
-    /// The key in `types` for `typeName`.
-    let typeKey: StorageKey
-    /// The complete `RecordValue` bytes.
-    let value: [UInt8]
-}
-
 /// One change to the store. Every operation keeps `records` and `types` in agreement.
 enum WriteOperation: Sendable {
     /// Insert or replace records, in order, after claiming the stored classes they use
     /// (`RecordStore.claim`).
-    case put([RecordBytes], classes: [StoredClass])
+    case put(RecordBatch, classes: [StoredClass])
     /// Delete the record under a key.
     case delete(StorageKey)
     /// Delete every record stored under any of these type keys (of the class names `names`),
@@ -33,12 +20,7 @@ extension WriteOperation {
     /// deletes, which free pages.
     var estimatedGrowth: Int {
         guard case let .put(records, _) = self else { return 0 }
-        var bytes = 0
-        for record in records {
-            let keySize = record.key.withBytes { $0.count }
-            bytes += record.value.count + 2 * keySize + record.typeName.utf8.count + 64
-        }
-        return 2 * bytes
+        return 2 * (records.valueBytes + 2 * records.keyBytes + records.typeNameBytes + 64 * records.count)
     }
 }
 

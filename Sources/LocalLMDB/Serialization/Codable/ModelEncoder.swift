@@ -44,7 +44,7 @@ final class ModelEncoder: Encoder {
         let node = EncodingNode()
         node.shape = .object
         node.object.members.reserveCapacity(16)
-        node.object.members.append(DataObject.classMember(of: model))
+        node.object.members.append(JSONObject.Member(key: DataObject.classNameKey, value: .string(DataObject.className(of: model))))
         let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState())
         try model.encode(to: encoder)
         if let failure = encoder.state.failure { throw failure }

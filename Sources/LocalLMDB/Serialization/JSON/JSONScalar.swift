@@ -7,12 +7,19 @@ import Foundation
 /// mistyped yields nil, and the caller's default.
 protocol JSONScalar {
     var jsonValue: JSONValue { get }
+    /// Writes `jsonValue`, without making it where the type can.
+    func write(to writer: inout JSONWriter)
     /// The value at `offset`, and where it ends; nil when the value there is another type.
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Self, end: Int)?
 }
 
+extension JSONScalar {
+    func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
+}
+
 extension String: JSONScalar {
     var jsonValue: JSONValue { .string(self) }
+    func write(to writer: inout JSONWriter) { writer.write(self) }
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
         scanner.string(at: offset)
     }
@@ -20,6 +27,7 @@ extension String: JSONScalar {
 
 extension Int: JSONScalar {
     var jsonValue: JSONValue { .int(Int64(self)) }
+    func write(to writer: inout JSONWriter) { writer.write(Int64(self)) }
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
         switch scanner.number(at: offset) {
         case let (.int(number), end)?: return Int(exactly: number).map { ($0, end) }
@@ -31,6 +39,7 @@ extension Int: JSONScalar {
 
 extension Double: JSONScalar {
     var jsonValue: JSONValue { .double(self) }
+    func write(to writer: inout JSONWriter) { writer.write(self) }
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         switch scanner.number(at: offset) {
         case let (.double(number), end)?: return (number, end)
@@ -46,6 +55,7 @@ extension Double: JSONScalar {
 
 extension Bool: JSONScalar {
     var jsonValue: JSONValue { .bool(self) }
+    func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
         scanner.bool(at: offset)
     }

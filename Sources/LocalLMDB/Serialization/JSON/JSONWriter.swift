@@ -19,6 +19,8 @@ struct JSONWriter: ~Copyable {
     private(set) var failed = false
     /// Containers open around the value being written.
     private var depth = 0
+    /// The deepest nesting written so far (1 for an object holding only scalars).
+    private(set) var deepest = 0
 
     /// Output memory kept for the thread's next writer is at most this large.
     private static let keptCapacity = 64 << 10
@@ -53,6 +55,67 @@ struct JSONWriter: ~Copyable {
     /// The output so far, copied.
     var bytes: [UInt8] {
         Array(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    /// The number of bytes written.
+    var byteCount: Int { count }
+
+    /// Calls `body` with the output so far, which it may change in place.
+    func withOutput<R>(_ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+        body(UnsafeMutableRawBufferPointer(start: base, count: count))
+    }
+
+    /// Appends `json`, which must be a complete JSON value nested `levels` deep; fails (as
+    /// `write` of its value would) when that takes it past the nesting limit.
+    mutating func write(json: UnsafeRawBufferPointer, levels: Int) {
+        guard depth + levels <= JSONValidator.maxDepth else {
+            failed = true
+            return append("null")
+        }
+        deepest = max(deepest, depth + levels)
+        append(json)
+    }
+
+    /// Appends `literal` (punctuation the caller knows to be valid where it goes).
+    mutating func write(literal: StaticString) {
+        append(literal)
+    }
+
+    /// Appends `byte` (a separator the caller knows to be valid where it goes).
+    mutating func write(byte: UInt8) {
+        append(byte)
+    }
+
+    /// Appends `raw` as it is: bytes the caller knows to be valid where they go.
+    mutating func write(raw: UnsafeRawBufferPointer) {
+        append(raw)
+    }
+
+    /// Opens an object or an array (`{` or `[`) whose members or elements the caller writes;
+    /// false (and `failed`, with nothing opened) past the nesting limit.
+    mutating func open(_ bracket: UInt8) -> Bool {
+        guard enter() else { return false }
+        append(bracket)
+        return true
+    }
+
+    /// Closes what `open` opened.
+    mutating func close(_ bracket: UInt8) {
+        append(bracket)
+        depth -= 1
+    }
+
+    /// Forgets everything written after the first `byteCount` bytes, and any failure there:
+    /// for taking back a value that could not be written. Containers opened since must have
+    /// been closed.
+    mutating func truncate(to byteCount: Int) {
+        count = byteCount
+        failed = false
+    }
+
+    /// Drops the last byte written (the closing bracket a caller wrote to lend the output).
+    mutating func dropLast() {
+        count -= 1
     }
 
     /// Makes room for `extra` more bytes.
@@ -139,6 +202,7 @@ struct JSONWriter: ~Copyable {
             append("null")
             return false
         }
+        deepest = max(deepest, depth)
         return true
     }
 

@@ -1,0 +1,128 @@
+import Foundation
+
+// Large batches, written while they are still being encoded (`BatchStream`).
+extension Session {
+    /// Writes, in one transaction, the records of the puts that `produce` makes and gives to
+    /// `send`, in order; returns how many were written. Outside a transaction the writer
+    /// thread applies each put as it comes while `produce` makes the next, and commits after
+    /// the last; in a transaction (or on the writer thread) they are applied as one put. When
+    /// `produce` throws, nothing is written and its error is thrown.
+    /// - Parameter total: The number of records `produce` will send, for sizing the map.
+    nonisolated(nonsending) func perform(
+        streaming total: Int, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+    ) async throws(LocalDatabaseError) -> Int {
+        let stream = BatchStream()
+        let outcome = WriteOutcome()
+        let submitted = try streamParts(of: stream, total: total, outcome: outcome, produce)
+        switch submitted {
+        case .failure(let error)?:
+            stream.abandon(error)
+            _ = await outcome.value
+            throw error
+        case .success?:
+            stream.finish()
+            return try await outcome.value.get()
+        case nil:
+            // Not streamed: written whole, as any other put.
+            stream.finish()
+            guard let operation = try stream.merged().get() else { return 0 }
+            return try await perform(operation)
+        }
+    }
+
+    /// `perform(streaming:_:)`, blocking the calling thread.
+    func performBlocking(
+        streaming total: Int, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+    ) throws(LocalDatabaseError) -> Int {
+        try checkNotRestoring("write")
+        let stream = BatchStream()
+        let outcome = WriteOutcome()
+        let submitted = try streamParts(of: stream, total: total, outcome: outcome, produce)
+        switch submitted {
+        case .failure(let error)?:
+            stream.abandon(error)
+            _ = outcome.wait()
+            throw error
+        case .success?:
+            stream.finish()
+            return try outcome.wait().get()
+        case nil:
+            stream.finish()
+            guard let operation = try stream.merged().get() else { return 0 }
+            return try performBlocking(operation, "write")
+        }
+    }
+
+    /// Runs `produce`, sending its puts to `stream`, and queues the stream's write on the
+    /// writer thread with the first put, when it may be streamed. Returns nil when it was not
+    /// queued (the session has a transaction open, this is the writer thread, or nothing was
+    /// sent); else whether `produce` succeeded, the write then reporting to `outcome`. Throws
+    /// what queuing it threw (`closed`, `readOnly`), or `produce`'s error when nothing was queued.
+    private func streamParts(
+        of stream: BatchStream, total: Int, outcome: WriteOutcome,
+        _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+    ) throws(LocalDatabaseError) -> Result<Void, LocalDatabaseError>? {
+        var queued: Result<Bool, LocalDatabaseError>?
+        let mayStream = !engine.thread.isCurrent
+        let (owner, busyTimeout) = (owner, busyTimeout)
+        do throws(LocalDatabaseError) {
+            try produce { part in
+                stream.send(part, total: total)
+                guard queued == nil else { return }
+                queued = mayStream ? Result { () throws(LocalDatabaseError) in
+                    try submitOutsideTransaction { coordinator in
+                        coordinator.performStream(stream, owner: owner, busyTimeout: busyTimeout) { outcome.complete($0) }
+                    }
+                } : .success(false)
+            }
+        } catch {
+            guard case .success(true)? = queued else { throw error }
+            return .failure(error)
+        }
+        switch queued {
+        case nil, .success(false)?: return nil
+        case .success(true)?: return .success(())
+        case let .failure(error)?:
+            stream.abandon(error)
+            throw error
+        }
+    }
+}
+
+/// The outcome of a write queued on the writer thread, awaited (or waited for) later.
+final class WriteOutcome: @unchecked Sendable {
+    // Guarded by `lock`.
+    private let lock = NSLock()
+    private var result: Result<Int, LocalDatabaseError>?
+    private var waiter: CheckedContinuation<Result<Int, LocalDatabaseError>, Never>?
+    private let done = DispatchSemaphore(value: 0)
+
+    func complete(_ outcome: Result<Int, LocalDatabaseError>) {
+        let waiting = lock.withLock {
+            result = outcome
+            defer { waiter = nil }
+            return waiter
+        }
+        waiting?.resume(returning: outcome)
+        done.signal()
+    }
+
+    var value: Result<Int, LocalDatabaseError> {
+        get async {
+            await withCheckedContinuation { continuation in
+                let known = lock.withLock {
+                    if result == nil { waiter = continuation }
+                    return result
+                }
+                if let known { continuation.resume(returning: known) }
+            }
+        }
+    }
+
+    /// Blocks until the outcome is known.
+    func wait() -> Result<Int, LocalDatabaseError> {
+        done.wait()
+        done.signal()  // Later waits return at once.
+        return lock.withLock { result } ?? .failure(.wrongThread(operation: "write"))
+    }
+}

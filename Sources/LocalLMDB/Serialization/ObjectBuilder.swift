@@ -1,0 +1,94 @@
+/// A data object's fields as they are added, written straight into JSON: adding a field
+/// writes its member, with no tree of values built and copied on the way (the tree cost a
+/// reference count on every value, twice, and a copy of every field to write it).
+///
+/// It takes what it can write exactly as the tree would (`JSONObject`): a key of printable
+/// ASCII that needs no escape, in JSON or as a field key (`FieldKey`), and is not already
+/// there, and a value that can be written; at most `maxMembers` fields. `add` refuses anything
+/// else, changing nothing, and the data object then turns the fields into a tree and goes on
+/// there. Two such keys are equal as Swift strings exactly when their bytes are.
+///
+/// Invariant: the output is `{`, the class member, then one member per added field, each key
+/// once; with a closing `}` it is a JSON object that `JSONValidator` accepts.
+final class ObjectBuilder {
+    // Exclusivity is not checked at run time on these two (the checks cost more than the
+    // writes): a builder belongs to one data object, which is not Sendable, and no access is
+    // held across a call that could reach this builder again (`DataObject.setObject` never
+    // nests a data object in itself).
+    @exclusivity(unchecked) private var writer = JSONWriter()
+    /// Where each field's key lies in the output, for finding a repeated key.
+    @exclusivity(unchecked) private var keys: [(start: Int, count: Int)] = []
+    /// The stored class name.
+    let className: String
+
+    /// Beyond this many fields a data object is a tree, whose index finds keys in constant time.
+    static let maxMembers = 32
+
+    init(className: String) {
+        self.className = className
+        keys.reserveCapacity(16)
+        _ = writer.open(UInt8(ascii: "{"))
+        writer.write(DataObject.classNameKey)
+        writer.write(literal: ":")
+        writer.write(className)
+    }
+
+    /// The deepest nesting in the output, counting the object itself.
+    var levels: Int { writer.deepest }
+
+    /// Adds the field `key` with the value `write` writes; false, with nothing changed, when
+    /// the builder does not take it (see the type's documentation).
+    @inline(__always)
+    func add(_ key: String, _ write: (inout JSONWriter) -> Void) -> Bool {
+        guard keys.count < Self.maxMembers else { return false }
+        var key = key
+        return key.withUTF8 { utf8 in
+            let key = UnsafeRawBufferPointer(utf8)
+            guard Self.isPlain(key), !FieldKey.needsEscape(key), !contains(key) else { return false }
+            let mark = writer.byteCount
+            writer.write(literal: ",\"")
+            writer.write(raw: key)
+            writer.write(literal: "\":")
+            write(&writer)
+            if writer.failed {
+                writer.truncate(to: mark)
+                return false
+            }
+            keys.append((start: mark + 2, count: key.count))  // After `,"`.
+            return true
+        }
+    }
+
+    /// Adds the field `key` holding `value`.
+    func add(_ key: String, _ value: JSONValue) -> Bool {
+        add(key) { $0.write(value) }
+    }
+
+    /// Calls `body` with the object's JSON.
+    func withJSON<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        writer.write(byte: UInt8(ascii: "}"))
+        defer { writer.dropLast() }
+        return writer.withOutput { body(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Printable ASCII other than `"` and `\`: written as it is, and equal to another key
+    /// exactly when the bytes are.
+    @inline(__always)
+    private static func isPlain(_ key: UnsafeRawBufferPointer) -> Bool {
+        for byte in key where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            return false
+        }
+        return true
+    }
+
+    private func contains(_ key: UnsafeRawBufferPointer) -> Bool {
+        writer.withOutput { output in
+            for existing in keys where existing.count == key.count {
+                if UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(output)[existing.start..<(existing.start + existing.count)]).hasSameBytes(as: key) {
+                    return true
+                }
+            }
+            return false
+        }
+    }
+}

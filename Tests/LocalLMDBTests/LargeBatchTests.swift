@@ -1,0 +1,142 @@
+import Foundation
+@testable import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+/// A note whose encoding can be made to wait, or to call back into a database, at one record:
+/// for batches whose caller is slow to hand the writer the next part.
+final class HeldNote: Storable, Sendable {
+    let text: String
+    /// Runs when this note is encoded.
+    let onEncode: (@Sendable () -> Void)?
+
+    init(text: String, onEncode: (@Sendable () -> Void)? = nil) {
+        self.text = text
+        self.onEncode = onEncode
+    }
+
+    required init(dataObject: DataObject) {
+        text = dataObject.get("text")
+        onEncode = nil
+    }
+
+    func toDataObject() -> DataObject {
+        onEncode?()
+        return DataObject(self).add(key: "text", value: text)
+    }
+}
+
+/// Batches of more records than `RecordEncoding.partSize` are sent to the writer thread in
+/// parts while the rest is encoded (`BatchStream`): still one transaction, in order.
+@Suite("Large batches", .serialized)
+struct LargeBatchTests {
+    static let size = RecordEncoding.partSize * 2 + 123
+
+    @Test func aBatchOfSeveralPartsIsOneCommitInOrderAndTheLastWriteWins() async throws {
+        try await withDatabase { database, _ in
+            var records = (0..<(Self.size - 1)).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }
+            records.append(Record(id: "n-5", data: Note(text: "last")))  // In the last part; n-5 is in the first.
+            let token = try database.changeToken()
+            #expect(try await database.write(contentsOf: records) == Self.size)
+
+            #expect(try await database.count(Note.self) == Self.size - 1)
+            #expect((try await database.read(id: "n-5") as Note?)?.text == "last")
+            #expect((try await database.read(id: "n-\(Self.size - 2)") as Note?)?.text == "note \(Self.size - 2)")
+            let feed = try database.changes(since: token)
+            #expect(feed.commits.count == 1)
+            #expect(feed.commits.first?.changes == records.map { Change.written(id: $0.id, className: "Note") })
+            let report = try await database.verifyIntegrity()
+            #expect(report.isConsistent, "\(report)")
+        }
+    }
+
+    @Test func aFailureInALaterPartWritesNothingOfTheBatch() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "before", data: Note(text: "kept")))
+            var records = (0..<Self.size).map { Record(id: "n-\($0)", data: Note(text: "note")) }
+            records[Self.size - 10] = Record(id: "", data: Note(text: "no id"))  // In the last part.
+            await #expect(throws: LocalDatabaseError.emptyID) { try await database.write(contentsOf: records) }
+            #expect(try await database.count() == 1)
+            // The database goes on working.
+            #expect(try await database.write(contentsOf: Array(records.prefix(3))) == 3)
+            #expect(try await database.count() == 4)
+        }
+    }
+
+    @Test func inATransactionTheBatchIsPartOfIt() async throws {
+        try await withDatabase { database, _ in
+            let records = (0..<(RecordEncoding.partSize + 1)).map { Record(id: "n-\($0)", data: Note(text: "note")) }
+            try await database.startTransaction()
+            #expect(try await database.write(contentsOf: records) == records.count)
+            #expect(try await database.count(Note.self) == records.count)
+            try await database.rollbackTransaction()
+            #expect(try await database.count() == 0)
+        }
+    }
+
+    @Test func theSynchronousFaceWritesLargeBatchesToo() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try SerializationDatabase(directory: directory)
+            let records = (0..<Self.size).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }
+            #expect(database.write(contentsOf: records) == Self.size)
+            #expect(database.count(Note.self) == Self.size)
+        }
+    }
+
+    /// The caller stalls in the middle of the batch until another write has been made. The
+    /// writer must not wait for the caller's next part for ever: it lets go, the other write
+    /// goes through, and the batch is written whole once the caller has finished.
+    @Test func aCallerThatStallsDoesNotHoldUpOtherWriters() async throws {
+        try await withTemporaryDirectory { directory in
+            let released = DispatchSemaphore(value: 0)
+            let reached = Locked(false)
+            let batch = try SerializationDatabase(directory: directory)
+            let other = try LocalDatabase(directory: directory)
+            var held = (0..<Self.size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
+            // In the second part: the writer has the first, and waits for this one.
+            held[RecordEncoding.partSize + 2] = Record(id: "held", data: HeldNote(text: "held") {
+                reached.withLock { $0 = true }
+                released.wait()
+            })
+            let records = held
+            let written = Locked<Int?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                written.withLock { $0 = batch.write(contentsOf: records) }
+                finished.signal()
+            }
+            thread.start()
+            while !reached.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            // Without letting go, this write would wait for the batch, which waits for it.
+            try await withTimeout(seconds: 30) {
+                try await other.write(Record(id: "other", data: Note(text: "meanwhile")))
+            }
+            #expect(try await other.count(HeldNote.self) == 0)  // The batch is not half written.
+            released.signal()
+            finished.wait()
+            #expect(written.withLock { $0 } == Self.size)
+            #expect(try await other.count(HeldNote.self) == Self.size)
+            #expect(try await other.count(Note.self) == 1)
+            let report = try await other.verifyIntegrity()
+            #expect(report.isConsistent, "\(report)")
+        }
+    }
+
+    /// A model that writes to the database while it is encoded, through the synchronous face
+    /// on the thread encoding the batch: the writer lets go of the batch, and both go through.
+    @Test func aModelThatWritesWhileTheBatchIsEncodedDoesNotDeadlock() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory)
+            let inner = try SerializationDatabase(directory: directory)
+            var records = (0..<Self.size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
+            records[RecordEncoding.partSize + 2] = Record(id: "calls", data: HeldNote(text: "calls") {
+                _ = inner.write(Record(id: "inner", data: Note(text: "written while encoding")))
+            })
+            let sendable = records
+            let written = try await withTimeout(seconds: 60) { try await database.write(contentsOf: sendable) }
+            #expect(written == Self.size)
+            #expect((try await database.read(id: "inner") as Note?)?.text == "written while encoding")
+            #expect(try await database.count(HeldNote.self) == Self.size)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+@testable import LocalLMDB
+import LocalLMDBTestSupport
+import Testing
+
+/// A model whose data object is whatever `build` adds to it.
+final class Built: Storable {
+    let build: (DataObject) -> DataObject
+    init(_ build: @escaping (DataObject) -> DataObject) { self.build = build }
+    required init(dataObject: DataObject) { build = { $0 } }
+    func toDataObject() -> DataObject { build(DataObject(self)) }
+}
+
+/// A model whose data object nests itself.
+final class NestsItself: Storable {
+    var dataObject: DataObject?
+    init() {}
+    required init(dataObject: DataObject) {}
+    func toDataObject() -> DataObject { dataObject ?? DataObject(self) }
+}
+
+/// A data object being built is written as JSON as fields are added (`ObjectBuilder`), and
+/// falls back to a tree for what that cannot take: both must store exactly what a tree would.
+@Suite("Building data objects")
+struct ObjectBuilderTests {
+    func json(_ build: @escaping (DataObject) -> DataObject) -> String? {
+        Built(build).toDataObject().toRawString()
+    }
+
+    @Test func aRepeatedKeyReplacesItsValueWhereItWas() {
+        #expect(json { $0.add(key: "a", value: 1).add(key: "b", value: "x").add(key: "a", value: 2) } == #"{"object":"Built","a":2,"b":"x"}"#)
+        // Past the builder's limit of fields, in the tree.
+        let many = json { object in
+            for index in 0..<40 { object.add(key: "f\(index)", value: index) }
+            return object.add(key: "f3", value: -3).add(key: "f39", value: -39)
+        }
+        let expected = "{\"object\":\"Built\"," + (0..<40).map { "\"f\($0)\":\($0 == 3 ? -3 : $0 == 39 ? -39 : $0)" }.joined(separator: ",") + "}"
+        #expect(many == expected)
+    }
+
+    @Test func keysTheBuilderDoesNotTakeAreStillOneKeyEach() throws {
+        let nfc = "caf\u{E9}", nfd = "cafe\u{301}"
+        for (first, second) in [("K", "\u{212A}"), ("\u{212A}", "K"), (nfc, nfd), (nfd, nfc)] {
+            let text = try #require(json { $0.add(key: first, value: "one").add(key: "plain", value: 1).add(key: second, value: "two") })
+            #expect(!text.contains("one") && text.components(separatedBy: "two").count == 2 && text.contains("plain"))
+            #expect(DataObject(rawString: text).get(second) == "two")
+        }
+        let odd = ["", "object", "~object", "quo\"te", "back\\slash", "new\nline", "tab\there", "\u{1F600}"]
+        let text = try #require(json { object in
+            for (index, key) in odd.enumerated() { object.add(key: key, value: index) }
+            return object
+        })
+        let parsed = DataObject(rawString: text)
+        for (index, key) in odd.enumerated() { #expect(parsed.get(key) == index, "\(key)") }
+        #expect(parsed.className == "Built")
+    }
+
+    @Test func unencodableValuesAreFoundWhereverTheyAre() async throws {
+        let bad = Date(timeIntervalSince1970: .infinity)
+        #expect(json { $0.add(key: "ok", value: 1).add(key: "when", value: bad) } == nil)
+        try await withDatabase { database, _ in
+            let flat = Built { $0.add(key: "ok", value: 1).add(key: "when", value: bad) }
+            let flatError = await #expect(throws: LocalDatabaseError.self) { try await database.write(Record(id: "flat", data: flat)) }
+            #expect(flatError?.unencodable?.id == "flat" && flatError?.unencodable?.path == "when")
+            let nested = Built { $0.add(key: "child", value: Built { $0.add(key: "ok", value: "x").add(key: "when", value: bad) }) }
+            let nestedError = await #expect(throws: LocalDatabaseError.self) { try await database.write(Record(id: "nested", data: nested)) }
+            #expect(nestedError?.unencodable?.path == "child.when")
+            let count = try await database.count()
+            #expect(count == 0)
+        }
+    }
+
+    @Test func nestedObjectsAndArraysOfThemAreWrittenInPlace() {
+        let text = json { object in
+            object.add(key: "one", value: Built { $0.add(key: "n", value: 1) })
+                .add(key: "many", value: [Built { $0.add(key: "n", value: 2) }, Built { $0 }])
+                .add(key: "some", value: [Built { $0.add(key: "n", value: 3) }, nil])
+                .add(key: "none", value: nil as Built?)
+        }
+        #expect(text == #"{"object":"Built","one":{"object":"Built","n":1},"many":[{"object":"Built","n":2},{"object":"Built"}],"some":[{"object":"Built","n":3},null],"none":null}"#)
+    }
+
+    @Test func aDataObjectNestedInItselfIsCopied() {
+        let model = NestsItself()
+        let object = DataObject(model)
+        model.dataObject = object
+        object.add(key: "me", value: model).add(key: "us", value: [model])
+        #expect(object.toRawString() == #"{"object":"NestsItself","me":{"object":"NestsItself"},"us":[{"object":"NestsItself","me":{"object":"NestsItself"}}]}"#)
+    }
+
+    @Test func readingWhileBuildingAndAddingAfterwards() {
+        let object = Built { $0 }.toDataObject()
+        object.add(key: "a", value: 1)
+        #expect(object.get("a") == 1)
+        object.add(key: "b", value: "x").add(key: "a", value: 3)
+        #expect(object.toRawString() == #"{"object":"Built","a":3,"b":"x"}"#)
+        #expect(object.get("b") == "x" && object.className == "Built")
+    }
+}
