@@ -80,3 +80,33 @@ struct JSONFastPathTests {
         }
     }
 }
+
+/// Looking a field up by comparing its key's bytes with the stored member's: a key holding a
+/// quote or a backslash must not match the bytes after a shorter key, nor an escaped spelling.
+@Suite("Field lookups by bytes")
+struct FieldLookupTests {
+    @Test func keysWithQuotesOrBackslashesFindOnlyThemselves() {
+        let object = DataObject(rawString: #"{"object":"X","a":"b","c\"":"quoted","d\\n":"slash","e\n":"newline","f":1}"#)
+        #expect((object.get(#"a":"#) as String?) == nil)  // Would match `a` followed by `":"` and read `b`.
+        #expect((object.get(#"a""#) as String?) == nil)
+        #expect(object.get("a") == "b")
+        #expect(object.get("c\"") == "quoted")
+        #expect(object.get("d\\n") == "slash")  // The key is d, backslash, n ...
+        #expect(object.get("e\n") == "newline")  // ... and this one e and a newline, spelt \n.
+        #expect((object.get("e\\n") as String?) == nil)
+        #expect(object.get("f") == 1)
+    }
+
+    @Test func theQuoteAndBackslashTestIsExact() {
+        for count in 0..<24 {
+            for position in 0..<max(count, 1) {
+                for special in [UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "a"), 0x5B, 0x7C, 0xDC, 0xA2] {
+                    var bytes = [UInt8](repeating: UInt8(ascii: "x"), count: count)
+                    if count > 0 { bytes[position] = special }
+                    let expected = bytes.contains(0x22) || bytes.contains(0x5C)
+                    #expect(bytes.withUnsafeBytes { JSONGrammar.containsQuoteOrBackslash($0) } == expected, "\(bytes)")
+                }
+            }
+        }
+    }
+}

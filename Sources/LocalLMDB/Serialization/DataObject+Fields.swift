@@ -135,9 +135,11 @@ extension DataObject {
 
     /// The member where the next lookup starts when its key's bytes are exactly `key`'s: the
     /// common case, fields read in the order they were written, found by comparing bytes.
-    /// Only for a key of printable ASCII other than `"` and `\\` (spelt in JSON as it reads)
-    /// that `FieldKey` leaves as it is; any other key, or a miss, takes the general walk. An
-    /// exact match is the member: keys are unique in an object read in place.
+    /// Only for a key with no `"` or `\\` (either could make the bytes after a shorter key
+    /// look like it) that `FieldKey` leaves as it is; any other key, or a miss, takes the
+    /// general walk. The JSON spells a key holding neither byte for byte, or not at all, so an
+    /// exact match is the member (keys are unique in an object read in place); a key spelled
+    /// with escapes, or as another canonically equivalent string, is a miss.
     @inline(__always)
     private func nextMemberSpelled(_ key: String, in object: EncodedObject, escaped: Bool) -> JSONScanner.Member? {
         let scanner = object.scanner
@@ -154,7 +156,7 @@ extension DataObject {
         }
         let found = key.utf8.withContiguousStorageIfAvailable { utf8 -> JSONScanner.Member? in
             let name = UnsafeRawBufferPointer(utf8)
-            guard !name.isEmpty, JSONGrammar.isPlain(name), !(escaped && FieldKey.needsEscape(name)) else { return nil }
+            guard !name.isEmpty, !JSONGrammar.containsQuoteOrBackslash(name), !(escaped && FieldKey.needsEscape(name)) else { return nil }
             return scanner.member(at: start, spelled: name)
         }
         return found ?? nil

@@ -44,7 +44,7 @@ final class ObjectBuilder {
         var key = key
         return key.withUTF8 { utf8 in
             let key = UnsafeRawBufferPointer(utf8)
-            guard Self.isPlain(key), !FieldKey.needsEscape(key), !contains(key) else { return false }
+            guard JSONGrammar.isPlain(key), !FieldKey.needsEscape(key), !contains(key) else { return false }
             let mark = writer.byteCount
             writer.write(literal: ",\"")
             writer.write(raw: key)
@@ -69,16 +69,6 @@ final class ObjectBuilder {
         writer.write(byte: UInt8(ascii: "}"))
         defer { writer.dropLast() }
         return writer.withOutput { body(UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Printable ASCII other than `"` and `\`: written as it is, and equal to another key
-    /// exactly when the bytes are.
-    @inline(__always)
-    private static func isPlain(_ key: UnsafeRawBufferPointer) -> Bool {
-        for byte in key where byte < 0x20 || byte > 0x7E || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            return false
-        }
-        return true
     }
 
     private func contains(_ key: UnsafeRawBufferPointer) -> Bool {

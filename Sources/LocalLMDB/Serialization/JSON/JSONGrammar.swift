@@ -235,6 +235,31 @@ enum JSONGrammar {
         endOfPlainRun(in: bytes, from: 0) == bytes.count
     }
 
+    /// Whether `bytes` holds a quote or a backslash: eight bytes at a time, exactly (a word
+    /// with no such byte never sets a high bit here).
+    @inline(__always)
+    static func containsQuoteOrBackslash(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        let count = bytes.count
+        guard count >= 8 else {
+            for index in 0..<count where bytes[index] == 0x22 || bytes[index] == 0x5C { return true }
+            return false
+        }
+        @inline(__always) func hasOne(at offset: Int) -> Bool {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            let quotes = word ^ (ones &* 0x22)
+            let backslashes = word ^ (ones &* 0x5C)
+            return ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes) & (ones &* 0x80) != 0
+        }
+        var offset = 0
+        while offset + 8 <= count {
+            if hasOne(at: offset) { return true }
+            offset += 8
+        }
+        return offset < count && hasOne(at: count - 8)
+    }
+
     /// Printable ASCII other than `"` and `\\`.
     private static func isPlainStringByte(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C
