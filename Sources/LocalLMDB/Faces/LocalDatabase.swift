@@ -122,7 +122,9 @@ public actor LocalDatabase {
     /// replacing any records with the same ids. Later records win over earlier ones with the same id.
     ///
     /// Much faster than writing the records one by one: they are encoded in the caller's
-    /// isolation and sent to the writer thread together.
+    /// isolation and sent to the writer thread together. A batch of more than 65,536 records
+    /// is sent in parts, each applied while the next is encoded, in the same transaction: it
+    /// commits whole or not at all, and other writes wait for it as for any batch.
     /// - Returns: The number of records written.
     /// - Throws: As `write(_:)`; if any record fails, nothing is written.
     @discardableResult
