@@ -11,21 +11,14 @@ extension Session {
     nonisolated(nonsending) func perform(
         streaming total: Int, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
     ) async throws(LocalDatabaseError) -> Int {
-        let stream = BatchStream()
         let outcome = WriteOutcome()
-        let submitted = try streamParts(of: stream, total: total, outcome: outcome, produce)
-        switch submitted {
-        case .failure(let error)?:
-            stream.abandon(error)
-            _ = await outcome.value
+        switch try streamParts(total: total, outcome: outcome, produce) {
+        case .sent: return try await outcome.value.get()
+        case let .abandoned(error):
+            _ = await outcome.value  // The writer has let go of the batch.
             throw error
-        case .success?:
-            stream.finish()
-            return try await outcome.value.get()
-        case nil:
-            // Not streamed: written whole, as any other put.
-            stream.finish()
-            guard let operation = try stream.merged().get() else { return 0 }
+        case let .whole(operation):
+            guard let operation else { return 0 }
             return try await perform(operation)
         }
     }
@@ -35,33 +28,37 @@ extension Session {
         streaming total: Int, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
     ) throws(LocalDatabaseError) -> Int {
         try checkNotRestoring("write")
-        let stream = BatchStream()
         let outcome = WriteOutcome()
-        let submitted = try streamParts(of: stream, total: total, outcome: outcome, produce)
-        switch submitted {
-        case .failure(let error)?:
-            stream.abandon(error)
-            _ = outcome.wait()
+        switch try streamParts(total: total, outcome: outcome, produce) {
+        case .sent: return try outcome.wait().get()
+        case let .abandoned(error):
+            _ = outcome.wait()  // The writer has let go of the batch.
             throw error
-        case .success?:
-            stream.finish()
-            return try outcome.wait().get()
-        case nil:
-            stream.finish()
-            guard let operation = try stream.merged().get() else { return 0 }
+        case let .whole(operation):
+            guard let operation else { return 0 }
             return try performBlocking(operation, "write")
         }
     }
 
-    /// Runs `produce`, sending its puts to `stream`, and queues the stream's write on the
-    /// writer thread with the first put, when it may be streamed. Returns nil when it was not
-    /// queued (the session has a transaction open, this is the writer thread, or nothing was
-    /// sent); else whether `produce` succeeded, the write then reporting to `outcome`. Throws
-    /// what queuing it threw (`closed`, `readOnly`), or `produce`'s error when nothing was queued.
+    /// What became of a batch's parts (`streamParts`).
+    private enum Streamed {
+        /// Queued on the writer thread with the first part: its outcome goes to the `WriteOutcome`.
+        case sent
+        /// Queued, then abandoned because producing a later part threw this error: the
+        /// `WriteOutcome` reports once the writer has let go.
+        case abandoned(LocalDatabaseError)
+        /// Not queued (the session has a transaction open, or this is the writer thread): the
+        /// parts as one put, to write as any other; nil when there were none.
+        case whole(WriteOperation?)
+    }
+
+    /// Runs `produce`, sending its puts to a `BatchStream` and queuing the stream's write on the
+    /// writer thread with the first put, when the batch may be streamed. Throws what queuing it
+    /// threw (`closed`, `readOnly`), or `produce`'s error when nothing was queued.
     private func streamParts(
-        of stream: BatchStream, total: Int, outcome: WriteOutcome,
-        _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
-    ) throws(LocalDatabaseError) -> Result<Void, LocalDatabaseError>? {
+        total: Int, outcome: WriteOutcome, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+    ) throws(LocalDatabaseError) -> Streamed {
+        let stream = BatchStream()
         var queued: Result<Bool, LocalDatabaseError>?
         let mayStream = !engine.thread.isCurrent
         let (owner, busyTimeout) = (owner, busyTimeout)
@@ -76,15 +73,20 @@ extension Session {
                 } : .success(false)
             }
         } catch {
+            stream.abandon(error)
             guard case .success(true)? = queued else { throw error }
-            return .failure(error)
+            return .abandoned(error)
         }
         switch queued {
-        case nil, .success(false)?: return nil
-        case .success(true)?: return .success(())
+        case .success(true)?:
+            stream.finish()
+            return .sent
         case let .failure(error)?:
             stream.abandon(error)
             throw error
+        case nil, .success(false)?:
+            stream.finish()
+            return .whole(try stream.merged().get())
         }
     }
 }

@@ -34,19 +34,18 @@ enum RecordEncoding {
 
     /// The operation writing `record`.
     static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation {
-        try put(contentsOf: CollectionOfOne(record), maxKeySize: maxKeySize) ?? .put(RecordBatch(), classes: [])
-    }
-
-    /// The operation writing `records` in order, or nil when there are none.
-    static func put<T: Persistable, C: Collection<Record<T>>>(contentsOf records: C, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
-        header.reserveCapacity(64)
-        for record in records {
-            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
-        }
-        return batch.isEmpty ? nil : .put(batch, classes: classes)
+        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
+        return .put(batch, classes: classes)
+    }
+
+    /// The operation writing `records` in order, or nil when there are none.
+    static func put<T: Persistable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
+        var operation: WriteOperation?
+        try put(contentsOf: records, maxKeySize: maxKeySize, partLimits: (.max, .max)) { operation = $0 }
+        return operation
     }
 
     /// A batch of more records than this is written in parts of at most this many records
@@ -55,9 +54,11 @@ enum RecordEncoding {
     /// The most bytes of values a part holds (a part ends after the record that reaches it).
     static let partBytes = 32 << 20
 
-    /// Encodes `records` in order as puts of at most `partSize` records, giving each to `send`.
+    /// Encodes `records` in order as puts of at most `partLimits.records` records (a part also
+    /// ends after the record that brings its values to `partLimits.bytes`), giving each to `send`.
     static func put<T: Persistable>(
-        contentsOf records: [Record<T>], maxKeySize: Int, parts send: (WriteOperation) -> Void
+        contentsOf records: [Record<T>], maxKeySize: Int, partLimits: (records: Int, bytes: Int) = (partSize, partBytes),
+        parts send: (WriteOperation) -> Void
     ) throws(LocalDatabaseError) {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
@@ -65,7 +66,7 @@ enum RecordEncoding {
         header.reserveCapacity(64)
         for record in records {
             try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
-            if batch.count >= partSize || batch.valueBytes >= partBytes {
+            if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
                 send(.put(batch, classes: classes))
                 batch = RecordBatch()
                 classes = []
