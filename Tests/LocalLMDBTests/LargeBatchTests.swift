@@ -26,6 +26,16 @@ final class HeldNote: Storable, Sendable {
     }
 }
 
+/// A model stored under whatever class name it is given (through a data object read from JSON).
+final class NamedClass: Storable {
+    let name: String
+    init(_ name: String) { self.name = name }
+    required init(dataObject: DataObject) { name = dataObject.className ?? "" }
+    func toDataObject() -> DataObject {
+        DataObject(rawString: "{\"object\":\"\(name)\"}")
+    }
+}
+
 /// Batches of more records than `RecordEncoding.partSize` are sent to the writer thread in
 /// parts while the rest is encoded (`BatchStream`): still one transaction, in order.
 @Suite("Large batches", .serialized)
@@ -119,6 +129,61 @@ struct LargeBatchTests {
             #expect(try await other.count(Note.self) == 1)
             let report = try await other.verifyIntegrity()
             #expect(report.isConsistent, "\(report)")
+        }
+    }
+
+    /// The writer lets go of a stalled batch; the database is closed before the caller has
+    /// finished encoding. The caller must then get an error, not wait for ever for a writer
+    /// thread that has stopped.
+    @Test func closingTheDatabaseWhileTheBatchIsStalledEndsTheBatch() async throws {
+        try await withTemporaryDirectory { directory in
+            let released = DispatchSemaphore(value: 0)
+            let reached = Locked(false)
+            let batch = try SerializationDatabase(directory: directory)
+            var held = (0..<Self.size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
+            held[RecordEncoding.partSize + 2] = Record(id: "held", data: HeldNote(text: "held") {
+                reached.withLock { $0 = true }
+                released.wait()
+            })
+            let records = held
+            let written = Locked<Int?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            Thread {
+                written.withLock { $0 = batch.write(contentsOf: records) }
+                finished.signal()
+            }.start()
+            while !reached.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(400))  // The writer has let go.
+            batch.close()
+            released.signal()
+            #expect(finished.wait(timeout: .now() + 30) == .success)
+            #expect(written.withLock { $0 } == 0)
+            let reopened = try LocalDatabase(directory: directory)
+            #expect(try await reopened.count() == 0)
+        }
+    }
+
+    /// Records of classes whose names are equal as Swift strings but spelt differently (here
+    /// `K` and the Kelvin sign) are different classes: a batch must file each under its own.
+    @Test func classNamesInABatchAreComparedByTheirBytes() async throws {
+        try await withDatabase { database, _ in
+            let records = [
+                Record(id: "ascii", data: NamedClass("K")), Record(id: "kelvin", data: NamedClass("\u{212A}")),
+                Record(id: "ascii-2", data: NamedClass("K")),
+            ]
+            try await database.write(contentsOf: records)
+            let report = try await database.verifyIntegrity()
+            #expect(report.isConsistent, "\(report)")
+            let feed = try database.changes(since: ChangeToken(logID: try database.changeToken().logID, sequence: 0))
+            #expect(feed.commits.last?.changes == [
+                .written(id: "ascii", className: "K"), .written(id: "kelvin", className: "\u{212A}"),
+                .written(id: "ascii-2", className: "K"),
+            ].map { $0 })
+            let names = feed.commits.last?.changes.compactMap { change -> [UInt8]? in
+                if case let .written(_, className) = change { return Array(className.utf8) }
+                return nil
+            }
+            #expect(names == [Array("K".utf8), Array("\u{212A}".utf8), Array("K".utf8)])
         }
     }
 

@@ -5,15 +5,18 @@ import Foundation
 /// thread) overlap. It is still one put in one transaction: the writer applies the parts in
 /// order as they come and commits after the last (`TransactionCoordinator.commitStream`).
 ///
-/// The writer waits for a part only so long (`patience`): a caller whose encoding waits, in
-/// turn, for the writer (a model that writes to the database while it is encoded, or takes a
-/// lock that a writing thread holds) must not stall it for ever. Then the writer lets go, and
-/// writes the whole batch as one put once the caller has finished (`merged`).
+/// The writer waits for a part only while the caller makes progress (`noteProgress`): a
+/// caller whose encoding waits, in turn, for the writer (a model that writes to the database
+/// while it is encoded, or takes a lock that a writing thread holds) must not stall it for
+/// ever. Then the writer lets go, and the caller writes the whole batch as one put once it has
+/// finished (`merged`).
 ///
-/// Confinement: the caller sends, finishes or abandons; the writer thread reads parts. Both go
-/// through `condition`. Parts are kept until the batch is written, so that the writer can
-/// apply them again (after growing the map, or when it let go).
+/// Confinement: the caller sends, notes progress, finishes or abandons; the writer thread
+/// reads parts. All of it goes through `condition`. Parts are kept until the batch is written,
+/// so that the writer can apply them again (after growing the map), or the caller write them
+/// whole.
 final class BatchStream: @unchecked Sendable {
+    /// What the writer finds when it asks for a part.
     enum Part {
         /// The put at the index asked for.
         case put(WriteOperation)
@@ -21,7 +24,7 @@ final class BatchStream: @unchecked Sendable {
         case end
         /// The caller abandoned the batch, for this reason.
         case abandoned(LocalDatabaseError)
-        /// The part did not come within the patience given.
+        /// The part did not come, and the caller made no progress, within the patience given.
         case late
     }
 
@@ -30,7 +33,7 @@ final class BatchStream: @unchecked Sendable {
     private var parts: [WriteOperation] = []
     private var finished = false
     private var abandonment: LocalDatabaseError?
-    private var onCompletion: [@Sendable () -> Void] = []
+    private var progress = 0
     private var growth = 0
 
     /// The map space the whole batch is expected to need (from its first part's size).
@@ -44,69 +47,61 @@ final class BatchStream: @unchecked Sendable {
                 growth = part.estimatedGrowth / records.count * total
             }
             parts.append(part)
+            progress += 1
             condition.broadcast()
         }
+    }
+
+    /// Notes that the caller is still encoding (it calls this every few hundred records).
+    func noteProgress() {
+        condition.withLock { progress += 1 }
     }
 
     /// Marks the batch complete: no more parts come.
     func finish() {
-        complete { finished = true }
+        condition.withLock {
+            finished = true
+            condition.broadcast()
+        }
     }
 
     /// Abandons the batch for `error`: nothing of it is written.
     func abandon(_ error: LocalDatabaseError) {
-        complete { abandonment = error }
-    }
-
-    private func complete(_ change: () -> Void) {
-        let callbacks = condition.withLock {
-            change()
+        condition.withLock {
+            abandonment = error
             condition.broadcast()
-            defer { onCompletion = [] }
-            return onCompletion
         }
-        for callback in callbacks { callback() }
     }
 
-    /// The part at `index`, waiting at most `patience` for it.
+    /// The part at `index`, waiting for it as long as the caller makes progress at least once
+    /// every `patience`.
     func part(at index: Int, patience: Duration) -> Part {
-        let deadline = Date().addingTimeInterval(patience.timeInterval)
-        return condition.withLock {
+        condition.withLock {
+            var seen = progress
+            var deadline = Date().addingTimeInterval(patience.timeInterval)
             while true {
                 if let abandonment { return .abandoned(abandonment) }
                 if index < parts.count { return .put(parts[index]) }
                 if finished { return .end }
-                guard condition.wait(until: deadline) else {
-                    return index < parts.count ? .put(parts[index]) : finished ? .end : .late
+                if !condition.wait(until: deadline) {
+                    guard progress != seen else { return .late }
+                    seen = progress
+                    deadline = Date().addingTimeInterval(patience.timeInterval)
                 }
             }
         }
     }
 
-    /// Runs `body` once the batch is finished or abandoned: at once (on this thread) when it
-    /// is, else on the thread that completes it.
-    func whenComplete(_ body: @escaping @Sendable () -> Void) {
-        let now = condition.withLock {
-            guard finished || abandonment != nil else {
-                onCompletion.append(body)
-                return false
-            }
-            return true
-        }
-        if now { body() }
-    }
-
-    /// The whole batch as one put, once complete; the reason it was abandoned, if it was.
-    func merged() -> Result<WriteOperation?, LocalDatabaseError> {
+    /// The whole batch as one put (once the caller has sent every part); nil when it has none.
+    func merged() -> WriteOperation? {
         condition.withLock {
-            if let abandonment { return .failure(abandonment) }
             var records = RecordBatch()
             var classes: [StoredClass] = []
             for case let .put(part, partClasses) in parts {
                 records.append(contentsOf: part)
-                for storedClass in partClasses where !classes.contains(storedClass) { classes.append(storedClass) }
+                classes.addAbsent(partClasses)
             }
-            return .success(records.isEmpty ? nil : .put(records, classes: classes))
+            return records.isEmpty ? nil : .put(records, classes: classes)
         }
     }
 }

@@ -1,49 +1,71 @@
 import Foundation
 
+/// Sends a batch's parts, as `Session.perform(streaming:_:)` gives them to its producer.
+typealias PartSender = (WriteOperation) throws(LocalDatabaseError) -> Void
+
 // Large batches, written while they are still being encoded (`BatchStream`).
 extension Session {
     /// Writes, in one transaction, the records of the puts that `produce` makes and gives to
-    /// `send`, in order; returns how many were written. Outside a transaction the writer
-    /// thread applies each put as it comes while `produce` makes the next, and commits after
-    /// the last; in a transaction (or on the writer thread) they are applied as one put. When
-    /// `produce` throws, nothing is written and its error is thrown.
+    /// its first argument, in order; returns how many were written. `produce` calls its second
+    /// argument every few hundred records, to show it is making progress. Outside a
+    /// transaction the writer thread applies each put as it comes while `produce` makes the
+    /// next, and commits after the last; in a transaction, on the writer thread, or when the
+    /// writer let go of the batch (`BatchStream`), the puts are written whole, as one put.
+    /// When `produce` throws, nothing is written and its error is thrown.
     /// - Parameter total: The number of records `produce` will send, for sizing the map.
     nonisolated(nonsending) func perform(
-        streaming total: Int, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+        streaming total: Int, _ produce: (_ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
     ) async throws(LocalDatabaseError) -> Int {
+        try checkWritable()
         let outcome = WriteOutcome()
+        let whole: WriteOperation?
         switch try streamParts(total: total, outcome: outcome, produce) {
-        case .sent: return try await outcome.value.get()
+        case let .sent(stream):
+            switch await outcome.value {
+            case let .written(count): return count
+            case let .failed(error): throw error
+            case .notWritten: whole = stream.merged()
+            }
         case let .abandoned(error):
             _ = await outcome.value  // The writer has let go of the batch.
             throw error
         case let .whole(operation):
-            guard let operation else { return 0 }
-            return try await perform(operation)
+            whole = operation
         }
+        guard let whole else { return 0 }
+        return try await perform(whole)
     }
 
     /// `perform(streaming:_:)`, blocking the calling thread.
     func performBlocking(
-        streaming total: Int, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+        streaming total: Int, _ produce: (_ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
     ) throws(LocalDatabaseError) -> Int {
+        try checkWritable()
         try checkNotRestoring("write")
         let outcome = WriteOutcome()
+        let whole: WriteOperation?
         switch try streamParts(total: total, outcome: outcome, produce) {
-        case .sent: return try outcome.wait().get()
+        case let .sent(stream):
+            switch outcome.wait() {
+            case let .written(count): return count
+            case let .failed(error): throw error
+            case .notWritten: whole = stream.merged()
+            }
         case let .abandoned(error):
             _ = outcome.wait()  // The writer has let go of the batch.
             throw error
         case let .whole(operation):
-            guard let operation else { return 0 }
-            return try performBlocking(operation, "write")
+            whole = operation
         }
+        guard let whole else { return 0 }
+        return try performBlocking(whole, "write")
     }
 
     /// What became of a batch's parts (`streamParts`).
     private enum Streamed {
-        /// Queued on the writer thread with the first part: its outcome goes to the `WriteOutcome`.
-        case sent
+        /// Queued on the writer thread with the first part, and finished: the write reports to
+        /// the `WriteOutcome`.
+        case sent(BatchStream)
         /// Queued, then abandoned because producing a later part threw this error: the
         /// `WriteOutcome` reports once the writer has let go.
         case abandoned(LocalDatabaseError)
@@ -53,53 +75,50 @@ extension Session {
     }
 
     /// Runs `produce`, sending its puts to a `BatchStream` and queuing the stream's write on the
-    /// writer thread with the first put, when the batch may be streamed. Throws what queuing it
-    /// threw (`closed`, `readOnly`), or `produce`'s error when nothing was queued.
+    /// writer thread with the first put, when the batch may be streamed. Throws `produce`'s
+    /// error, or what queuing threw (`closed`, `readOnly`; encoding then stops), when nothing
+    /// was queued.
     private func streamParts(
-        total: Int, outcome: WriteOutcome, _ produce: (_ send: (WriteOperation) -> Void) throws(LocalDatabaseError) -> Void
+        total: Int, outcome: WriteOutcome, _ produce: (_ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
     ) throws(LocalDatabaseError) -> Streamed {
         let stream = BatchStream()
-        var queued: Result<Bool, LocalDatabaseError>?
-        let mayStream = !engine.thread.isCurrent
-        let (owner, busyTimeout) = (owner, busyTimeout)
+        // nil until the first part decides: true once queued, false when written whole.
+        var streaming: Bool? = engine.thread.isCurrent ? false : nil
         do throws(LocalDatabaseError) {
-            try produce { part in
+            try produce({ part throws(LocalDatabaseError) in
                 stream.send(part, total: total)
-                guard queued == nil else { return }
-                queued = mayStream ? Result { () throws(LocalDatabaseError) in
-                    try submitOutsideTransaction { coordinator in
-                        coordinator.performStream(stream, owner: owner, busyTimeout: busyTimeout) { outcome.complete($0) }
+                if streaming == nil {
+                    streaming = try submitOutsideTransaction { coordinator in
+                        coordinator.performStream(stream) { outcome.complete($0) }
                     }
-                } : .success(false)
-            }
+                }
+            }, {
+                if streaming == true { stream.noteProgress() }
+            })
         } catch {
             stream.abandon(error)
-            guard case .success(true)? = queued else { throw error }
+            guard streaming == true else { throw error }
             return .abandoned(error)
         }
-        switch queued {
-        case .success(true)?:
-            stream.finish()
-            return .sent
-        case let .failure(error)?:
-            stream.abandon(error)
-            throw error
-        case nil, .success(false)?:
-            stream.finish()
-            return .whole(try stream.merged().get())
-        }
+        guard streaming == true else { return .whole(stream.merged()) }
+        stream.finish()
+        return .sent(stream)
     }
 }
 
-/// The outcome of a write queued on the writer thread, awaited (or waited for) later.
+/// The outcome of a batch queued on the writer thread in parts, awaited (or waited for) once
+/// the caller has sent them all.
 final class WriteOutcome: @unchecked Sendable {
+    typealias Outcome = TransactionCoordinator.StreamOutcome
+
     // Guarded by `lock`.
     private let lock = NSLock()
-    private var result: Result<Int, LocalDatabaseError>?
-    private var waiter: CheckedContinuation<Result<Int, LocalDatabaseError>, Never>?
+    private var result: Outcome?
+    private var waiter: CheckedContinuation<Outcome, Never>?
     private let done = DispatchSemaphore(value: 0)
 
-    func complete(_ outcome: Result<Int, LocalDatabaseError>) {
+    /// Records the outcome (once), resuming whoever waits for it.
+    func complete(_ outcome: Outcome) {
         let waiting = lock.withLock {
             result = outcome
             defer { waiter = nil }
@@ -109,7 +128,8 @@ final class WriteOutcome: @unchecked Sendable {
         done.signal()
     }
 
-    var value: Result<Int, LocalDatabaseError> {
+    /// The outcome, once known. Awaited by one task at a time.
+    var value: Outcome {
         get async {
             await withCheckedContinuation { continuation in
                 let known = lock.withLock {
@@ -122,9 +142,10 @@ final class WriteOutcome: @unchecked Sendable {
     }
 
     /// Blocks until the outcome is known.
-    func wait() -> Result<Int, LocalDatabaseError> {
+    func wait() -> Outcome {
         done.wait()
         done.signal()  // Later waits return at once.
-        return lock.withLock { result } ?? .failure(.wrongThread(operation: "write"))
+        // Never nil: `done` is signalled only after `result` is set.
+        return lock.withLock { result } ?? .failed(.wrongThread(operation: "write"))
     }
 }

@@ -89,7 +89,7 @@ final class Session: Sendable {
 
     /// Throws `closed` after `close()`, `readOnly` for a read-only database. (Jobs that go to the
     /// writer thread check again under the lock, as they are queued.)
-    private func checkWritable() throws(LocalDatabaseError) {
+    func checkWritable() throws(LocalDatabaseError) {
         _ = try checkOpen()
         guard !engine.configuration.readOnly else { throw .readOnly }
     }

@@ -1,44 +1,38 @@
 /// Batches written while their callers still encode them (`BatchStream`).
 extension TransactionCoordinator {
-    /// How long the writer waits for a batch's next part before it lets go of the batch (and
-    /// writes it whole once its caller has finished): far longer than encoding a part takes.
+    /// How long the writer waits for a batch's caller to make progress (encode more records or
+    /// send a part) before it lets go of the batch: far longer than encoding a few records takes.
     static let streamPatience = Duration.milliseconds(250)
 
+    /// What became of a batch sent in parts.
+    enum StreamOutcome: Sendable {
+        /// Written and durable: this many records.
+        case written(Int)
+        /// Not written, for this reason.
+        case failed(LocalDatabaseError)
+        /// Not written, and let go of: a transaction was open, or the caller was slow. The
+        /// caller writes the batch whole, as any other write, once it has encoded all of it.
+        case notWritten
+    }
+
     /// Writes `stream` in a transaction of its own, applying its parts as they come, after the
-    /// writes already pending; `completion` runs once it is durable (or failed). When a
-    /// transaction is open, or the caller is slow to send a part, the batch is written whole,
-    /// as one ordinary write, once its caller has finished.
-    func performStream(_ stream: BatchStream, owner: Owner, busyTimeout: Duration, completion: @escaping Completion) {
+    /// writes already pending; `completion` runs once it is durable, has failed, or has been let
+    /// go of (`notWritten`: when a user transaction is open, which the caller's session must
+    /// see to, or when the caller makes no progress for `streamPatience`). After `completion`
+    /// the writer no longer reads `stream`.
+    func performStream(_ stream: BatchStream, completion: @escaping @Sendable (StreamOutcome) -> Void) {
         do throws(LocalDatabaseError) {
             guard thread.isCurrent else { throw .wrongThread(operation: "write") }
         } catch {
-            return completion(.failure(error))
+            return completion(.failed(error))
         }
-        guard !hasUserTransaction else {
-            return writeWhole(stream, owner: owner, busyTimeout: busyTimeout, completion: completion)
-        }
+        guard !hasUserTransaction else { return completion(.notWritten) }
         flush()  // Writes queued before this one commit before it.
         do throws(LocalDatabaseError) {
-            guard let count = try commitStream(stream) else {
-                return writeWhole(stream, owner: owner, busyTimeout: busyTimeout, completion: completion)
-            }
-            completion(.success(count))
+            guard let count = try commitStream(stream) else { return completion(.notWritten) }
+            completion(.written(count))
         } catch {
-            completion(.failure(error))
-        }
-    }
-
-    /// Once `stream` is complete: writes it as one put (`perform`), or reports why it was
-    /// abandoned.
-    private func writeWhole(_ stream: BatchStream, owner: Owner, busyTimeout: Duration, completion: @escaping Completion) {
-        stream.whenComplete { [self] in
-            thread.submit { [self] in
-                switch stream.merged() {
-                case let .failure(error): completion(.failure(error))
-                case .success(nil): completion(.success(0))
-                case let .success(operation?): perform(operation, owner: owner, busyTimeout: busyTimeout, completion: completion)
-                }
-            }
+            completion(.failed(error))
         }
     }
 

@@ -18,7 +18,7 @@ struct WriteBuffer: Sendable {
 
     mutating func append(_ more: RecordBatch, classes moreClasses: [StoredClass]) {
         records.append(contentsOf: more)
-        for storedClass in moreClasses where !classes.contains(storedClass) { classes.append(storedClass) }
+        classes.addAbsent(moreClasses)
     }
 
     /// The buffered records as one put, in the order they were written; nil when there are none.

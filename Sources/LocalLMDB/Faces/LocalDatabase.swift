@@ -134,8 +134,8 @@ public actor LocalDatabase {
             guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
             return try await session.perform(operation)
         }
-        return try await session.perform(streaming: records.count) { send throws(LocalDatabaseError) in
-            try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send)
+        return try await session.perform(streaming: records.count) { send, progress throws(LocalDatabaseError) in
+            try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send, progress: progress)
         }
     }
 

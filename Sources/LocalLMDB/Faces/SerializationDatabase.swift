@@ -101,8 +101,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
                 guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
                 return try session.performBlocking(operation, "write")
             }
-            return try session.performBlocking(streaming: records.count) { send throws(LocalDatabaseError) in
-                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send)
+            return try session.performBlocking(streaming: records.count) { send, progress throws(LocalDatabaseError) in
+                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send, progress: progress)
             }
         }
     }

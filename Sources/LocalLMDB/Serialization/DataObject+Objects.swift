@@ -24,8 +24,8 @@ extension DataObject {
 
     /// Stores `child` under `key`, as a nested object.
     func setObject(_ key: String, _ child: DataObject) -> Self {
-        // A data object nested in itself is copied through the tree: its builder cannot write
-        // into itself.
+        // A data object nested in itself is written from its fields as they are now (a copy,
+        // as `.object` makes): its builder cannot write its own bytes into itself.
         guard child !== self else { return set(key, .object(child.fields)) }
         return set(key, writing: { child.write(to: &$0) }, else: { .object(child.fields) })
     }

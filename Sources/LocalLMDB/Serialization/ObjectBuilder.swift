@@ -45,7 +45,8 @@ final class ObjectBuilder {
         return key.withUTF8 { utf8 in
             let key = UnsafeRawBufferPointer(utf8)
             guard JSONGrammar.isPlain(key), !FieldKey.needsEscape(key), !contains(key) else { return false }
-            let mark = writer.byteCount
+            let mark = writer.mark
+            let keyStart = writer.byteCount + 2  // After `,"`.
             writer.write(literal: ",\"")
             writer.write(raw: key)
             writer.write(literal: "\":")
@@ -54,7 +55,7 @@ final class ObjectBuilder {
                 writer.truncate(to: mark)
                 return false
             }
-            keys.append((start: mark + 2, count: key.count))  // After `,"`.
+            keys.append((start: keyStart, count: key.count))
             return true
         }
     }

@@ -171,7 +171,7 @@ final class ReadScratch {
             encodedClasses.removeSubrange(start...)
         }
         let result = body()
-        for storedClass in encodedClasses[start...] where !classes.contains(storedClass) { classes.append(storedClass) }
+        classes.addAbsent(encodedClasses[start...])
         return result
     }
 

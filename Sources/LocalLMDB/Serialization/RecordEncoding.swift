@@ -44,7 +44,7 @@ enum RecordEncoding {
     /// The operation writing `records` in order, or nil when there are none.
     static func put<T: Persistable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
         var operation: WriteOperation?
-        try put(contentsOf: records, maxKeySize: maxKeySize, partLimits: (.max, .max)) { operation = $0 }
+        try put(contentsOf: records, maxKeySize: maxKeySize, partLimits: (.max, .max), parts: { operation = $0 }, progress: {})
         return operation
     }
 
@@ -53,26 +53,30 @@ enum RecordEncoding {
     static let partSize = 65_536
     /// The most bytes of values a part holds (a part ends after the record that reaches it).
     static let partBytes = 32 << 20
+    /// `progress` is called after every this many records.
+    static let progressInterval = 256
 
     /// Encodes `records` in order as puts of at most `partLimits.records` records (a part also
-    /// ends after the record that brings its values to `partLimits.bytes`), giving each to `send`.
+    /// ends after the record that brings its values to `partLimits.bytes`), giving each to
+    /// `send`, and calling `progress` every `progressInterval` records.
     static func put<T: Persistable>(
         contentsOf records: [Record<T>], maxKeySize: Int, partLimits: (records: Int, bytes: Int) = (partSize, partBytes),
-        parts send: (WriteOperation) -> Void
+        parts send: (WriteOperation) throws(LocalDatabaseError) -> Void, progress: () -> Void
     ) throws(LocalDatabaseError) {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
         header.reserveCapacity(64)
-        for record in records {
+        for (index, record) in records.enumerated() {
             try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
-                send(.put(batch, classes: classes))
+                try send(.put(batch, classes: classes))
                 batch = RecordBatch()
                 classes = []
             }
+            if index % progressInterval == progressInterval - 1 { progress() }
         }
-        if !batch.isEmpty { send(.put(batch, classes: classes)) }
+        if !batch.isEmpty { try send(.put(batch, classes: classes)) }
     }
 
     /// The operation deleting every record stored as `type` (its current and legacy names).

@@ -162,10 +162,12 @@ struct ChangeLog: Sendable {
     private struct EntryWriter {
         var bytes: [UInt8] = [1]
 
+        /// Appends `text`, length first.
         mutating func append(_ text: String) {
             Varint.append(lengthPrefixed: text, to: &bytes)
         }
 
+        /// Appends the UTF-8 `utf8`, length first.
         mutating func append(_ utf8: UnsafeRawBufferPointer) {
             Varint.append(lengthPrefixed: utf8, to: &bytes)
         }

@@ -3,9 +3,9 @@
 /// A record's key, its full id (when the key is a digest of it) and its value lie one after
 /// another in a chunk of memory shared with the records around it. Building a batch of a
 /// million records therefore allocates a few hundred chunks, not three objects per record, and
-/// applying it reads each record through two plain loads, with no reference count touched: a
-/// batch is applied in key order, which is random in memory, so every object per record was a
-/// cache miss on the writer thread.
+/// applying it reaches each record through its entry and its chunk, not through objects of its
+/// own: a batch is applied in key order, which is random in memory, so every object per record
+/// (and retaining it) was a cache miss on the writer thread.
 ///
 /// Invariants (kept here):
 /// - an entry's bytes lie in `chunks[entry.chunk]` from `entry.start`: the key, then the full
@@ -60,8 +60,11 @@ struct RecordBatch: Sendable {
 
     init() {}
 
+    /// The number of records.
     var count: Int { entries.count }
+    /// Whether the batch has no records.
     var isEmpty: Bool { entries.isEmpty }
+    /// The records' positions, in the order given.
     var indices: Range<Int> { entries.indices }
 
     /// Appends a record of the class `typeName` under `key`, with `value` (the complete
@@ -111,10 +114,16 @@ struct RecordBatch: Sendable {
         Int(entries[index].type)
     }
 
+    /// The index in `types` of the class `name`, compared by its bytes: class names that are
+    /// equal as Swift strings but spelt differently (canonically equivalent) are different
+    /// classes, stored under different keys.
     private func typeIndex(of name: String) -> Int? {
+        @inline(__always) func same(_ type: RecordType) -> Bool {
+            type.name.utf8.count == name.utf8.count && type.name.utf8.elementsEqual(name.utf8)
+        }
         // A batch is usually of one class: the last one added is checked first.
-        if let last = types.last, last.name == name { return types.count - 1 }
-        return types.firstIndex { $0.name == name }
+        if let last = types.last, same(last) { return types.count - 1 }
+        return types.firstIndex(where: same)
     }
 
     private mutating func addType(_ type: RecordType) -> Int {
@@ -163,8 +172,10 @@ struct RecordBatch: Sendable {
 /// Sendable: bytes are written only by the batch holding the only reference, before it is
 /// shared, and are never changed afterwards.
 final class RecordChunk: @unchecked Sendable {
+    /// The memory, `capacity` bytes.
     let base: UnsafeMutableRawPointer
     let capacity: Int
+    /// How many bytes from `base` hold records; the rest is free.
     var used = 0
 
     init(capacity: Int) {

@@ -98,3 +98,10 @@ struct ClassTable {
         }
     }
 }
+
+extension [StoredClass] {
+    /// Appends each of `classes` not already here, in order.
+    mutating func addAbsent(_ classes: some Sequence<StoredClass>) {
+        for storedClass in classes where !contains(storedClass) { append(storedClass) }
+    }
+}

@@ -105,11 +105,20 @@ struct JSONWriter: ~Copyable {
         depth -= 1
     }
 
-    /// Forgets everything written after the first `byteCount` bytes, and any failure there:
-    /// for taking back a value that could not be written. Containers opened since must have
-    /// been closed.
-    mutating func truncate(to byteCount: Int) {
-        count = byteCount
+    /// A point in the output to go back to (`truncate(to:)`).
+    struct Mark {
+        fileprivate let count: Int
+        fileprivate let deepest: Int
+    }
+
+    /// The point the output has reached.
+    var mark: Mark { Mark(count: count, deepest: deepest) }
+
+    /// Forgets everything written after `mark`, and any failure there: for taking back a value
+    /// that could not be written. Containers opened since must have been closed.
+    mutating func truncate(to mark: Mark) {
+        count = mark.count
+        deepest = mark.deepest
         failed = false
     }
 
