@@ -113,9 +113,32 @@ extension DataObject {
 // `EncodedObject`'s: this object's stored properties are touched once per lookup, as each
 // touch of a class's property costs an exclusivity check.)
 extension DataObject {
+    /// The bytes to read fields from (`encodedStorage`'s), without copying the storage's
+    /// owner: valid while `storage` is unchanged, which it keeps alive. Only for reads that
+    /// run no code of the model's (which could change `storage`) while they use the bytes.
+    @inline(__always)
+    var storageBytes: UnsafeRawBufferPointer {
+        if case let .encoded(encoded) = storage { return encoded.bytes }
+        return encodedStorage.bytes
+    }
+
+    /// Where the value of the member named `key` (or of the first of `legacyKeys` present)
+    /// starts, as `member` finds it; `scanner` reads `encodedStorage`. The common case, the
+    /// member where the next lookup starts spelled as `key`, is answered here, inlined into the
+    /// typed readers, with no call.
+    @inline(__always)
+    func memberValue(_ key: String, _ legacyKeys: [String], in scanner: JSONScanner) -> Int? {
+        // `member` would find this member first, and leave `nextMember` where it is.
+        if let next = nextMember, let found = Self.member(at: next, spelled: key, escaped: true, in: scanner) {
+            return found.value
+        }
+        return member(key, legacyKeys, in: encodedStorage)?.value
+    }
+
     /// The member named `key` or, failing that, each of `legacyKeys` in turn.
     /// `escaped`: keys are field keys, stored as `FieldKey` spells them (false for JSON from
     /// elsewhere, whose members are named as they are).
+    @inline(never)
     func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject, escaped: Bool = true) -> JSONScanner.Member? {
         if let found = nextMemberSpelled(key, in: object, escaped: escaped) {
             nextMember = found.start
@@ -135,12 +158,6 @@ extension DataObject {
 
     /// The member where the next lookup starts when its key's bytes are exactly `key`'s: the
     /// common case, fields read in the order they were written, found by comparing bytes.
-    /// Only for a key with no `"` or `\\` (either could make the bytes after a shorter key
-    /// look like it) that `FieldKey` leaves as it is; any other key, or a miss, takes the
-    /// general walk. The JSON spells a key holding neither byte for byte, or not at all, so an
-    /// exact match is the member (keys are unique in an object read in place); a key spelled
-    /// with escapes, or as another canonically equivalent string, is a miss.
-    @inline(__always)
     private func nextMemberSpelled(_ key: String, in object: EncodedObject, escaped: Bool) -> JSONScanner.Member? {
         let scanner = object.scanner
         let start: Int
@@ -154,6 +171,18 @@ extension DataObject {
             guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
             start = first
         }
+        return Self.member(at: start, spelled: key, escaped: escaped, in: scanner)
+    }
+
+    /// The member at `start` when its key's bytes are exactly `key`'s (as `FieldKey` stores
+    /// it when `escaped`). Only for a key with no `"` or `\\` (either could make the bytes
+    /// after a shorter key look like it) that `FieldKey` leaves as it is; nil for any other
+    /// key, which takes the general walk. The JSON spells a key holding neither byte for byte,
+    /// or not at all, so an exact match is the member (keys are unique in an object read in
+    /// place); a key spelled with escapes, or as another canonically equivalent string, is a
+    /// miss.
+    @inline(__always)
+    static func member(at start: Int, spelled key: String, escaped: Bool, in scanner: JSONScanner) -> JSONScanner.Member? {
         let found = key.utf8.withContiguousStorageIfAvailable { utf8 -> JSONScanner.Member? in
             let name = UnsafeRawBufferPointer(utf8)
             guard !name.isEmpty, !JSONGrammar.containsQuoteOrBackslash(name), !(escaped && FieldKey.needsEscape(name)) else { return nil }
@@ -189,10 +218,11 @@ extension DataObject {
     }
 
     func scalar<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> V? {
-        let object = encodedStorage
-        guard let member = member(key, legacyKeys, in: object),
-              let (value, end) = V.read(object.scanner, at: member.value) else { return nil }
-        didRead(upTo: end, in: object)
+        // `V.read` runs no model code: the bytes stay valid.
+        let scanner = JSONScanner(storageBytes)
+        guard let value = memberValue(key, legacyKeys, in: scanner),
+              let (value, end) = V.read(scanner, at: value) else { return nil }
+        nextMember = scanner.nextMember(after: end)
         return value
     }
 
@@ -229,11 +259,11 @@ extension DataObject {
     ) {
         let object = encodedStorage
         let scanner = object.scanner
-        guard let member = member(key, legacyKeys, in: object),
-              scanner.byte(at: member.value) == UInt8(ascii: "[") else { return }
-        reserve(scanner.elementCount(ofArrayAt: member.value))
-        var next = scanner.firstElement(ofArrayAt: member.value)
-        var end = member.value + 2  // `[]`
+        guard let array = memberValue(key, legacyKeys, in: scanner),
+              scanner.byte(at: array) == UInt8(ascii: "[") else { return }
+        reserve(scanner.elementCount(ofArrayAt: array))
+        var next = scanner.firstElement(ofArrayAt: array)
+        var end = array + 2  // `[]`
         while let element = next {
             let elementEnd = body(scanner, element) ?? scanner.end(ofValueAt: element)
             end = scanner.skipWhitespace(from: elementEnd) + 1

@@ -64,10 +64,10 @@ extension DataObject {
     /// The nested object under `key`; nil when it is missing, `null` or not an object.
     public func getObjectOptional<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> T? {
         let object = encodedStorage
-        guard let member = member(key, legacyKeys, in: object),
-              object.scanner.byte(at: member.value) == UInt8(ascii: "{") else { return nil }
+        guard let value = memberValue(key, legacyKeys, in: object.scanner),
+              object.scanner.byte(at: value) == UInt8(ascii: "{") else { return nil }
         return withSpareChild { spare in
-            ObjectDecoding.instantiate(type, from: object.nestedObject(at: member.value), spare: &spare)
+            ObjectDecoding.instantiate(type, from: object.nestedObject(at: value), spare: &spare)
         }
     }
 
