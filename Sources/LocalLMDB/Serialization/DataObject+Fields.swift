@@ -129,10 +129,27 @@ extension DataObject {
     @inline(__always)
     func memberValue(_ key: String, _ legacyKeys: [String], in scanner: JSONScanner) -> Int? {
         // `member` would find this member first, and leave `nextMember` where it is.
-        if let next = nextMember, let found = Self.member(at: next, spelled: key, escaped: true, in: scanner) {
+        if let next = nextMember ?? firstLookup(in: scanner), let found = Self.member(at: next, spelled: key, escaped: true, in: scanner) {
             return found.value
         }
         return member(key, legacyKeys, in: encodedStorage)?.value
+    }
+
+    /// Where the first lookup in `scanner`'s object starts, noted in `nextMember`: past the
+    /// class member when it comes first (a model's fields follow it), else at the first member;
+    /// nil when there is no member there. Starting the general walk there rather than at the
+    /// first member finds the same member: keys are unique, and the walk goes round.
+    @inline(never)
+    func firstLookup(in scanner: JSONScanner) -> Int? {
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        let start: Int?
+        if let classMember = FieldKey.classKey.withUnsafeBytes({ scanner.member(at: first, spelled: $0) }) {
+            start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
+        } else {
+            start = first
+        }
+        nextMember = start
+        return start
     }
 
     /// The member named `key` or, failing that, each of `legacyKeys` in turn.
@@ -160,17 +177,7 @@ extension DataObject {
     /// common case, fields read in the order they were written, found by comparing bytes.
     private func nextMemberSpelled(_ key: String, in object: EncodedObject, escaped: Bool) -> JSONScanner.Member? {
         let scanner = object.scanner
-        let start: Int
-        if let next = nextMember {
-            start = next
-        } else if let classMember = object.leadingClassMember {
-            // The first lookup: past the class member, which a model's fields follow.
-            guard let afterClass = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value)) else { return nil }
-            start = afterClass
-        } else {
-            guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
-            start = first
-        }
+        guard let start = nextMember ?? firstLookup(in: scanner) else { return nil }
         return Self.member(at: start, spelled: key, escaped: escaped, in: scanner)
     }
 
