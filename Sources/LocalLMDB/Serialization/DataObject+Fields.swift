@@ -233,49 +233,65 @@ extension DataObject {
         return value
     }
 
+    // The two readers of arrays of values loop over the elements themselves, with no closure
+    // per element: `V.read` runs no model code, so they read the storage's bytes in place.
+
     func array<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> [V] {
+        let scanner = JSONScanner(storageBytes)
+        guard let array = memberValue(key, legacyKeys, in: scanner),
+              scanner.byte(at: array) == UInt8(ascii: "[") else { return [] }
         var values: [V] = []
-        forEachElement(key, legacyKeys, reserving: { values.reserveCapacity($0) }) { scanner, offset in
-            guard let (value, end) = V.read(scanner, at: offset) else { return nil }
-            values.append(value)
-            return end
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: array))
+        var next = scanner.firstElement(ofArrayAt: array)
+        var end = array + 2  // `[]`
+        while let element = next {
+            let elementEnd: Int
+            if let (value, valueEnd) = V.read(scanner, at: element) {
+                values.append(value)
+                elementEnd = valueEnd
+            } else {
+                elementEnd = scanner.end(ofValueAt: element)
+            }
+            next = scanner.element(after: elementEnd, arrayEnd: &end)
         }
+        nextMember = scanner.nextMember(after: end)
         return values
     }
 
     func optionalArray<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> [V?] {
+        let scanner = JSONScanner(storageBytes)
+        guard let array = memberValue(key, legacyKeys, in: scanner),
+              scanner.byte(at: array) == UInt8(ascii: "[") else { return [] }
         var values: [V?] = []
-        forEachElement(key, legacyKeys, reserving: { values.reserveCapacity($0) }) { scanner, offset in
-            guard let (value, end) = V.read(scanner, at: offset) else {
-                values.append(nil)
-                return nil
-            }
-            values.append(value)
-            return end
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: array))
+        var next = scanner.firstElement(ofArrayAt: array)
+        var end = array + 2  // `[]`
+        while let element = next {
+            let read = V.read(scanner, at: element)
+            values.append(read?.value)
+            next = scanner.element(after: read?.end ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
+        nextMember = scanner.nextMember(after: end)
         return values
     }
 
     /// Calls `body` with each element of the array under `key`; nothing when it is missing or
     /// not an array. `body` returns where the element ended, or nil when it does not know.
     /// `reserve` is told the number of elements first, so a result is allocated once, at its
-    /// size.
+    /// size. `scanner` reads `encodedStorage`, whose bytes the caller keeps alive (by holding
+    /// the storage's owner when `body` runs code that could change the storage).
     func forEachElement(
-        _ key: String, _ legacyKeys: [String], reserving reserve: (Int) -> Void = { _ in },
-        _ body: (JSONScanner, Int) -> Int?
+        _ key: String, _ legacyKeys: [String], in scanner: JSONScanner, reserving reserve: (Int) -> Void,
+        _ body: (Int) -> Int?
     ) {
-        let object = encodedStorage
-        let scanner = object.scanner
         guard let array = memberValue(key, legacyKeys, in: scanner),
               scanner.byte(at: array) == UInt8(ascii: "[") else { return }
         reserve(scanner.elementCount(ofArrayAt: array))
         var next = scanner.firstElement(ofArrayAt: array)
         var end = array + 2  // `[]`
         while let element = next {
-            let elementEnd = body(scanner, element) ?? scanner.end(ofValueAt: element)
-            end = scanner.skipWhitespace(from: elementEnd) + 1
-            next = scanner.nextElement(after: elementEnd)
+            next = scanner.element(after: body(element) ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
-        didRead(upTo: end, in: object)
+        nextMember = scanner.nextMember(after: end)
     }
 }

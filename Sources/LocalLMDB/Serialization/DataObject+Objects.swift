@@ -83,12 +83,16 @@ extension DataObject {
     public func getObjectArray<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> [T] {
         let object = encodedStorage
         var elements: [T] = []
-        withSpareChild { spare in
-            forEachElement(key, legacyKeys, reserving: { elements.reserveCapacity($0) }) { scanner, offset in
-                if scanner.byte(at: offset) == UInt8(ascii: "{") {
-                    elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
+        // `object` holds the bytes' owner while the models' initializers run.
+        withExtendedLifetime(object) {
+            withSpareChild { spare in
+                let scanner = object.scanner
+                forEachElement(key, legacyKeys, in: scanner, reserving: { elements.reserveCapacity($0) }) { offset in
+                    if scanner.byte(at: offset) == UInt8(ascii: "{") {
+                        elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
+                    }
+                    return nil
                 }
-                return nil
             }
         }
         return elements

@@ -171,7 +171,20 @@ struct JSONScanner {
         return count
     }
 
+    /// The next element after one that ended at `elementEnd`; nil at the array's end, with
+    /// `arrayEnd` set past its `]`.
+    @inline(__always)
+    func element(after elementEnd: Int, arrayEnd: inout Int) -> Int? {
+        let comma = skipWhitespace(from: elementEnd)
+        guard byte(at: comma) == UInt8(ascii: ",") else {
+            arrayEnd = comma + 1
+            return nil
+        }
+        return skipWhitespace(from: comma + 1)
+    }
+
     /// The next element after one that ended at `elementEnd`, or nil at the array's end.
+    @inline(__always)
     func nextElement(after elementEnd: Int) -> Int? {
         nextMember(after: elementEnd)
     }
