@@ -160,12 +160,49 @@ enum JSONGrammar {
 
     /// The number at `offset` read in one pass, grammar and value together, when it is the
     /// common kind: at most 15 significant digits, no exponent, no leading zero. An integer is
-    /// `.int`; a decimal is `.double`, computed exactly: the digits as an integer below 2^53
-    /// and a power of ten up to 10^22 are both exact doubles, and one IEEE division rounds
-    /// correctly (Clinger's fast path). Nil for anything else, which takes `numberShape` and
-    /// `longNumberValue`. Returns the offset just past the number.
+    /// `.int`; a decimal is `.double`, computed exactly (see `ShortNumber.double`). Nil for
+    /// anything else, which takes `numberShape` and `longNumberValue`. Returns the offset just
+    /// past the number.
     @inline(__always)
     static func shortNumber(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (value: JSONValue, end: Int)? {
+        shortNumberParts(in: bytes, at: offset).map { ($0.value, $0.end) }
+    }
+
+    /// A number `shortNumberParts` read: its digits as an integer (below 10^15), how many of
+    /// them follow the point, its sign, and the offset just past it.
+    struct ShortNumber {
+        let mantissa: UInt64
+        let fractionDigits: Int
+        let negative: Bool
+        let end: Int
+
+        /// The value `shortNumber` gives: `.int` with no fraction, else `.double`.
+        @inline(__always)
+        var value: JSONValue {
+            guard fractionDigits > 0 else { return .int(integer) }
+            return .double(double)
+        }
+
+        /// The digits as a signed integer, the point ignored (`-0` is 0).
+        @inline(__always)
+        var integer: Int64 {
+            let magnitude = Int64(mantissa)
+            return negative ? -magnitude : magnitude
+        }
+
+        /// A number with a fraction, computed exactly: the digits as an integer below 2^53
+        /// and a power of ten up to 10^22 are both exact doubles, and one IEEE division rounds
+        /// correctly (Clinger's fast path). Only when `fractionDigits > 0`.
+        @inline(__always)
+        var double: Double {
+            let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
+            return negative ? -magnitude : magnitude
+        }
+    }
+
+    /// `shortNumber`'s reading, in parts, so typed readers build their value with no `JSONValue`.
+    @inline(__always)
+    static func shortNumberParts(in bytes: UnsafeRawBufferPointer, at offset: Int) -> ShortNumber? {
         let count = bytes.count
         var index = offset
         let negative = index < count && bytes[index] == UInt8(ascii: "-")
@@ -199,12 +236,7 @@ enum JSONGrammar {
             default: break
             }
         }
-        guard fractionDigits > 0 else {
-            let magnitude = Int64(mantissa)
-            return (.int(negative ? -magnitude : magnitude), index)
-        }
-        let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
-        return (.double(negative ? -magnitude : magnitude), index)
+        return ShortNumber(mantissa: mantissa, fractionDigits: fractionDigits, negative: negative, end: index)
     }
 
     // MARK: Strings

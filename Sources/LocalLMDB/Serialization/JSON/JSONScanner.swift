@@ -235,6 +235,12 @@ struct JSONScanner {
     /// there is not a number.
     func number(at offset: Int) -> (value: JSONValue, end: Int)? {
         if let number = JSONGrammar.shortNumber(in: input, at: offset) { return number }
+        return longNumber(at: offset)
+    }
+
+    /// `number(at:)` for a number that `JSONGrammar.shortNumberParts` does not read.
+    @inline(never)
+    func longNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
         let first = byte(at: offset)
         guard first == UInt8(ascii: "-") || JSONGrammar.isDigit(first),
               let shape = JSONGrammar.numberShape(in: input, at: offset),
