@@ -143,7 +143,7 @@ extension DataObject {
     func firstLookup(in scanner: JSONScanner) -> Int? {
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
         let start: Int?
-        if let classMember = FieldKey.classKey.withUnsafeBytes({ scanner.member(at: first, spelled: $0) }) {
+        if let classMember = FieldKey.withClassKey({ scanner.member(at: first, spelled: $0) }) {
             start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
         } else {
             start = first
