@@ -273,16 +273,24 @@ enum JSONGrammar {
     static func containsQuoteOrBackslash(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return false }
         let count = bytes.count
-        guard count >= 8 else {
-            for index in 0..<count where bytes[index] == 0x22 || bytes[index] == 0x5C { return true }
-            return false
-        }
-        @inline(__always) func hasOne(at offset: Int) -> Bool {
+        @inline(__always) func hasOne(in word: UInt64) -> Bool {
             let ones: UInt64 = 0x0101_0101_0101_0101
-            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             let quotes = word ^ (ones &* 0x22)
             let backslashes = word ^ (ones &* 0x5C)
             return ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes) & (ones &* 0x80) != 0
+        }
+        @inline(__always) func hasOne(at offset: Int) -> Bool {
+            hasOne(in: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        guard count >= 8 else {
+            if count >= 4 {
+                // Two loads of four bytes that overlap when there are fewer than eight, as one word.
+                let low = UInt64(base.loadUnaligned(as: UInt32.self))
+                let high = UInt64(base.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+                return hasOne(in: low | high << 32)
+            }
+            for index in 0..<count where bytes[index] == 0x22 || bytes[index] == 0x5C { return true }
+            return false
         }
         var offset = 0
         while offset + 8 <= count {
