@@ -239,7 +239,7 @@ public final class DataObject {
         dataObject.nextMember = firstLookup
         defer {
             if isKnownUniquelyReferenced(&dataObject) {
-                dataObject.storage = .fields(JSONObject())  // Let go of the bytes.
+                dataObject.storage = .encoded(.empty)  // Let go of the bytes (`{}` has no owner to release).
                 spare = dataObject
             } else if object.owner == nil {
                 dataObject.takeOwnership()

@@ -179,6 +179,12 @@ final class JSONBuffer: @unchecked Sendable {
 }
 
 extension EncodedObject {
+    /// The empty object `{}`, in constant memory: what a spare data object holds between reads.
+    static var empty: EncodedObject {
+        let text: StaticString = "{}"
+        return EncodedObject(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount), owner: nil)
+    }
+
     /// The document `null`: what a decoder reads for a member that is missing.
     static var null: EncodedObject {
         EncodedObject(bytes: UnsafeRawBufferPointer(nullBuffer.bytes), owner: nullBuffer)
