@@ -30,7 +30,46 @@ struct JSONFastPathTests {
     }
 
     @Test func edgeNumbersReadAsTheGeneralPathReadsThem() {
-        let cases = [
+        for text in Self.edgeNumbers { Self.check(text) }
+    }
+
+    /// `Int` and `Double` read a number straight into their type: exactly the conversion of
+    /// `number(at:)`'s value (the sign of a zero included), ending where it ends.
+    @Test func typedNumberReadsMatchTheGeneralNumber() {
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<2_000).map { _ in
+            let digits = (0..<Int.random(in: 1...17, using: &generator)).map { _ in String(Int.random(in: 0...9, using: &generator)) }
+            let text = String(Int.random(in: 1...9, using: &generator)) + digits.joined()
+            let point = Int.random(in: 0...text.count, using: &generator)
+            let number = point == text.count ? text : String(text.prefix(point == 0 ? 1 : point)) + "." + text.dropFirst(point == 0 ? 1 : point)
+            return Bool.random(using: &generator) ? "-" + number : number
+        }
+        for text in Self.edgeNumbers + ["-0.0", "-0", "0.000", "-0.000", "12.0", "-12.00", "1.5", "true", "\"1\"", "null"] + random {
+            var document = text + ","
+            document.withUTF8 { utf8 in
+                let scanner = JSONScanner(UnsafeRawBufferPointer(utf8))
+                let general = scanner.number(at: 0)
+                let int = Int.read(scanner, at: 0)
+                let double = Double.read(scanner, at: 0)
+                switch general?.value {
+                case let .int(number)?:
+                    #expect(int?.value == Int(exactly: number), "\(text)")
+                    #expect(int?.end == (Int(exactly: number) == nil ? nil : general?.end), "\(text)")
+                    #expect(double?.value.bitPattern == Double(exactly: number)?.bitPattern, "\(text)")
+                    #expect(double?.end == (Double(exactly: number) == nil ? nil : general?.end), "\(text)")
+                case let .double(number)?:
+                    #expect(int?.value == Int(exactly: number), "\(text)")
+                    #expect(int?.end == (Int(exactly: number) == nil ? nil : general?.end), "\(text)")
+                    #expect(double?.value.bitPattern == number.bitPattern && double?.end == general?.end, "\(text)")
+                default:
+                    #expect(int == nil, "\(text)")
+                    if text != "\"1\"" { #expect(double == nil, "\(text)") }
+                }
+            }
+        }
+    }
+
+    static let edgeNumbers = [
             "0", "-0", "7", "-7", "0.0", "-0.0", "0.5", "-0.5", "1.0", "10", "100000000000000", "999999999999999",
             "1000000000000000", "9999999999999999", "123456789012345678", "9223372036854775807", "-9223372036854775808",
             "9223372036854775808", "18446744073709551615", "0.1", "0.2", "0.3", "2.57", "123456789.012345",
@@ -38,8 +77,6 @@ struct JSONFastPathTests {
             "1e5", "1E5", "1.5e-3", "-2.5E+10", "3.141592653589793", "2.2250738585072014e-308", "1.7976931348623157e308",
             "123.456000", "100.0", "0.00001",
         ]
-        for text in cases { Self.check(text) }
-    }
 
     @Test func randomNumbersReadAsTheGeneralPathReadsThem() {
         var generator = SystemRandomNumberGenerator()

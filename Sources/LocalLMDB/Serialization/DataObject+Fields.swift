@@ -113,9 +113,49 @@ extension DataObject {
 // `EncodedObject`'s: this object's stored properties are touched once per lookup, as each
 // touch of a class's property costs an exclusivity check.)
 extension DataObject {
+    /// The bytes to read fields from (`encodedStorage`'s), without copying the storage's
+    /// owner: valid while `storage` is unchanged, which it keeps alive. Only for reads that
+    /// run no code of the model's (which could change `storage`) while they use the bytes.
+    @inline(__always)
+    var storageBytes: UnsafeRawBufferPointer {
+        if case let .encoded(encoded) = storage { return encoded.bytes }
+        return encodedStorage.bytes
+    }
+
+    /// Where the value of the member named `key` (or of the first of `legacyKeys` present)
+    /// starts, as `member` finds it; `scanner` reads `encodedStorage`. The common case, the
+    /// member where the next lookup starts spelled as `key`, is answered here, inlined into the
+    /// typed readers, with no call.
+    @inline(__always)
+    func memberValue(_ key: String, _ legacyKeys: [String], in scanner: JSONScanner) -> Int? {
+        // `member` would find this member first, and leave `nextMember` where it is.
+        if let next = nextMember ?? firstLookup(in: scanner), let found = Self.member(at: next, spelled: key, escaped: true, in: scanner) {
+            return found.value
+        }
+        return member(key, legacyKeys, in: encodedStorage)?.value
+    }
+
+    /// Where the first lookup in `scanner`'s object starts, noted in `nextMember`: past the
+    /// class member when it comes first (a model's fields follow it), else at the first member;
+    /// nil when there is no member there. Starting the general walk there rather than at the
+    /// first member finds the same member: keys are unique, and the walk goes round.
+    @inline(never)
+    func firstLookup(in scanner: JSONScanner) -> Int? {
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        let start: Int?
+        if let classMember = FieldKey.withClassKey({ scanner.member(at: first, spelled: $0) }) {
+            start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
+        } else {
+            start = first
+        }
+        nextMember = start
+        return start
+    }
+
     /// The member named `key` or, failing that, each of `legacyKeys` in turn.
     /// `escaped`: keys are field keys, stored as `FieldKey` spells them (false for JSON from
     /// elsewhere, whose members are named as they are).
+    @inline(never)
     func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject, escaped: Bool = true) -> JSONScanner.Member? {
         if let found = nextMemberSpelled(key, in: object, escaped: escaped) {
             nextMember = found.start
@@ -135,25 +175,21 @@ extension DataObject {
 
     /// The member where the next lookup starts when its key's bytes are exactly `key`'s: the
     /// common case, fields read in the order they were written, found by comparing bytes.
-    /// Only for a key with no `"` or `\\` (either could make the bytes after a shorter key
-    /// look like it) that `FieldKey` leaves as it is; any other key, or a miss, takes the
-    /// general walk. The JSON spells a key holding neither byte for byte, or not at all, so an
-    /// exact match is the member (keys are unique in an object read in place); a key spelled
-    /// with escapes, or as another canonically equivalent string, is a miss.
-    @inline(__always)
     private func nextMemberSpelled(_ key: String, in object: EncodedObject, escaped: Bool) -> JSONScanner.Member? {
         let scanner = object.scanner
-        let start: Int
-        if let next = nextMember {
-            start = next
-        } else if let classMember = object.leadingClassMember {
-            // The first lookup: past the class member, which a model's fields follow.
-            guard let afterClass = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value)) else { return nil }
-            start = afterClass
-        } else {
-            guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
-            start = first
-        }
+        guard let start = nextMember ?? firstLookup(in: scanner) else { return nil }
+        return Self.member(at: start, spelled: key, escaped: escaped, in: scanner)
+    }
+
+    /// The member at `start` when its key's bytes are exactly `key`'s (as `FieldKey` stores
+    /// it when `escaped`). Only for a key with no `"` or `\\` (either could make the bytes
+    /// after a shorter key look like it) that `FieldKey` leaves as it is; nil for any other
+    /// key, which takes the general walk. The JSON spells a key holding neither byte for byte,
+    /// or not at all, so an exact match is the member (keys are unique in an object read in
+    /// place); a key spelled with escapes, or as another canonically equivalent string, is a
+    /// miss.
+    @inline(__always)
+    static func member(at start: Int, spelled key: String, escaped: Bool, in scanner: JSONScanner) -> JSONScanner.Member? {
         let found = key.utf8.withContiguousStorageIfAvailable { utf8 -> JSONScanner.Member? in
             let name = UnsafeRawBufferPointer(utf8)
             guard !name.isEmpty, !JSONGrammar.containsQuoteOrBackslash(name), !(escaped && FieldKey.needsEscape(name)) else { return nil }
@@ -189,56 +225,73 @@ extension DataObject {
     }
 
     func scalar<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> V? {
-        let object = encodedStorage
-        guard let member = member(key, legacyKeys, in: object),
-              let (value, end) = V.read(object.scanner, at: member.value) else { return nil }
-        didRead(upTo: end, in: object)
+        // `V.read` runs no model code: the bytes stay valid.
+        let scanner = JSONScanner(storageBytes)
+        guard let value = memberValue(key, legacyKeys, in: scanner),
+              let (value, end) = V.read(scanner, at: value) else { return nil }
+        nextMember = scanner.nextMember(after: end)
         return value
     }
 
+    // The two readers of arrays of values loop over the elements themselves, with no closure
+    // per element: `V.read` runs no model code, so they read the storage's bytes in place.
+
     func array<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> [V] {
+        let scanner = JSONScanner(storageBytes)
+        guard let array = memberValue(key, legacyKeys, in: scanner),
+              scanner.byte(at: array) == UInt8(ascii: "[") else { return [] }
         var values: [V] = []
-        forEachElement(key, legacyKeys, reserving: { values.reserveCapacity($0) }) { scanner, offset in
-            guard let (value, end) = V.read(scanner, at: offset) else { return nil }
-            values.append(value)
-            return end
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: array))
+        var next = scanner.firstElement(ofArrayAt: array)
+        var end = array + 2  // `[]`
+        while let element = next {
+            let elementEnd: Int
+            if let (value, valueEnd) = V.read(scanner, at: element) {
+                values.append(value)
+                elementEnd = valueEnd
+            } else {
+                elementEnd = scanner.end(ofValueAt: element)
+            }
+            next = scanner.element(after: elementEnd, arrayEnd: &end)
         }
+        nextMember = scanner.nextMember(after: end)
         return values
     }
 
     func optionalArray<V: JSONScalar>(_ key: String, _ legacyKeys: [String]) -> [V?] {
+        let scanner = JSONScanner(storageBytes)
+        guard let array = memberValue(key, legacyKeys, in: scanner),
+              scanner.byte(at: array) == UInt8(ascii: "[") else { return [] }
         var values: [V?] = []
-        forEachElement(key, legacyKeys, reserving: { values.reserveCapacity($0) }) { scanner, offset in
-            guard let (value, end) = V.read(scanner, at: offset) else {
-                values.append(nil)
-                return nil
-            }
-            values.append(value)
-            return end
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: array))
+        var next = scanner.firstElement(ofArrayAt: array)
+        var end = array + 2  // `[]`
+        while let element = next {
+            let read = V.read(scanner, at: element)
+            values.append(read?.value)
+            next = scanner.element(after: read?.end ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
+        nextMember = scanner.nextMember(after: end)
         return values
     }
 
     /// Calls `body` with each element of the array under `key`; nothing when it is missing or
     /// not an array. `body` returns where the element ended, or nil when it does not know.
     /// `reserve` is told the number of elements first, so a result is allocated once, at its
-    /// size.
+    /// size. `scanner` reads `encodedStorage`, whose bytes the caller keeps alive (by holding
+    /// the storage's owner when `body` runs code that could change the storage).
     func forEachElement(
-        _ key: String, _ legacyKeys: [String], reserving reserve: (Int) -> Void = { _ in },
-        _ body: (JSONScanner, Int) -> Int?
+        _ key: String, _ legacyKeys: [String], in scanner: JSONScanner, reserving reserve: (Int) -> Void,
+        _ body: (Int) -> Int?
     ) {
-        let object = encodedStorage
-        let scanner = object.scanner
-        guard let member = member(key, legacyKeys, in: object),
-              scanner.byte(at: member.value) == UInt8(ascii: "[") else { return }
-        reserve(scanner.elementCount(ofArrayAt: member.value))
-        var next = scanner.firstElement(ofArrayAt: member.value)
-        var end = member.value + 2  // `[]`
+        guard let array = memberValue(key, legacyKeys, in: scanner),
+              scanner.byte(at: array) == UInt8(ascii: "[") else { return }
+        reserve(scanner.elementCount(ofArrayAt: array))
+        var next = scanner.firstElement(ofArrayAt: array)
+        var end = array + 2  // `[]`
         while let element = next {
-            let elementEnd = body(scanner, element) ?? scanner.end(ofValueAt: element)
-            end = scanner.skipWhitespace(from: elementEnd) + 1
-            next = scanner.nextElement(after: elementEnd)
+            next = scanner.element(after: body(element) ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
-        didRead(upTo: end, in: object)
+        nextMember = scanner.nextMember(after: end)
     }
 }

@@ -58,17 +58,24 @@ extension DataObject {
     /// The nested object under `key`. When it is missing or not an object, an instance
     /// restored from an empty data object (every field at its default).
     public func getObject<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> T {
-        getObjectOptional(key, type: type, legacyKeys: legacyKeys) ?? T(dataObject: DataObject(fields: JSONObject()))
+        // Not `getObjectOptional(…) ?? …`, which needs the metadata of `T?`, looked up per call.
+        guard let object = nestedObject(key, legacyKeys) else { return T(dataObject: DataObject(fields: JSONObject())) }
+        return withSpareChild { spare in ObjectDecoding.instantiate(type, from: object, spare: &spare) }
     }
 
     /// The nested object under `key`; nil when it is missing, `null` or not an object.
     public func getObjectOptional<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> T? {
+        guard let object = nestedObject(key, legacyKeys) else { return nil }
+        return withSpareChild { spare in ObjectDecoding.instantiate(type, from: object, spare: &spare) }
+    }
+
+    /// The JSON object under `key` (it keeps the bytes alive); nil when the member is missing or
+    /// not an object.
+    private func nestedObject(_ key: String, _ legacyKeys: [String]) -> EncodedObject? {
         let object = encodedStorage
-        guard let member = member(key, legacyKeys, in: object),
-              object.scanner.byte(at: member.value) == UInt8(ascii: "{") else { return nil }
-        return withSpareChild { spare in
-            ObjectDecoding.instantiate(type, from: object.nestedObject(at: member.value), spare: &spare)
-        }
+        guard let value = memberValue(key, legacyKeys, in: object.scanner),
+              object.scanner.byte(at: value) == UInt8(ascii: "{") else { return nil }
+        return object.nestedObject(at: value)
     }
 
     /// The array of nested objects under `key`; `[]` when missing. Elements that are not
@@ -76,12 +83,16 @@ extension DataObject {
     public func getObjectArray<T: Storable>(_ key: String, type: T.Type, legacyKeys: [String] = []) -> [T] {
         let object = encodedStorage
         var elements: [T] = []
-        withSpareChild { spare in
-            forEachElement(key, legacyKeys, reserving: { elements.reserveCapacity($0) }) { scanner, offset in
-                if scanner.byte(at: offset) == UInt8(ascii: "{") {
-                    elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
+        // `object` holds the bytes' owner while the models' initializers run.
+        withExtendedLifetime(object) {
+            withSpareChild { spare in
+                let scanner = object.scanner
+                forEachElement(key, legacyKeys, in: scanner, reserving: { elements.reserveCapacity($0) }) { offset in
+                    if scanner.byte(at: offset) == UInt8(ascii: "{") {
+                        elements.append(ObjectDecoding.instantiate(type, from: object.nestedObject(at: offset), spare: &spare))
+                    }
+                    return nil
                 }
-                return nil
             }
         }
         return elements

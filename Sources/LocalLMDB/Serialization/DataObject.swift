@@ -209,8 +209,10 @@ public final class DataObject {
     }
 
     /// `type.init(dataObject:)` reading `object` in place (see `reusing(_:from:spare:)`).
-    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
-        reusing(object, spare: &spare) { type.init(dataObject: $0) }
+    /// `firstLookup`: where the first field lookup starts, when the caller knows (see
+    /// `firstLookup(in:)`, which finds it otherwise).
+    static func restore<T: Storable>(_ type: T.Type, from object: EncodedObject, firstLookup: Int? = nil, spare: inout DataObject?) -> T {
+        reusing(object, firstLookup: firstLookup, spare: &spare) { type.init(dataObject: $0) }
     }
 
     /// A model restored as `type` reading `object` in place (see `reusing(_:from:spare:)`).
@@ -223,19 +225,21 @@ public final class DataObject {
     /// outlive the read transaction that lent them. One it does not keep is handed back in
     /// `spare`, to restore the next object with; `spare` is used in the same way.
     @inline(__always)
-    private static func reusing<R>(_ object: EncodedObject, spare: inout DataObject?, _ body: (DataObject) throws -> R) rethrows -> R {
+    private static func reusing<R>(
+        _ object: EncodedObject, firstLookup: Int? = nil, spare: inout DataObject?, _ body: (DataObject) throws -> R
+    ) rethrows -> R {
         var dataObject: DataObject
         if let reused = spare {
             spare = nil
             reused.storage = .encoded(object)
-            reused.nextMember = nil
             dataObject = reused
         } else {
             dataObject = DataObject(encoded: object)
         }
+        dataObject.nextMember = firstLookup
         defer {
             if isKnownUniquelyReferenced(&dataObject) {
-                dataObject.storage = .fields(JSONObject())  // Let go of the bytes.
+                dataObject.storage = .encoded(.empty)  // Let go of the bytes (`{}` has no owner to release).
                 spare = dataObject
             } else if object.owner == nil {
                 dataObject.takeOwnership()

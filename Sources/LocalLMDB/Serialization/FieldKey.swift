@@ -16,6 +16,14 @@ enum FieldKey {
     /// The class member's key, `object`, as bytes.
     static let classKey: [UInt8] = Array("object".utf8)
 
+    /// `body` given the class member's key as bytes, from constant memory (no lazy global to
+    /// check on each use, as `classKey` has).
+    @inline(__always)
+    static func withClassKey<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let key: StaticString = "object"
+        return body(UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+    }
+
     /// `needsEscape` for a key's UTF-8 bytes: the rule, in one place.
     @inline(__always)
     static func needsEscape(_ key: UnsafeRawBufferPointer) -> Bool {

@@ -62,7 +62,15 @@ enum ObjectDecoding {
     static func resolve(
         storedName: String, requested: any Persistable.Type, context: ReadContext?, scratch: ReadScratch
     ) -> Resolution {
-        let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
+        resolve(
+            storedName: storedName, requested: requested, requestedName: TypeRegistry.name(of: requested, scratch: scratch),
+            context: context, scratch: scratch)
+    }
+
+    /// `resolve`, given the requested type's stored name (`TypeRegistry.name(of: requested)`).
+    static func resolve(
+        storedName: String, requested: any Persistable.Type, requestedName: String, context: ReadContext?, scratch: ReadScratch
+    ) -> Resolution {
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
         do throws(LocalDatabaseError) {
             if currentName == requestedName {
@@ -111,22 +119,27 @@ enum ObjectDecoding {
     static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
         let scratch = ReadScratch.current
-        if let storedName = object.className(expecting: TypeRegistry.name(of: requested, scratch: scratch)) {
+        let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
+        // Usually the class member comes first and names the requested class as it is spelt.
+        let classEnd = object.endOfClassName(spelled: requestedName)
+        if let storedName = classEnd != nil ? requestedName : object.className {
             var failure: Failure?
-            switch resolve(storedName: storedName, requested: requested, context: scratch.context, scratch: scratch) {
+            switch resolve(storedName: storedName, requested: requested, requestedName: requestedName, context: scratch.context, scratch: scratch) {
             case .requested:
                 break
             case let .stored(stored):
                 if let resolved = stored as? T.Type {
                     type = resolved
                 } else {
-                    failure = .mismatch(requested: TypeRegistry.name(of: requested, scratch: scratch), stored: storedName)
+                    failure = .mismatch(requested: requestedName, stored: storedName)
                 }
             case let .failure(found):
                 failure = found
             }
             if let failure, scratch.isReading, scratch.failure == nil { scratch.failure = failure }
         }
-        return DataObject.restore(type, from: object, spare: &spare)
+        // The fields follow the class member: where `DataObject.firstLookup` would start.
+        let firstLookup = classEnd.flatMap { object.scanner.nextMember(after: $0) }
+        return DataObject.restore(type, from: object, firstLookup: firstLookup, spare: &spare)
     }
 }

@@ -30,23 +30,29 @@ struct EncodedObject {
     var leadingClassMember: JSONScanner.Member? {
         let scanner = scanner
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
-        return FieldKey.classKey.withUnsafeBytes { scanner.member(at: first, spelled: $0) }
+        return FieldKey.withClassKey { scanner.member(at: first, spelled: $0) }
     }
 
     /// `className`, but `expected` itself, with no string made, when the class member comes
     /// first and its value's bytes are exactly `expected`'s (as LocalLMDB writes it).
     func className(expecting expected: String) -> String? {
+        endOfClassName(spelled: expected) != nil ? expected : className
+    }
+
+    /// The offset just past the class member's value when the class member comes first and
+    /// its value is the string spelled exactly as `expected` (plain text, which JSON writes byte
+    /// for byte: so the value is `expected`); nil otherwise.
+    func endOfClassName(spelled expected: String) -> Int? {
         let scanner = scanner
-        if let member = leadingClassMember, scanner.byte(at: member.value) == UInt8(ascii: "\""),
-           expected.utf8.withContiguousStorageIfAvailable({ utf8 in
-               let name = UnsafeRawBufferPointer(utf8)
-               let end = member.value + 1 + name.count
-               return scanner.byte(at: end) == UInt8(ascii: "\"")
-                   && scanner.bytes((member.value + 1)..<end).hasSameBytes(as: name) && JSONGrammar.isPlain(name)
-           }) == true {
-            return expected
+        guard let member = leadingClassMember, scanner.byte(at: member.value) == UInt8(ascii: "\"") else { return nil }
+        let end = expected.utf8.withContiguousStorageIfAvailable { utf8 -> Int? in
+            let name = UnsafeRawBufferPointer(utf8)
+            let close = member.value + 1 + name.count
+            guard scanner.byte(at: close) == UInt8(ascii: "\""), scanner.bytes((member.value + 1)..<close).hasSameBytes(as: name),
+                  JSONGrammar.isPlain(name) else { return nil }
+            return close + 1
         }
-        return className
+        return end ?? nil
     }
 
     /// The member named `key`, walking the members from the one at `start` (the first when
@@ -173,6 +179,12 @@ final class JSONBuffer: @unchecked Sendable {
 }
 
 extension EncodedObject {
+    /// The empty object `{}`, in constant memory: what a spare data object holds between reads.
+    static var empty: EncodedObject {
+        let text: StaticString = "{}"
+        return EncodedObject(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount), owner: nil)
+    }
+
     /// The document `null`: what a decoder reads for a member that is missing.
     static var null: EncodedObject {
         EncodedObject(bytes: UnsafeRawBufferPointer(nullBuffer.bytes), owner: nullBuffer)

@@ -160,12 +160,49 @@ enum JSONGrammar {
 
     /// The number at `offset` read in one pass, grammar and value together, when it is the
     /// common kind: at most 15 significant digits, no exponent, no leading zero. An integer is
-    /// `.int`; a decimal is `.double`, computed exactly: the digits as an integer below 2^53
-    /// and a power of ten up to 10^22 are both exact doubles, and one IEEE division rounds
-    /// correctly (Clinger's fast path). Nil for anything else, which takes `numberShape` and
-    /// `longNumberValue`. Returns the offset just past the number.
+    /// `.int`; a decimal is `.double`, computed exactly (see `ShortNumber.double`). Nil for
+    /// anything else, which takes `numberShape` and `longNumberValue`. Returns the offset just
+    /// past the number.
     @inline(__always)
     static func shortNumber(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (value: JSONValue, end: Int)? {
+        shortNumberParts(in: bytes, at: offset).map { ($0.value, $0.end) }
+    }
+
+    /// A number `shortNumberParts` read: its digits as an integer (below 10^15), how many of
+    /// them follow the point, its sign, and the offset just past it.
+    struct ShortNumber {
+        let mantissa: UInt64
+        let fractionDigits: Int
+        let negative: Bool
+        let end: Int
+
+        /// The value `shortNumber` gives: `.int` with no fraction, else `.double`.
+        @inline(__always)
+        var value: JSONValue {
+            guard fractionDigits > 0 else { return .int(integer) }
+            return .double(double)
+        }
+
+        /// The digits as a signed integer, the point ignored (`-0` is 0).
+        @inline(__always)
+        var integer: Int64 {
+            let magnitude = Int64(mantissa)
+            return negative ? -magnitude : magnitude
+        }
+
+        /// A number with a fraction, computed exactly: the digits as an integer below 2^53
+        /// and a power of ten up to 10^22 are both exact doubles, and one IEEE division rounds
+        /// correctly (Clinger's fast path). Only when `fractionDigits > 0`.
+        @inline(__always)
+        var double: Double {
+            let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
+            return negative ? -magnitude : magnitude
+        }
+    }
+
+    /// `shortNumber`'s reading, in parts, so typed readers build their value with no `JSONValue`.
+    @inline(__always)
+    static func shortNumberParts(in bytes: UnsafeRawBufferPointer, at offset: Int) -> ShortNumber? {
         let count = bytes.count
         var index = offset
         let negative = index < count && bytes[index] == UInt8(ascii: "-")
@@ -199,12 +236,7 @@ enum JSONGrammar {
             default: break
             }
         }
-        guard fractionDigits > 0 else {
-            let magnitude = Int64(mantissa)
-            return (.int(negative ? -magnitude : magnitude), index)
-        }
-        let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
-        return (.double(negative ? -magnitude : magnitude), index)
+        return ShortNumber(mantissa: mantissa, fractionDigits: fractionDigits, negative: negative, end: index)
     }
 
     // MARK: Strings
@@ -241,16 +273,24 @@ enum JSONGrammar {
     static func containsQuoteOrBackslash(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return false }
         let count = bytes.count
-        guard count >= 8 else {
-            for index in 0..<count where bytes[index] == 0x22 || bytes[index] == 0x5C { return true }
-            return false
-        }
-        @inline(__always) func hasOne(at offset: Int) -> Bool {
+        @inline(__always) func hasOne(in word: UInt64) -> Bool {
             let ones: UInt64 = 0x0101_0101_0101_0101
-            let word = base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             let quotes = word ^ (ones &* 0x22)
             let backslashes = word ^ (ones &* 0x5C)
             return ((quotes &- ones) & ~quotes | (backslashes &- ones) & ~backslashes) & (ones &* 0x80) != 0
+        }
+        @inline(__always) func hasOne(at offset: Int) -> Bool {
+            hasOne(in: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        guard count >= 8 else {
+            if count >= 4 {
+                // Two loads of four bytes that overlap when there are fewer than eight, as one word.
+                let low = UInt64(base.loadUnaligned(as: UInt32.self))
+                let high = UInt64(base.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self))
+                return hasOne(in: low | high << 32)
+            }
+            for index in 0..<count where bytes[index] == 0x22 || bytes[index] == 0x5C { return true }
+            return false
         }
         var offset = 0
         while offset + 8 <= count {

@@ -28,8 +28,14 @@ extension String: JSONScalar {
 extension Int: JSONScalar {
     var jsonValue: JSONValue { .int(Int64(self)) }
     func write(to writer: inout JSONWriter) { writer.write(Int64(self)) }
+    @inline(__always)
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
-        switch scanner.number(at: offset) {
+        // The common number read straight into the type: the value `number(at:)` would give.
+        if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
+            guard number.fractionDigits > 0 else { return Int(exactly: number.integer).map { ($0, number.end) } }
+            return Int(exactly: number.double).map { ($0, number.end) }
+        }
+        switch scanner.longNumber(at: offset) {
         case let (.int(number), end)?: return Int(exactly: number).map { ($0, end) }
         case let (.double(number), end)?: return Int(exactly: number).map { ($0, end) }
         default: return nil
@@ -40,8 +46,14 @@ extension Int: JSONScalar {
 extension Double: JSONScalar {
     var jsonValue: JSONValue { .double(self) }
     func write(to writer: inout JSONWriter) { writer.write(self) }
+    @inline(__always)
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
-        switch scanner.number(at: offset) {
+        // The common number read straight into the type: the value `number(at:)` would give.
+        if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
+            guard number.fractionDigits > 0 else { return Double(exactly: number.integer).map { ($0, number.end) } }
+            return (number.double, number.end)
+        }
+        switch scanner.longNumber(at: offset) {
         case let (.double(number), end)?: return (number, end)
         case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
         default:

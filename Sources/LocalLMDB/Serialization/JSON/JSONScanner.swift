@@ -171,7 +171,20 @@ struct JSONScanner {
         return count
     }
 
+    /// The next element after one that ended at `elementEnd`; nil at the array's end, with
+    /// `arrayEnd` set past its `]`.
+    @inline(__always)
+    func element(after elementEnd: Int, arrayEnd: inout Int) -> Int? {
+        let comma = skipWhitespace(from: elementEnd)
+        guard byte(at: comma) == UInt8(ascii: ",") else {
+            arrayEnd = comma + 1
+            return nil
+        }
+        return skipWhitespace(from: comma + 1)
+    }
+
     /// The next element after one that ended at `elementEnd`, or nil at the array's end.
+    @inline(__always)
     func nextElement(after elementEnd: Int) -> Int? {
         nextMember(after: elementEnd)
     }
@@ -222,6 +235,12 @@ struct JSONScanner {
     /// there is not a number.
     func number(at offset: Int) -> (value: JSONValue, end: Int)? {
         if let number = JSONGrammar.shortNumber(in: input, at: offset) { return number }
+        return longNumber(at: offset)
+    }
+
+    /// `number(at:)` for a number that `JSONGrammar.shortNumberParts` does not read.
+    @inline(never)
+    func longNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
         let first = byte(at: offset)
         guard first == UInt8(ascii: "-") || JSONGrammar.isDigit(first),
               let shape = JSONGrammar.numberShape(in: input, at: offset),
