@@ -97,3 +97,35 @@ struct ObjectBuilderTests {
         #expect(object.get("b") == "x" && object.className == "Built")
     }
 }
+
+/// An element whose initializer changes the data object it is nested in, and reads it again.
+final class Meddler: Storable {
+    nonisolated(unsafe) static var parent: DataObject?
+    init() {}
+    required init(dataObject: DataObject) {
+        Meddler.parent?.add(key: "after", value: 99)
+        _ = Meddler.parent.map { $0.get("before") as Int }  // Its storage is read from new bytes now.
+    }
+    func toDataObject() -> DataObject { DataObject(self) }
+}
+
+@Suite("Data objects changed while read", .serialized)
+struct ChangedWhileReadTests {
+    /// Reading an array of nested objects whose initializers change the parent: the parent's
+    /// next lookup must find the field in its new bytes, not at a place found in the old ones.
+    /// The spaces put the old place of `after` where the new bytes hold `"Xafter"`, whose
+    /// `after"` would be taken for the key.
+    @Test func aParentChangedByItsElementsReadsItsNewFields() throws {
+        let spaces = String(repeating: " ", count: 18)
+        let text = #"{"object":"X","before":1,"items":[{"object":"Meddler"}],"# + spaces + #""after":2,"pad":"Xafter","last":3}"#
+        let parent = DataObject(rawString: text)
+        Meddler.parent = parent
+        defer { Meddler.parent = nil }
+        #expect(parent.get("before") == 1)
+        #expect(parent.getObjectArray("items", type: Meddler.self).count == 1)
+        #expect(parent.toRawString() == #"{"object":"X","before":1,"items":[{"object":"Meddler"}],"after":99,"pad":"Xafter","last":3}"#)
+        #expect(parent.get("after") == 99)
+        #expect(parent.get("pad") == "Xafter")
+        #expect(parent.get("last") == 3)
+    }
+}

@@ -292,6 +292,13 @@ extension DataObject {
         while let element = next {
             next = scanner.element(after: body(element) ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
-        nextMember = scanner.nextMember(after: end)
+        // A model's initializer that `body` ran may have changed this object's storage: a
+        // place found in the old bytes means nothing in the new ones. (The old bytes are still
+        // alive here, so new ones cannot lie at the same address.)
+        if case let .encoded(encoded) = storage, encoded.bytes.baseAddress == scanner.input.baseAddress {
+            nextMember = scanner.nextMember(after: end)
+        } else {
+            nextMember = nil
+        }
     }
 }
