@@ -129,3 +129,41 @@ struct ChangedWhileReadTests {
         #expect(parent.get("last") == 3)
     }
 }
+
+/// A model that, when `poison` is stored, adds a date that cannot be stored to the data object
+/// it is read from (and reads it, turning it into bytes), and otherwise keeps that data object.
+final class Poisoner: Storable {
+    let kept: DataObject?
+    init(poison: Bool) {
+        kept = nil
+        self.poison = poison
+    }
+    let poison: Bool
+    required init(dataObject: DataObject) {
+        poison = dataObject.get("poison")
+        if poison {
+            dataObject.add(key: "bad", value: Date(timeIntervalSince1970: .infinity))
+            _ = dataObject.get("poison") as Bool
+            kept = nil
+        } else {
+            kept = dataObject
+        }
+    }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "poison", value: poison) }
+}
+
+@Suite("Reused data objects")
+struct ReusedDataObjectTests {
+    /// The data object a model did not keep is reused for the next record: what the last model
+    /// did to it (a value that cannot be stored) must not stay with it.
+    @Test func aReusedDataObjectForgetsTheLastModelsUnstorableValue() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "a", data: Poisoner(poison: true)))
+            try await database.write(Record(id: "b", data: Poisoner(poison: false)))
+            let read: [Poisoner] = try await database.read()
+            #expect(read.count == 2)
+            let kept = try #require(read.first { !$0.poison }?.kept)
+            #expect(kept.toRawString() == #"{"object":"Poisoner","poison":false}"#)
+        }
+    }
+}

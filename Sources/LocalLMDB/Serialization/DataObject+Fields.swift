@@ -292,13 +292,9 @@ extension DataObject {
         while let element = next {
             next = scanner.element(after: body(element) ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
-        // A model's initializer that `body` ran may have changed this object's storage: a
-        // place found in the old bytes means nothing in the new ones. (The old bytes are still
-        // alive here, so new ones cannot lie at the same address.)
-        if case let .encoded(encoded) = storage, encoded.bytes.baseAddress == scanner.input.baseAddress {
-            nextMember = scanner.nextMember(after: end)
-        } else {
-            nextMember = nil
-        }
+        // `body` ran models' initializers, which may have changed this object's storage: a
+        // place found in the old bytes would mean nothing in new ones. The next lookup starts
+        // afresh.
+        nextMember = nil
     }
 }

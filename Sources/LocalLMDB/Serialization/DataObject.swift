@@ -232,6 +232,7 @@ public final class DataObject {
         if let reused = spare {
             spare = nil
             reused.storage = .encoded(object)
+            reused.conversionFailure = nil  // The last model may have added what cannot be stored.
             dataObject = reused
         } else {
             dataObject = DataObject(encoded: object)

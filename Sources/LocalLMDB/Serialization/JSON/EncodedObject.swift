@@ -33,12 +33,6 @@ struct EncodedObject {
         return FieldKey.withClassKey { scanner.member(at: first, spelled: $0) }
     }
 
-    /// `className`, but `expected` itself, with no string made, when the class member comes
-    /// first and its value's bytes are exactly `expected`'s (as LocalLMDB writes it).
-    func className(expecting expected: String) -> String? {
-        endOfClassName(spelled: expected) != nil ? expected : className
-    }
-
     /// The offset just past the class member's value when the class member comes first and
     /// its value is the string spelled exactly as `expected` (plain text, which JSON writes byte
     /// for byte: so the value is `expected`); nil otherwise.
