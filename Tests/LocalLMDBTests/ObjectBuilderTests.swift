@@ -36,6 +36,13 @@ struct ObjectBuilderTests {
         }
         let expected = "{\"object\":\"Built\"," + (0..<40).map { "\"f\($0)\":\($0 == 3 ? -3 : $0 == 39 ? -39 : $0)" }.joined(separator: ",") + "}"
         #expect(many == expected)
+        // Repeated while the builder still holds the fields: a key among the first 16 it keeps
+        // in place, and one beyond them.
+        let twenty = json { object in
+            for index in 0..<20 { object.add(key: "f\(index)", value: index) }
+            return object.add(key: "f18", value: -18).add(key: "f2", value: -2)
+        }
+        #expect(twenty == "{\"object\":\"Built\"," + (0..<20).map { "\"f\($0)\":\($0 == 2 ? -2 : $0 == 18 ? -18 : $0)" }.joined(separator: ",") + "}")
     }
 
     @Test func keysTheBuilderDoesNotTakeAreStillOneKeyEach() throws {

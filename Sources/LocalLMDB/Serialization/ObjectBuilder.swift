@@ -17,7 +17,7 @@ final class ObjectBuilder {
     // nests a data object in itself).
     @exclusivity(unchecked) private var writer = JSONWriter()
     /// Where each field's key lies in the output, for finding a repeated key.
-    @exclusivity(unchecked) private var keys: [(start: Int, count: Int)] = []
+    @exclusivity(unchecked) private var keys = KeyPositions()
     /// The stored class name.
     let className: String
 
@@ -26,7 +26,6 @@ final class ObjectBuilder {
 
     init(className: String) {
         self.className = className
-        keys.reserveCapacity(16)
         _ = writer.open(UInt8(ascii: "{"))
         writer.write(DataObject.classNameKey)
         writer.write(literal: ":")
@@ -44,9 +43,10 @@ final class ObjectBuilder {
         var key = key
         return key.withUTF8 { utf8 in
             let key = UnsafeRawBufferPointer(utf8)
-            guard JSONGrammar.isPlain(key), !FieldKey.needsEscape(key), !contains(key) else { return false }
-            let mark = writer.mark
             let keyStart = writer.byteCount + 2  // After `,"`.
+            guard JSONGrammar.isPlain(key), !FieldKey.needsEscape(key), KeyPositions.fits(start: keyStart, count: key.count),
+                  !contains(key) else { return false }
+            let mark = writer.mark
             writer.write(literal: ",\"")
             writer.write(raw: key)
             writer.write(literal: "\":")
@@ -55,7 +55,7 @@ final class ObjectBuilder {
                 writer.truncate(to: mark)
                 return false
             }
-            keys.append((start: keyStart, count: key.count))
+            keys.append(start: keyStart, count: key.count)
             return true
         }
     }
@@ -74,12 +74,53 @@ final class ObjectBuilder {
 
     private func contains(_ key: UnsafeRawBufferPointer) -> Bool {
         writer.withOutput { output in
-            for existing in keys where existing.count == key.count {
-                if UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(output)[existing.start..<(existing.start + existing.count)]).hasSameBytes(as: key) {
+            let output = UnsafeRawBufferPointer(output)
+            for index in 0..<keys.count {
+                let (start, count) = keys[index]
+                if count == key.count, UnsafeRawBufferPointer(rebasing: output[start..<(start + count)]).hasSameBytes(as: key) {
                     return true
                 }
             }
             return false
         }
+    }
+}
+
+/// Where the keys of an `ObjectBuilder`'s fields lie in its output: the first 16 in the
+/// builder itself, so that building a typical model's data object allocates no table, the
+/// rest in an array. Each is a start and a length of at most 2³² − 1, packed in one word.
+private struct KeyPositions {
+    private typealias Slots = (
+        UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+        UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64
+    )
+    private var slots: Slots = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    private static let slotCount = 16
+    private var overflow: [UInt64] = []
+    private(set) var count = 0
+
+    /// Whether a key at `start`, of `count` bytes, can be recorded.
+    static func fits(start: Int, count: Int) -> Bool {
+        start <= Int(UInt32.max) && count <= Int(UInt32.max)
+    }
+
+    /// Records a key (which must `fit`).
+    mutating func append(start: Int, count keyCount: Int) {
+        let packed = UInt64(truncatingIfNeeded: start) << 32 | UInt64(truncatingIfNeeded: keyCount)
+        if count < Self.slotCount {
+            let offset = count * MemoryLayout<UInt64>.stride
+            withUnsafeMutableBytes(of: &slots) { $0.storeBytes(of: packed, toByteOffset: offset, as: UInt64.self) }
+        } else {
+            overflow.append(packed)
+        }
+        count += 1
+    }
+
+    /// The start and length of the key at `index`.
+    subscript(index: Int) -> (start: Int, count: Int) {
+        let packed = index < Self.slotCount
+            ? withUnsafeBytes(of: slots) { $0.load(fromByteOffset: index * MemoryLayout<UInt64>.stride, as: UInt64.self) }
+            : overflow[index - Self.slotCount]
+        return (Int(packed >> 32), Int(packed & 0xFFFF_FFFF))
     }
 }

@@ -46,12 +46,15 @@ final class ReadScratch {
     /// How many encodes that collect classes are under way on this thread.
     @exclusivity(unchecked) private var collecting = 0
 
-    /// Output memory of a `JSONWriter` that finished on this thread, for the next one: an
-    /// encode then allocates only the bytes it returns. Owned by the scratch while here.
-    @exclusivity(unchecked) var writerBuffer: (base: UnsafeMutableRawPointer, capacity: Int)?
+    /// Output memory of `JSONWriter`s that finished on this thread, for the next ones (a data
+    /// object being built holds one, and each object nested in it another): an encode then
+    /// allocates only the bytes it returns. Owned by the scratch while here; at most
+    /// `keptWriterBuffers`.
+    @exclusivity(unchecked) var writerBuffers: [(base: UnsafeMutableRawPointer, capacity: Int)] = []
+    static let keptWriterBuffers = 4
 
     deinit {
-        writerBuffer?.base.deallocate()
+        for buffer in writerBuffers { buffer.base.deallocate() }
     }
 
     /// `Legacy`'s answers on this thread, for the generation of its refactors they hold.

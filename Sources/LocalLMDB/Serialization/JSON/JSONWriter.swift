@@ -28,13 +28,13 @@ struct JSONWriter: ~Copyable {
     /// Room a new writer starts with, past its prefix: a typical record's document.
     private static let startingRoom = 384
 
-    /// A writer whose output starts with `prefix`; its memory is the last finished writer's on
-    /// this thread when there is one.
+    /// A writer whose output starts with `prefix`; its memory is that of a writer that finished
+    /// on this thread when one is kept.
     init(prefix: [UInt8] = []) {
         let needed = prefix.count + Self.startingRoom
         let scratch = ReadScratch.current
-        if let kept = scratch.writerBuffer, kept.capacity >= needed {
-            scratch.writerBuffer = nil
+        if let kept = scratch.writerBuffers.last, kept.capacity >= needed {
+            scratch.writerBuffers.removeLast()
             (base, capacity) = kept
         } else {
             capacity = needed
@@ -45,8 +45,8 @@ struct JSONWriter: ~Copyable {
 
     deinit {
         let scratch = ReadScratch.current
-        if scratch.writerBuffer == nil, capacity <= Self.keptCapacity {
-            scratch.writerBuffer = (base, capacity)
+        if scratch.writerBuffers.count < ReadScratch.keptWriterBuffers, capacity <= Self.keptCapacity {
+            scratch.writerBuffers.append((base, capacity))
         } else {
             base.deallocate()
         }
