@@ -36,6 +36,42 @@ final class NamedClass: Storable {
     }
 }
 
+/// A batch written through the synchronous face on a thread of its own, whose encoding stops
+/// in its second part (the writer has the first) until `release()`.
+final class HeldBatch: Sendable {
+    let database: SerializationDatabase
+    private let released = DispatchSemaphore(value: 0)
+    private let reached = Locked(false)
+    private let written = Locked<Int?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(directory: URL, size: Int) throws {
+        database = try SerializationDatabase(directory: directory)
+        var held = (0..<size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
+        held[RecordEncoding.partSize + 2] = Record(id: "held", data: HeldNote(text: "held") { [reached, released] in
+            reached.withLock { $0 = true }
+            released.wait()
+        })
+        let records = held
+        Thread { [database, written, finished] in
+            written.withLock { $0 = database.write(contentsOf: records) }
+            finished.signal()
+        }.start()
+    }
+
+    /// Returns once the encoding has stopped.
+    func waitUntilHeld() async throws {
+        while !reached.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+    }
+
+    /// Lets the encoding go on, and waits (at most 30 s) for the write: what it returned.
+    func release() -> Int? {
+        released.signal()
+        guard finished.wait(timeout: .now() + 30) == .success else { return nil }
+        return written.withLock { $0 }
+    }
+}
+
 /// Batches of more records than `RecordEncoding.partSize` are sent to the writer thread in
 /// parts while the rest is encoded (`BatchStream`): still one transaction, in order.
 @Suite("Large batches", .serialized)
@@ -98,33 +134,15 @@ struct LargeBatchTests {
     /// goes through, and the batch is written whole once the caller has finished.
     @Test func aCallerThatStallsDoesNotHoldUpOtherWriters() async throws {
         try await withTemporaryDirectory { directory in
-            let released = DispatchSemaphore(value: 0)
-            let reached = Locked(false)
-            let batch = try SerializationDatabase(directory: directory)
+            let batch = try HeldBatch(directory: directory, size: Self.size)
             let other = try LocalDatabase(directory: directory)
-            var held = (0..<Self.size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
-            // In the second part: the writer has the first, and waits for this one.
-            held[RecordEncoding.partSize + 2] = Record(id: "held", data: HeldNote(text: "held") {
-                reached.withLock { $0 = true }
-                released.wait()
-            })
-            let records = held
-            let written = Locked<Int?>(nil)
-            let finished = DispatchSemaphore(value: 0)
-            let thread = Thread {
-                written.withLock { $0 = batch.write(contentsOf: records) }
-                finished.signal()
-            }
-            thread.start()
-            while !reached.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            try await batch.waitUntilHeld()
             // Without letting go, this write would wait for the batch, which waits for it.
             try await withTimeout(seconds: 30) {
                 try await other.write(Record(id: "other", data: Note(text: "meanwhile")))
             }
             #expect(try await other.count(HeldNote.self) == 0)  // The batch is not half written.
-            released.signal()
-            finished.wait()
-            #expect(written.withLock { $0 } == Self.size)
+            #expect(batch.release() == Self.size)
             #expect(try await other.count(HeldNote.self) == Self.size)
             #expect(try await other.count(Note.self) == 1)
             let report = try await other.verifyIntegrity()
@@ -137,27 +155,11 @@ struct LargeBatchTests {
     /// thread that has stopped.
     @Test func closingTheDatabaseWhileTheBatchIsStalledEndsTheBatch() async throws {
         try await withTemporaryDirectory { directory in
-            let released = DispatchSemaphore(value: 0)
-            let reached = Locked(false)
-            let batch = try SerializationDatabase(directory: directory)
-            var held = (0..<Self.size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
-            held[RecordEncoding.partSize + 2] = Record(id: "held", data: HeldNote(text: "held") {
-                reached.withLock { $0 = true }
-                released.wait()
-            })
-            let records = held
-            let written = Locked<Int?>(nil)
-            let finished = DispatchSemaphore(value: 0)
-            Thread {
-                written.withLock { $0 = batch.write(contentsOf: records) }
-                finished.signal()
-            }.start()
-            while !reached.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            let batch = try HeldBatch(directory: directory, size: Self.size)
+            try await batch.waitUntilHeld()
             try await Task.sleep(for: .milliseconds(400))  // The writer has let go.
-            batch.close()
-            released.signal()
-            #expect(finished.wait(timeout: .now() + 30) == .success)
-            #expect(written.withLock { $0 } == 0)
+            batch.database.close()
+            #expect(batch.release() == 0)  // Failed (closed), and returned.
             let reopened = try LocalDatabase(directory: directory)
             #expect(try await reopened.count() == 0)
         }
