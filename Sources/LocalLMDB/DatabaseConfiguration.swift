@@ -38,6 +38,11 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     /// name).
     public var changeLogBytes: Int = 64 << 20
 
+    /// A batch of more records than this is written in parts, each applied while the next is
+    /// encoded (see `RecordEncoding.partSize`). Internal: tests set it low, so that their
+    /// batches need not be large.
+    var batchPartRecords: Int = RecordEncoding.partSize
+
     /// The default configuration.
     public init() {}
 

@@ -46,9 +46,9 @@ final class HeldBatch: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init(directory: URL, size: Int) throws {
-        database = try SerializationDatabase(directory: directory)
+        database = try SerializationDatabase(directory: directory, configuration: smallParts)
         var held = (0..<size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
-        held[RecordEncoding.partSize + 2] = Record(id: "held", data: HeldNote(text: "held") { [reached, released] in
+        held[LargeBatchTests.part + 2] = Record(id: "held", data: HeldNote(text: "held") { [reached, released] in
             reached.withLock { $0 = true }
             released.wait()
         })
@@ -72,14 +72,25 @@ final class HeldBatch: Sendable {
     }
 }
 
+/// A configuration whose batches go in parts of `LargeBatchTests.part` records, so that the
+/// tests' batches need not be large (a batch of the default's size takes a cooperative thread
+/// for seconds under ThreadSanitizer, starving other suites' tasks).
+let smallParts: DatabaseConfiguration = {
+    var configuration = DatabaseConfiguration()
+    configuration.batchPartRecords = LargeBatchTests.part
+    return configuration
+}()
+
 /// Batches of more records than `RecordEncoding.partSize` are sent to the writer thread in
 /// parts while the rest is encoded (`BatchStream`): still one transaction, in order.
 @Suite("Large batches", .serialized)
 struct LargeBatchTests {
-    static let size = RecordEncoding.partSize * 2 + 123
+    static let part = 1000
+    static let size = part * 2 + 123
 
     @Test func aBatchOfSeveralPartsIsOneCommitInOrderAndTheLastWriteWins() async throws {
-        try await withDatabase { database, _ in
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: smallParts)
             var records = (0..<(Self.size - 1)).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }
             records.append(Record(id: "n-5", data: Note(text: "last")))  // In the last part; n-5 is in the first.
             let token = try database.changeToken()
@@ -97,7 +108,8 @@ struct LargeBatchTests {
     }
 
     @Test func aFailureInALaterPartWritesNothingOfTheBatch() async throws {
-        try await withDatabase { database, _ in
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: smallParts)
             try await database.write(Record(id: "before", data: Note(text: "kept")))
             var records = (0..<Self.size).map { Record(id: "n-\($0)", data: Note(text: "note")) }
             records[Self.size - 10] = Record(id: "", data: Note(text: "no id"))  // In the last part.
@@ -110,8 +122,9 @@ struct LargeBatchTests {
     }
 
     @Test func inATransactionTheBatchIsPartOfIt() async throws {
-        try await withDatabase { database, _ in
-            let records = (0..<(RecordEncoding.partSize + 1)).map { Record(id: "n-\($0)", data: Note(text: "note")) }
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: smallParts)
+            let records = (0..<(Self.part + 1)).map { Record(id: "n-\($0)", data: Note(text: "note")) }
             try await database.startTransaction()
             #expect(try await database.write(contentsOf: records) == records.count)
             #expect(try await database.count(Note.self) == records.count)
@@ -120,12 +133,21 @@ struct LargeBatchTests {
         }
     }
 
-    @Test func theSynchronousFaceWritesLargeBatchesToo() async throws {
+    /// At the default part size, through the synchronous face, on a thread of its own (not a
+    /// cooperative one, which it would hold for seconds under ThreadSanitizer).
+    @Test func theSynchronousFaceWritesBatchesOfTheDefaultPartSize() async throws {
         try await withTemporaryDirectory { directory in
             let database = try SerializationDatabase(directory: directory)
-            let records = (0..<Self.size).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }
-            #expect(database.write(contentsOf: records) == Self.size)
-            #expect(database.count(Note.self) == Self.size)
+            let size = RecordEncoding.partSize * 2 + 123
+            let written = Locked<Int?>(nil)
+            Thread {
+                let records = (0..<size).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }
+                written.withLock { $0 = database.write(contentsOf: records) }
+            }.start()
+            while written.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(written.withLock { $0 } == size)
+            #expect(database.count(Note.self) == size)
+            #expect((database.read(id: "n-\(size - 1)") as Note?)?.text == "note \(size - 1)")
         }
     }
 
@@ -135,7 +157,7 @@ struct LargeBatchTests {
     @Test func aCallerThatStallsDoesNotHoldUpOtherWriters() async throws {
         try await withTemporaryDirectory { directory in
             let batch = try HeldBatch(directory: directory, size: Self.size)
-            let other = try LocalDatabase(directory: directory)
+            let other = try LocalDatabase(directory: directory, configuration: smallParts)
             try await batch.waitUntilHeld()
             // Without letting go, this write would wait for the batch, which waits for it.
             try await withTimeout(seconds: 30) {
@@ -160,7 +182,7 @@ struct LargeBatchTests {
             try await Task.sleep(for: .milliseconds(400))  // The writer has let go.
             batch.database.close()
             #expect(batch.release() == 0)  // Failed (closed), and returned.
-            let reopened = try LocalDatabase(directory: directory)
+            let reopened = try LocalDatabase(directory: directory, configuration: smallParts)
             #expect(try await reopened.count() == 0)
         }
     }
@@ -168,7 +190,8 @@ struct LargeBatchTests {
     /// Records of classes whose names are equal as Swift strings but spelt differently (here
     /// `K` and the Kelvin sign) are different classes: a batch must file each under its own.
     @Test func classNamesInABatchAreComparedByTheirBytes() async throws {
-        try await withDatabase { database, _ in
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: smallParts)
             let records = [
                 Record(id: "ascii", data: NamedClass("K")), Record(id: "kelvin", data: NamedClass("\u{212A}")),
                 Record(id: "ascii-2", data: NamedClass("K")),
@@ -193,10 +216,10 @@ struct LargeBatchTests {
     /// on the thread encoding the batch: the writer lets go of the batch, and both go through.
     @Test func aModelThatWritesWhileTheBatchIsEncodedDoesNotDeadlock() async throws {
         try await withTemporaryDirectory { directory in
-            let database = try LocalDatabase(directory: directory)
-            let inner = try SerializationDatabase(directory: directory)
+            let database = try LocalDatabase(directory: directory, configuration: smallParts)
+            let inner = try SerializationDatabase(directory: directory, configuration: smallParts)
             var records = (0..<Self.size).map { Record(id: "n-\($0)", data: HeldNote(text: "note")) }
-            records[RecordEncoding.partSize + 2] = Record(id: "calls", data: HeldNote(text: "calls") {
+            records[Self.part + 2] = Record(id: "calls", data: HeldNote(text: "calls") {
                 _ = inner.write(Record(id: "inner", data: Note(text: "written while encoding")))
             })
             let sendable = records

@@ -130,12 +130,14 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         let maxKeySize = session.engine.maxKeySize
-        guard records.count > RecordEncoding.partSize else {
+        let partRecords = session.engine.configuration.batchPartRecords
+        guard records.count > partRecords else {
             guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
             return try await session.perform(operation)
         }
         return try await session.perform(streaming: records.count) { send, progress throws(LocalDatabaseError) in
-            try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, parts: send, progress: progress)
+            try RecordEncoding.put(
+                contentsOf: records, maxKeySize: maxKeySize, partLimits: (partRecords, RecordEncoding.partBytes), parts: send, progress: progress)
         }
     }
 
