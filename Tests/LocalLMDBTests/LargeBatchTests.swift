@@ -187,6 +187,31 @@ struct LargeBatchTests {
         }
     }
 
+    /// The map space reserved for a batch in parts is estimated from its first part. When later
+    /// parts are far larger, the map fills while they are applied: the writer grows it and
+    /// applies every part again from the first, in a new transaction. Nothing may be lost,
+    /// doubled or logged twice.
+    @Test func aBatchWhoseLaterPartsOutgrowTheEstimateIsWrittenOnceAndWhole() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: smallParts)
+            let token = try database.changeToken()
+            let big = String(repeating: "x", count: 20_000)
+            // A first part of tiny records, then 2,000 of 20 KB: 40 MB, past the 16 MiB map.
+            let records = (0..<(Self.part + 2_000)).map { index in
+                Record(id: "r-\(index)", data: Note(text: index < Self.part ? "s" : big + "\(index)"))
+            }
+            #expect(try await database.write(contentsOf: records) == records.count)
+            #expect(try await database.count(Note.self) == records.count)
+            #expect((try await database.read(id: "r-\(records.count - 1)") as Note?)?.text == big + "\(records.count - 1)")
+            #expect((try await database.read(id: "r-0") as Note?)?.text == "s")
+            let feed = try database.changes(since: token)
+            #expect(feed.commits.count == 1)
+            #expect(feed.commits.first?.changes.count == records.count)
+            let report = try await database.verifyIntegrity()
+            #expect(report.isConsistent, "\(report)")
+        }
+    }
+
     /// Records of classes whose names are equal as Swift strings but spelt differently (here
     /// `K` and the Kelvin sign) are different classes: a batch must file each under its own.
     @Test func classNamesInABatchAreComparedByTheirBytes() async throws {

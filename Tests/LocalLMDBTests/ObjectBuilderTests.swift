@@ -174,3 +174,50 @@ struct ReusedDataObjectTests {
         }
     }
 }
+
+/// Odd values written by the builder (the path every hand-written model takes) read back
+/// exactly: signs of zero, NaN and infinities, extreme numbers, strings with control
+/// characters, NUL and emoji, and dates off the millisecond.
+final class OddValues: Storable {
+    let doubles: [Double]
+    let double: Double
+    let ints: [Int]
+    let text: String
+    let date: Date
+    init(doubles: [Double], double: Double, ints: [Int], text: String, date: Date) {
+        (self.doubles, self.double, self.ints, self.text, self.date) = (doubles, double, ints, text, date)
+    }
+    required init(dataObject: DataObject) {
+        doubles = dataObject.get("doubles")
+        double = dataObject.get("double")
+        ints = dataObject.get("ints")
+        text = dataObject.get("text")
+        date = dataObject.get("date")
+    }
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "doubles", value: doubles).add(key: "double", value: double)
+            .add(key: "ints", value: ints).add(key: "text", value: text).add(key: "date", value: date)
+    }
+}
+
+@Suite("Odd values through the builder")
+struct OddValueBuilderTests {
+    @Test func oddValuesReadBackBitForBit() async throws {
+        let doubles: [Double] = [-0.0, 0.0, .nan, .infinity, -.infinity, .greatestFiniteMagnitude, .leastNonzeroMagnitude, -1e-300, 0.1]
+        let text = "nul\u{0} tab\t quote\" slash\\ bell\u{7} e\u{301} 😀 \u{FFFF}"
+        let date = Date(timeIntervalSince1970: 1_700_000_000.123_456_7)
+        try await withDatabase { database, _ in
+            for (index, double) in doubles.enumerated() {
+                let model = OddValues(doubles: doubles, double: double, ints: [.min, -1, 0, .max], text: text, date: date)
+                try await database.write(Record(id: "odd-\(index)", data: model))
+                let read = try #require(try await database.read(id: "odd-\(index)") as OddValues?)
+                #expect(read.double.bitPattern == double.bitPattern || (read.double.isNaN && double.isNaN), "\(double)")
+                #expect(read.doubles.map(\.isNaN) == doubles.map(\.isNaN))
+                #expect(zip(read.doubles, doubles).allSatisfy { $0.bitPattern == $1.bitPattern || ($0.isNaN && $1.isNaN) })
+                #expect(read.ints == [.min, -1, 0, .max])
+                #expect(Array(read.text.utf8) == Array(text.utf8))
+                #expect(read.date == date)
+            }
+        }
+    }
+}
