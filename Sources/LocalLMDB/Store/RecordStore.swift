@@ -272,25 +272,22 @@ struct RecordStore: Sendable {
     /// when that was another.
     private func put(_ record: RecordBatch.Record, of type: RecordBatch.RecordType, in transaction: Transaction) throws(LocalDatabaseError) -> String? {
         let key = record.key
-        // A new record (the common case in a batch) goes in with one search of the tree:
-        // a put that refuses to overwrite, and only an existing record is looked at first.
-        if try transaction.put(records, key, record.value, flags: MDB_NOOVERWRITE) {
-            try type.key.withBytes { typeKey throws(LocalDatabaseError) in
-                try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
-            }
-            return nil
-        }
         var previousClass: String?
-        switch try storedTypeKey(key, in: transaction) {
-        case let .some(previousType, previousName) where previousType != type.key:
-            try removeIndexEntry(type: previousType, record: key, in: transaction)
-            previousClass = previousName
-        case .unreadable:
-            try removeAllIndexEntries(record: key, in: transaction)
-        default:
-            break
+        // A new record (the common case in a batch) goes in with one search of the tree: a put
+        // that refuses to overwrite. Only when the id is taken is the stored record looked at:
+        // its index entry moves when its class changes, then its value is replaced.
+        if try !transaction.put(records, key, record.value, flags: MDB_NOOVERWRITE) {
+            switch try storedTypeKey(key, in: transaction) {
+            case let .some(previousType, previousName) where previousType != type.key:
+                try removeIndexEntry(type: previousType, record: key, in: transaction)
+                previousClass = previousName
+            case .unreadable:
+                try removeAllIndexEntries(record: key, in: transaction)
+            default:
+                break
+            }
+            try transaction.put(records, key, record.value)
         }
-        try transaction.put(records, key, record.value)
         try type.key.withBytes { typeKey throws(LocalDatabaseError) in
             try transaction.put(types, typeKey, key, flags: MDB_NODUPDATA)
         }
