@@ -39,9 +39,9 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     public var changeLogBytes: Int = 64 << 20
 
     /// A batch of more records than this is written in parts, each applied while the next is
-    /// encoded (see `RecordEncoding.partSize`). Internal: tests set it low, so that their
-    /// batches need not be large.
-    var batchPartRecords: Int = RecordEncoding.partSize
+    /// encoded (`BatchStream`). Internal: tests set it low, so that their batches need not be
+    /// large.
+    var batchPartRecords: Int = BatchStream.partRecords
 
     /// The default configuration.
     public init() {}

@@ -81,7 +81,7 @@ let smallParts: DatabaseConfiguration = {
     return configuration
 }()
 
-/// Batches of more records than `RecordEncoding.partSize` are sent to the writer thread in
+/// Batches of more records than `BatchStream.partRecords` are sent to the writer thread in
 /// parts while the rest is encoded (`BatchStream`): still one transaction, in order.
 @Suite("Large batches", .serialized)
 struct LargeBatchTests {
@@ -138,7 +138,7 @@ struct LargeBatchTests {
     @Test func theSynchronousFaceWritesBatchesOfTheDefaultPartSize() async throws {
         try await withTemporaryDirectory { directory in
             let database = try SerializationDatabase(directory: directory)
-            let size = RecordEncoding.partSize * 2 + 123
+            let size = BatchStream.partRecords * 2 + 123
             let written = Locked<Int?>(nil)
             Thread {
                 let records = (0..<size).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }

@@ -28,6 +28,12 @@ final class BatchStream: @unchecked Sendable {
         case late
     }
 
+    /// A batch of more records than this is sent in parts of at most this many records (the
+    /// default of `DatabaseConfiguration.batchPartRecords`).
+    static let partRecords = 65_536
+    /// The most bytes of values a part holds (a part ends after the record that reaches it).
+    static let partBytes = 32 << 20
+
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var parts: [WriteOperation] = []

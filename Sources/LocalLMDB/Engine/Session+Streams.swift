@@ -1,64 +1,82 @@
 import Foundation
 
-/// Sends a batch's parts, as `Session.perform(streaming:_:)` gives them to its producer.
+/// Sends a batch's parts, as `Session.perform(batchOf:_:)` gives them to its producer.
 typealias PartSender = (WriteOperation) throws(LocalDatabaseError) -> Void
+/// The most records, and the bytes of values after which, a part of a batch holds.
+typealias PartLimits = (records: Int, bytes: Int)
+/// Encodes a batch as puts within the limits given, sending each, and calling its last
+/// argument every few hundred records to show it is making progress.
+typealias BatchProducer = (_ limits: PartLimits, _ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
 
 // Large batches, written while they are still being encoded (`BatchStream`).
 extension Session {
-    /// Writes, in one transaction, the records of the puts that `produce` makes and gives to
-    /// its first argument, in order; returns how many were written. `produce` calls its second
-    /// argument every few hundred records, to show it is making progress. Outside a
-    /// transaction the writer thread applies each put as it comes while `produce` makes the
+    /// Writes, in one transaction, the `total` records of the puts that `produce` makes, in
+    /// order; returns how many were written. A batch of more than
+    /// `DatabaseConfiguration.batchPartRecords` is made in parts of that many: outside a
+    /// transaction the writer thread applies each part as it comes while `produce` makes the
     /// next, and commits after the last; in a transaction, on the writer thread, or when the
-    /// writer let go of the batch (`BatchStream`), the puts are written whole, as one put.
-    /// When `produce` throws, nothing is written and its error is thrown.
-    /// - Parameter total: The number of records `produce` will send, for sizing the map.
-    nonisolated(nonsending) func perform(
-        streaming total: Int, _ produce: (_ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
-    ) async throws(LocalDatabaseError) -> Int {
-        try checkWritable()
-        let outcome = WriteOutcome()
+    /// writer let go of the batch (`BatchStream`), the parts are written whole, as one put. A
+    /// smaller batch is made whole and written as any other put. When `produce` throws,
+    /// nothing is written and its error is thrown.
+    nonisolated(nonsending) func perform(batchOf total: Int, _ produce: BatchProducer) async throws(LocalDatabaseError) -> Int {
         let whole: WriteOperation?
-        switch try streamParts(total: total, outcome: outcome, produce) {
-        case let .sent(stream):
-            switch await outcome.value {
-            case let .written(count): return count
-            case let .failed(error): throw error
-            case .notWritten: whole = stream.merged()
+        if let partRecords = try partRecords(forBatchOf: total) {
+            let outcome = WriteOutcome()
+            switch try streamParts(total: total, limits: (partRecords, BatchStream.partBytes), outcome: outcome, produce) {
+            case let .sent(stream):
+                if let count = try await outcome.value.written() { return count }
+                whole = stream.merged()
+            case let .abandoned(error):
+                _ = await outcome.value  // The writer has let go of the batch.
+                throw error
+            case let .whole(operation):
+                whole = operation
             }
-        case let .abandoned(error):
-            _ = await outcome.value  // The writer has let go of the batch.
-            throw error
-        case let .whole(operation):
-            whole = operation
+        } else {
+            whole = try Self.made(produce)
         }
         guard let whole else { return 0 }
         return try await perform(whole)
     }
 
-    /// `perform(streaming:_:)`, blocking the calling thread.
-    func performBlocking(
-        streaming total: Int, _ produce: (_ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
-    ) throws(LocalDatabaseError) -> Int {
-        try checkWritable()
-        try checkNotRestoring("write")
-        let outcome = WriteOutcome()
+    /// `perform(batchOf:_:)`, blocking the calling thread.
+    func performBlocking(batchOf total: Int, _ produce: BatchProducer) throws(LocalDatabaseError) -> Int {
         let whole: WriteOperation?
-        switch try streamParts(total: total, outcome: outcome, produce) {
-        case let .sent(stream):
-            switch outcome.wait() {
-            case let .written(count): return count
-            case let .failed(error): throw error
-            case .notWritten: whole = stream.merged()
+        if let partRecords = try partRecords(forBatchOf: total) {
+            try checkNotRestoring("write")
+            let outcome = WriteOutcome()
+            switch try streamParts(total: total, limits: (partRecords, BatchStream.partBytes), outcome: outcome, produce) {
+            case let .sent(stream):
+                if let count = try outcome.wait().written() { return count }
+                whole = stream.merged()
+            case let .abandoned(error):
+                _ = outcome.wait()  // The writer has let go of the batch.
+                throw error
+            case let .whole(operation):
+                whole = operation
             }
-        case let .abandoned(error):
-            _ = outcome.wait()  // The writer has let go of the batch.
-            throw error
-        case let .whole(operation):
-            whole = operation
+        } else {
+            whole = try Self.made(produce)
         }
         guard let whole else { return 0 }
         return try performBlocking(whole, "write")
+    }
+
+    /// The size of the parts a batch of `total` records is made in; nil when it is made whole.
+    /// A batch made in parts throws `closed` or `readOnly` here, before anything is encoded (a
+    /// whole one when it is written, as any other put).
+    private func partRecords(forBatchOf total: Int) throws(LocalDatabaseError) -> Int? {
+        let partRecords = engine.configuration.batchPartRecords
+        guard total > partRecords else { return nil }
+        try checkWritable()
+        return partRecords
+    }
+
+    /// The batch `produce` makes, whole; nil when it has no records.
+    private static func made(_ produce: BatchProducer) throws(LocalDatabaseError) -> WriteOperation? {
+        var whole: WriteOperation?
+        try produce((.max, .max), { whole = $0 }, {})
+        return whole
     }
 
     /// What became of a batch's parts (`streamParts`).
@@ -79,13 +97,13 @@ extension Session {
     /// error, or what queuing threw (`closed`, `readOnly`; encoding then stops), when nothing
     /// was queued.
     private func streamParts(
-        total: Int, outcome: WriteOutcome, _ produce: (_ send: PartSender, _ progress: () -> Void) throws(LocalDatabaseError) -> Void
+        total: Int, limits: PartLimits, outcome: WriteOutcome, _ produce: BatchProducer
     ) throws(LocalDatabaseError) -> Streamed {
         let stream = BatchStream()
         // nil until the first part decides: true once queued, false when written whole.
         var streaming: Bool? = engine.thread.isCurrent ? false : nil
         do throws(LocalDatabaseError) {
-            try produce({ part throws(LocalDatabaseError) in
+            try produce(limits, { part throws(LocalDatabaseError) in
                 stream.send(part, total: total)
                 if streaming == nil {
                     streaming = try submitOutsideTransaction { coordinator in

@@ -13,6 +13,16 @@ extension TransactionCoordinator {
         /// Not written, and let go of: a transaction was open, or the caller was slow. The
         /// caller writes the batch whole, as any other write, once it has encoded all of it.
         case notWritten
+
+        /// The number of records written; nil when the caller is to write the batch whole.
+        /// - Throws: The reason it failed.
+        func written() throws(LocalDatabaseError) -> Int? {
+            switch self {
+            case let .written(count): return count
+            case let .failed(error): throw error
+            case .notWritten: return nil
+            }
+        }
     }
 
     /// Writes `stream` in a transaction of its own, applying its parts as they come, after the

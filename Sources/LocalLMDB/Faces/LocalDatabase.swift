@@ -130,14 +130,8 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         let maxKeySize = session.engine.maxKeySize
-        let partRecords = session.engine.configuration.batchPartRecords
-        guard records.count > partRecords else {
-            guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
-            return try await session.perform(operation)
-        }
-        return try await session.perform(streaming: records.count) { send, progress throws(LocalDatabaseError) in
-            try RecordEncoding.put(
-                contentsOf: records, maxKeySize: maxKeySize, partLimits: (partRecords, RecordEncoding.partBytes), parts: send, progress: progress)
+        return try await session.perform(batchOf: records.count) { limits, send, progress throws(LocalDatabaseError) in
+            try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
         }
     }
 

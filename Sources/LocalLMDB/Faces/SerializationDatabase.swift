@@ -97,14 +97,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
         run(0) { session throws(LocalDatabaseError) in
             let maxKeySize = session.engine.maxKeySize
-            let partRecords = session.engine.configuration.batchPartRecords
-            guard records.count > partRecords else {
-                guard let operation = try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize) else { return 0 }
-                return try session.performBlocking(operation, "write")
-            }
-            return try session.performBlocking(streaming: records.count) { send, progress throws(LocalDatabaseError) in
-                try RecordEncoding.put(
-                    contentsOf: records, maxKeySize: maxKeySize, partLimits: (partRecords, RecordEncoding.partBytes), parts: send, progress: progress)
+            return try session.performBlocking(batchOf: records.count) { limits, send, progress throws(LocalDatabaseError) in
+                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
             }
         }
     }

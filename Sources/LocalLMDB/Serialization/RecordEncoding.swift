@@ -41,26 +41,14 @@ enum RecordEncoding {
         return .put(batch, classes: classes)
     }
 
-    /// The operation writing `records` in order, or nil when there are none.
-    static func put<T: Persistable>(contentsOf records: [Record<T>], maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation? {
-        var operation: WriteOperation?
-        try put(contentsOf: records, maxKeySize: maxKeySize, partLimits: (.max, .max), parts: { operation = $0 }, progress: {})
-        return operation
-    }
-
-    /// A batch of more records than this is written in parts of at most this many records
-    /// (or `partBytes`), each sent to the writer thread while the next is encoded.
-    static let partSize = 65_536
-    /// The most bytes of values a part holds (a part ends after the record that reaches it).
-    static let partBytes = 32 << 20
-    /// `progress` is called after every this many records.
+    /// `parts` calls `progress` after every this many records.
     static let progressInterval = 256
 
     /// Encodes `records` in order as puts of at most `partLimits.records` records (a part also
     /// ends after the record that brings its values to `partLimits.bytes`), giving each to
     /// `send`, and calling `progress` every `progressInterval` records.
     static func put<T: Persistable>(
-        contentsOf records: [Record<T>], maxKeySize: Int, partLimits: (records: Int, bytes: Int) = (partSize, partBytes),
+        contentsOf records: [Record<T>], maxKeySize: Int, partLimits: PartLimits,
         parts send: (WriteOperation) throws(LocalDatabaseError) -> Void, progress: () -> Void
     ) throws(LocalDatabaseError) {
         var classes: [StoredClass] = []
