@@ -15,21 +15,62 @@ public enum Change: Sendable, Hashable {
     func concerns(classNames: [String]) -> Bool {
         switch self {
         case let .written(_, className), let .deleted(_, className), let .typeDeleted(className):
-            return classNames.contains(className)
+            return classNames.contains { $0.utf8.elementsEqual(className.utf8) }
         case .cleared:
             return true
         }
     }
 
-    /// Whether this change may concern the record `id`.
-    func concerns(id: String, classNames: [String]) -> Bool {
+    /// Whether this change may concern the record `id`: a write or delete of that id (whatever
+    /// its class: a record rewritten as another class is no longer there as the one observed),
+    /// and every class deleted (the id may hold a subclass, or another class, whose name is not
+    /// among the observed class's names), and the database cleared.
+    func concerns(id: String) -> Bool {
         switch self {
         case let .written(changed, _), let .deleted(changed, _):
-            return changed == id
-        case let .typeDeleted(className):
-            return classNames.contains(className)
-        case .cleared:
+            return changed.utf8.elementsEqual(id.utf8)
+        case .typeDeleted, .cleared:
             return true
+        }
+    }
+
+    /// Ids and class names are compared by their bytes, as the database stores them: two
+    /// spellings of one text (NFC and NFD) are two records, so they are two changes too.
+    public static func == (lhs: Change, rhs: Change) -> Bool {
+        switch (lhs, rhs) {
+        case let (.written(leftID, leftClass), .written(rightID, rightClass)),
+            let (.deleted(leftID, leftClass), .deleted(rightID, rightClass)):
+            return leftID.utf8.elementsEqual(rightID.utf8) && leftClass.utf8.elementsEqual(rightClass.utf8)
+        case let (.typeDeleted(left), .typeDeleted(right)):
+            return left.utf8.elementsEqual(right.utf8)
+        case (.cleared, .cleared):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Hashes the bytes of the id and class name (see `==`).
+    public func hash(into hasher: inout Hasher) {
+        func combine(_ text: String) {
+            var text = text
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            hasher.combine(text.utf8.count)
+        }
+        switch self {
+        case let .written(id, className):
+            hasher.combine(0)
+            combine(id)
+            combine(className)
+        case let .deleted(id, className):
+            hasher.combine(1)
+            combine(id)
+            combine(className)
+        case let .typeDeleted(className):
+            hasher.combine(2)
+            combine(className)
+        case .cleared:
+            hasher.combine(3)
         }
     }
 }

@@ -15,6 +15,7 @@ import LocalLMDBTestSupport
 //   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
 //   helper hold-reader DIR           opens DIR with raw LMDB, begins a read transaction, prints
 //                                    "holding" and sleeps until killed
+//   helper raw-put DIR DB KEY VALUE  puts KEY = VALUE into the named database DB with raw LMDB
 //   helper stale-readers DIR         opens DIR with raw LMDB and prints how many stale reader
 //                                    slots mdb_reader_check cleared
 //   helper set-owner DIR NAME MANGLED records with raw LMDB that class NAME is owned by the type
@@ -98,6 +99,26 @@ case "open":
     } catch {
         say("error \(error)")
     }
+    exit(0)
+case "raw-put":
+    // Puts KEY = VALUE into the named database DB (created if missing) with raw LMDB, as another
+    // LMDB program would, without LocalLMDB's writer lock.
+    guard arguments.count > 5 else { fail("raw-put needs DB KEY VALUE") }
+    let env = openRawEnvironment()
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    guard mdb_txn_begin(env, nil, 0, &txn) == 0, mdb_dbi_open(txn, arguments[3], UInt32(MDB_CREATE), &dbi) == 0 else { fail("raw-put: begin failed") }
+    var key = Array(arguments[4].utf8)
+    var value = Array(arguments[5].utf8)
+    let code = key.withUnsafeMutableBytes { keyBytes in
+        value.withUnsafeMutableBytes { valueBytes in
+            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
+            var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
+            return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+        }
+    }
+    guard code == 0, mdb_txn_commit(txn) == 0 else { fail("raw-put: put or commit failed") }
+    say("done")
     exit(0)
 case "stale-readers":
     let env = openRawEnvironment()

@@ -54,7 +54,7 @@ final class DatabaseEngine: Sendable {
         let environment = try Environment(
             directory: directory, syncFlags: configuration.durability.environmentFlags, readOnly: configuration.readOnly,
             initialMapSize: Self.initialMapSize, maximumMapSize: configuration.maximumMapSize,
-            maxReaders: configuration.maxReaders, maxDatabases: 8)
+            maxReaders: configuration.maxReaders, maxDatabases: 8, writerLockTimeout: configuration.busyTimeout)
         let store = try RecordStore(
             environment: environment, readOnly: configuration.readOnly,
             changeLogLimits: ChangeLog.Limits(commits: max(1, configuration.changeLogCommits), bytes: max(0, configuration.changeLogBytes)))

@@ -31,6 +31,11 @@ final class Session: Sendable {
         var claimed: [StoredClass] = []
         /// The open transaction has failed (it refuses everything until rolled back).
         var failed = false
+        /// Commits and rollbacks queued for the writer thread and not finished yet. While any
+        /// is, reads go through the writer thread, behind it: a read must never fall back to a
+        /// snapshot from before the commit of writes it was told were made (read-your-writes
+        /// holds before, during and after the commit).
+        var endingInFlight = 0
         /// Changes whenever a transaction begins or ends, so that a job's report about the
         /// transaction it ran in is not taken for a later one's.
         var generation: UInt64 = 0
@@ -50,7 +55,7 @@ final class Session: Sendable {
     }
 
     private let state = Locked(State())
-    /// `state`'s `closed` (bit 0) and `inTransaction` (bit 1), stored under its lock after every
+    /// `state`'s `closed` (bit 0), `inTransaction` (bit 1) and `endingInFlight > 0` (bit 2), stored under its lock after every
     /// change (`withState`): reads check them with one atomic load, taking no lock and writing
     /// nothing that other threads read.
     private let flags = AtomicLines(lines: 1)
@@ -69,7 +74,10 @@ final class Session: Sendable {
     /// Runs `body` with the state under its lock, then publishes its flags.
     private func withState<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
         try state.withLock { state throws(E) in
-            defer { flags.store((state.closed ? 1 : 0) | (state.inTransaction ? 2 : 0), line: 0) }
+            defer {
+                assert(state.endingInFlight >= 0, "more transaction ends finished than began")
+                flags.store((state.closed ? 1 : 0) | (state.inTransaction ? 2 : 0) | (state.endingInFlight > 0 ? 4 : 0), line: 0)
+            }
             return try body(&state)
         }
     }
@@ -79,12 +87,13 @@ final class Session: Sendable {
         flags.load(line: 0) & 2 != 0
     }
 
-    /// Throws `closed` after `close()`; returns whether a transaction is open.
+    /// Throws `closed` after `close()`; returns whether a transaction is open or ending (reads
+    /// must then go through the writer thread).
     @inline(__always)
     private func checkOpen() throws(LocalDatabaseError) -> Bool {
         let flags = flags.load(line: 0)
         guard flags & 1 == 0 else { throw .closed }
-        return flags & 2 != 0
+        return flags & 6 != 0
     }
 
     /// Throws `closed` after `close()`, `readOnly` for a read-only database. (Jobs that go to the
@@ -258,6 +267,7 @@ final class Session: Sendable {
         let buffered = state.buffer.take()
         state.inTransaction = false
         state.transactionChanged()
+        state.endingInFlight += 1
         return { [self] coordinator, done in
             let result = Result { () throws(LocalDatabaseError) in
                 if commit {
@@ -268,6 +278,7 @@ final class Session: Sendable {
                 }
             }
             updateTransactionState(coordinator)
+            withState { $0.endingInFlight -= 1 }
             done(result)
         }
     }

@@ -34,9 +34,18 @@ final class TransactionCoordinator: @unchecked Sendable {
         var changes = ChangeRecord()
         /// Why the transaction failed, when it has.
         var failure: LocalDatabaseError?
+        /// LMDB's id for the transaction's commit. Every LMDB transaction it is rebuilt in must
+        /// have the same: another id means another writer committed in between, and replaying
+        /// the journal over that commit could undo it.
+        let transactionID: Int
+        /// The cross-process writer lock, held from begin to end, across rebuilds: no other
+        /// LocalLMDB process commits while the transaction is open (see `WriterLock`).
+        let writerLock: WriterLockHold
 
-        init(owner: Owner, write: consuming WriteTransaction) {
+        init(owner: Owner, write: consuming WriteTransaction, writerLock: WriterLockHold) {
             self.owner = owner
+            self.transactionID = write.transaction.id
+            self.writerLock = writerLock
             self.write = .some(write)
         }
 
@@ -132,7 +141,8 @@ final class TransactionCoordinator: @unchecked Sendable {
         }
         flush()
         do throws(LocalDatabaseError) {
-            user = UserTransaction(owner: owner, write: try environment.beginWrite())
+            let writerLock = try environment.holdWriterLock()
+            user = UserTransaction(owner: owner, write: try environment.beginWrite(), writerLock: writerLock)
             completion(.success(()))
         } catch {
             completion(.failure(error))
@@ -161,7 +171,7 @@ final class TransactionCoordinator: @unchecked Sendable {
                     grown = (try? environment.growMap()) != nil
                 }
                 do throws(LocalDatabaseError) {
-                    open.write = try rebuild(open.journal, changes: &open.changes)
+                    open.write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
                 } catch {
                     // The transaction cannot go on: it stays, failed, until its owner rolls it back.
                     open.failure = error
@@ -213,7 +223,7 @@ final class TransactionCoordinator: @unchecked Sendable {
                 write.abort()
                 guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
                 try environment.growMap()
-                write = try rebuild(open.journal, changes: &open.changes)
+                write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
                 attempts += 1
                 continue
             }
@@ -223,7 +233,7 @@ final class TransactionCoordinator: @unchecked Sendable {
                 return
             } catch where error.isMapFull && attempts < Self.maxAttempts {
                 try environment.growMap()
-                write = try rebuild(open.journal, changes: &open.changes)
+                write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
                 attempts += 1
             }
         }
@@ -264,17 +274,37 @@ final class TransactionCoordinator: @unchecked Sendable {
     /// failed transaction does, which real faults (another process changing the database
     /// between the abort and the replay) cause too rarely to test.
     var failNextRebuild: LocalDatabaseError?
+    /// Runs once, before the next rebuild of a user transaction begins its new LMDB transaction:
+    /// for tests in which another process commits in that gap.
+    var beforeRebuild: (() -> Void)?
 
     /// Begins a new write transaction and replays `journal` into it; `changes` becomes what the
     /// journal changed.
-    private func rebuild(_ journal: [WriteOperation], changes: inout ChangeRecord) throws(LocalDatabaseError) -> WriteTransaction {
+    /// - Throws: `transactionFailed` when the new transaction's id is not `transactionID`:
+    ///   another writer committed since the journal was first applied, and the journal, which
+    ///   read the state before that commit (a count deleted, a record replaced), must not be
+    ///   replayed over it. The caller's transaction then fails; nothing of it is written.
+    private func rebuild(
+        _ journal: [WriteOperation], expecting transactionID: Int, changes: inout ChangeRecord
+    ) throws(LocalDatabaseError) -> WriteTransaction {
         if let fault = failNextRebuild {
             failNextRebuild = nil
             throw fault
         }
+        if let hook = beforeRebuild {
+            beforeRebuild = nil
+            hook()
+        }
         var attempts = 0
         while true {
             let write = try environment.beginWrite()
+            guard write.transaction.id == transactionID else {
+                let found = write.transaction.id
+                write.abort()
+                throw .transactionFailed(
+                    reason: "another writer committed while the transaction was rebuilt to grow the map "
+                        + "(transaction \(found - 1) committed after \(transactionID - 1)); replaying it could undo that commit")
+            }
             do throws(LocalDatabaseError) {
                 var replayed = ChangeRecord()
                 for operation in journal { _ = try store.apply(operation, in: write.transaction, changes: &replayed) }

@@ -35,11 +35,15 @@ final class Environment: @unchecked Sendable {
     private let lastReaderCheck = Locked(ContinuousClock.now)
     /// The map never grows beyond this.
     private let maximumMapSize: Int
+    /// LocalLMDB's cross-process writer lock, taken before LMDB's (nil when read-only).
+    private let writerLock: WriterLock?
+    /// How long a write transaction waits for another process's writer lock.
+    private let writerLockTimeout: Duration
 
     /// Opens (creating if needed, unless `readOnly`) the environment in `directory`.
     init(
         directory: DirectoryHandle, syncFlags: Int32, readOnly: Bool, initialMapSize: Int, maximumMapSize: Int,
-        maxReaders: Int, maxDatabases: Int
+        maxReaders: Int, maxDatabases: Int, writerLockTimeout: Duration = .seconds(30)
     ) throws(LocalDatabaseError) {
         let path = directory.path
         try OpenDirectories.shared.claim(directory.identity, path: path)
@@ -60,6 +64,7 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(mdb_env_set_mapsize(env, min(initialMapSize, maximumMapSize)), "set map size")
             let flags = UInt32(MDB_NOTLS | syncFlags | (readOnly ? MDB_RDONLY : 0))
             try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
+            writerLock = readOnly ? nil : try WriterLock(directory: path)
         } catch {
             mdb_env_close(env)
             OpenDirectories.shared.release(directory.identity)
@@ -73,6 +78,7 @@ final class Environment: @unchecked Sendable {
         self.path = path
         self.directory = directory
         self.maximumMapSize = maximumMapSize
+        self.writerLockTimeout = writerLockTimeout
         self.maxKeySize = Int(mdb_env_get_maxkeysize(env))
     }
 
@@ -204,10 +210,13 @@ final class Environment: @unchecked Sendable {
         if usage.used > usage.mapSize / 4 * 3 {
             try growMap()
         }
+        guard let writerLock else { throw LMDBStatus.error(EACCES, "begin write transaction in a read-only environment") }
         while true {
+            try writerLock.acquire(timeout: writerLockTimeout)
             let ticket = gate.enter()
             guard !gate.isClosed else {
                 gate.leave(ticket)
+                writerLock.release()
                 throw .closed
             }
             var txn: OpaquePointer?
@@ -216,15 +225,31 @@ final class Environment: @unchecked Sendable {
                 return WriteTransaction(Transaction(handle: txn, isWrite: true), ticket: ticket, in: self)
             }
             gate.leave(ticket)
+            writerLock.release()
             guard code == MDB_MAP_RESIZED else { throw LMDBStatus.error(code, "begin write transaction") }
             try adoptMapSize()
         }
     }
 
+    /// A hold of the cross-process writer lock (see `WriterLock`), for a user transaction to
+    /// keep across the ends and beginnings of its LMDB transactions: while it is held, no other
+    /// LocalLMDB process begins a write transaction.
+    /// - Throws: `busy` when another process holds the lock for longer than the timeout.
+    func holdWriterLock() throws(LocalDatabaseError) -> WriterLockHold {
+        guard let writerLock else { throw LMDBStatus.error(EACCES, "begin write transaction in a read-only environment") }
+        return try WriterLockHold(writerLock, timeout: writerLockTimeout)
+    }
+
+    /// The holds of the writer lock this process has: for tests.
+    var writerLockHolds: Int { writerLock?.holdCount ?? 0 }
+
     /// Commits a write transaction; it is over either way, and it leaves the gate. Only
     /// `WriteTransaction` calls this, once per transaction, on the thread that began it.
     func commitWrite(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) throws(LocalDatabaseError) {
-        defer { gate.leave(ticket) }
+        defer {
+            gate.leave(ticket)
+            writerLock?.release()
+        }
         try LMDBStatus.check(mdb_txn_commit(transaction.handle), "commit")
     }
 
@@ -233,6 +258,7 @@ final class Environment: @unchecked Sendable {
     func abortWrite(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
         mdb_txn_abort(transaction.handle)
         gate.leave(ticket)
+        writerLock?.release()
     }
 
     // MARK: The memory map

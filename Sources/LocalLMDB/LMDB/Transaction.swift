@@ -25,6 +25,10 @@ struct Transaction {
         self.ownerThread = pthread_self()
     }
 
+    /// LMDB's id of the transaction: for a read transaction, the last commit it sees; for a
+    /// write transaction, the id its commit will have (one more than the last commit).
+    var id: Int { mdb_txn_id(handle) }
+
     /// Throws unless the calling thread may use this transaction for writing.
     func checkWriterThread(_ operation: @autoclosure () -> String) throws(LocalDatabaseError) {
         if isWrite && pthread_equal(ownerThread, pthread_self()) == 0 {

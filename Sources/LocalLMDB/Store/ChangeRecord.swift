@@ -24,6 +24,27 @@ struct ChangeRecord: Sendable {
         if !records.isEmpty { entries.append(.written(records)) }
     }
 
+    /// Appends the writes of `records`, of which those at `left`'s indexes moved their id out of
+    /// the class named there. Replayed in order, the log must give each class its true ids, so a
+    /// class left is logged just before the write that left it, in the batch's order (a batch
+    /// writing `x` as `A` then as `B` logs `written(x, A)`, `deleted(x, A)`, `written(x, B)`),
+    /// never ahead of the whole batch. Records of one id are applied in the batch's order
+    /// (`RecordStore.keyOrder` keeps it), so that order is the order they were applied in.
+    /// Without class changes (the common case) the batch stays one entry.
+    mutating func append(written records: RecordBatch, leaving left: [(index: Int, className: String)]) {
+        guard !left.isEmpty else { return append(written: records) }
+        let leftAt = Dictionary(left.map { ($0.index, $0.className) }) { first, _ in first }
+        assert(leftAt.count == left.count, "a record left a class twice")
+        entries.reserveCapacity(entries.count + records.count + left.count)
+        for index in records.indices {
+            records.withRecord(at: index) { record in
+                let id = String(decoding: record.id, as: UTF8.self)
+                if let className = leftAt[index] { entries.append(.change(.deleted(id: id, className: className))) }
+                entries.append(.change(.written(id: id, className: records.types[record.type].name)))
+            }
+        }
+    }
+
     mutating func append(_ change: Change) {
         entries.append(.change(change))
     }

@@ -216,15 +216,17 @@ struct RecordStore: Sendable {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
+            // A record that changes class leaves its old class: observers of that class must
+            // hear it, in its place among the batch's writes (see `ChangeRecord.append(written:leaving:)`).
+            var left: [(index: Int, className: String)] = []
             for index in Self.keyOrder(records) {
                 try records.withRecord(at: index) { record throws(LocalDatabaseError) in
-                    // A record that changes class leaves its old class: observers of that class must hear it.
                     if let previous = try put(record, of: records.types[record.type], in: transaction) {
-                        changes.append(.deleted(id: String(decoding: record.id, as: UTF8.self), className: previous))
+                        left.append((index, previous))
                     }
                 }
             }
-            changes.append(written: records)
+            changes.append(written: records, leaving: left)
             return records.count
         case let .delete(key):
             guard let className = try delete(key, in: transaction) else { return 0 }
