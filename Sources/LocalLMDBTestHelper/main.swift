@@ -15,6 +15,9 @@ import LocalLMDBTestSupport
 //   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
 //   helper hold-reader DIR           opens DIR with raw LMDB, begins a read transaction, prints
 //                                    "holding" and sleeps until killed
+//   helper read-note DIR ID          reads Note ID and prints its text, or "missing"
+//   helper unpublish DIR ID          writes Note ID, then leaves its commit unpublished and dies
+//                                    holding LMDB's writer lock, as a writer killed mid-commit
 //   helper raw-put DIR DB KEY VALUE  puts KEY = VALUE into the named database DB with raw LMDB
 //   helper stale-readers DIR         opens DIR with raw LMDB and prints how many stale reader
 //                                    slots mdb_reader_check cleared
@@ -206,6 +209,34 @@ do {
         say("done")
     case "count":
         say(String(try await database.count(Entry.self)))
+    case "read-note":
+        guard arguments.count > 3 else { fail("read-note needs ID") }
+        let note: Note? = try await database.read(id: arguments[3])
+        say(note?.text ?? "missing")
+    case "unpublish":
+        // Leaves the state of a writer killed after its commit's meta page reached the file but
+        // before LMDB published the transaction id in the lock file: commits Note ID, then, holding
+        // LMDB's writer lock, puts the lock file's last transaction id back by one, and dies.
+        guard arguments.count > 3 else { fail("unpublish needs ID") }
+        try await database.write(Record(id: arguments[3], data: Note(text: "unpublished")))
+        await database.close()
+        let env = openRawEnvironment()
+        var txn: OpaquePointer?
+        guard mdb_txn_begin(env, nil, 0, &txn) == 0 else { fail("unpublish: begin failed") }
+        var info = MDB_envinfo()
+        mdb_env_info(env, &info)
+        // MDB_txninfo starts with two 32-bit words, the reader mutex, then the last transaction id.
+        let alignment = MemoryLayout<Int>.alignment
+        let offset = (8 + MemoryLayout<pthread_mutex_t>.size + alignment - 1) / alignment * alignment
+        let lockFile = open(directory.appendingPathComponent("lock.mdb").path, O_RDWR)
+        var published = 0
+        guard lockFile >= 0, pread(lockFile, &published, 8, off_t(offset)) == 8, published == info.me_last_txnid else {
+            fail("unpublish: unexpected lock file layout")
+        }
+        var previous = published - 1
+        guard pwrite(lockFile, &previous, 8, off_t(offset)) == 8 else { fail("unpublish: write failed") }
+        say("unpublished \(published)")
+        kill(getpid(), SIGKILL)
     case "write-drawing":
         try await database.write(Record(id: "c", data: Circle(name: "round", radius: 2.5)))
         try await database.write(Record(id: "d", data: Drawing(shape: Circle(name: "inner", radius: 7))))

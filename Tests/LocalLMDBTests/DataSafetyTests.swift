@@ -347,3 +347,43 @@ struct DataSafetyTests {
         }
     }
 }
+
+@Suite("Data safety: a writer killed mid-commit")
+struct UnpublishedCommitTests {
+    /// Issue item 10: a commit whose writer died before publishing it reaches this process's
+    /// observers within the poll's delay, without anyone writing.
+    @Test func aDeadWritersCommitReachesObserversWithoutAnotherWrite() async throws {
+        try await withDatabase { database, directory in
+            try await database.write(Record(id: "before", data: Note(text: "x")))
+            let result = try runHelper(["unpublish", directory.path, "late"])
+            #expect(result.lines.first?.hasPrefix("unpublished") == true)
+            let seen = Collected<String>()
+            let observer = Task {
+                for try await note in database.observe(Note.self, id: "late") { seen.append(note?.text ?? "nil") }
+            }
+            defer { observer.cancel() }
+            let feed = Collected<CommittedChanges>()
+            let start = try database.changeToken()
+            let follower = Task {
+                for try await commit in database.changes(of: Note.self) { feed.append(commit) }
+            }
+            defer { follower.cancel() }
+            #expect(await seen.wait(seconds: 10) { $0.last == "unpublished" })
+            // The change feed has the commit too, and nothing else was written.
+            let changes = try database.changes(since: ChangeToken(logID: start.logID, sequence: start.sequence - 1))
+            #expect(changes.commits.last?.changes == [.written(id: "late", className: "Note")])
+            let late: Note? = try await database.read(id: "late")
+            #expect(late?.text == "unpublished")
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    /// Issue item 10: a process that opens the database after such a crash sees the commit.
+    @Test func aDeadWritersCommitIsVisibleToAProcessThatOpensTheDatabase() async throws {
+        try await withDatabase { database, directory in
+            try await database.write(Record(id: "before", data: Note(text: "x")))
+            #expect(try runHelper(["unpublish", directory.path, "late"]).lines.first?.hasPrefix("unpublished") == true)
+            #expect(try runHelper(["read-note", directory.path, "late"]).lines == ["unpublished"])
+        }
+    }
+}

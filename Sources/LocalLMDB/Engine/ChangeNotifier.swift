@@ -24,9 +24,14 @@ final class ChangeNotifier: Sendable {
     private let state = Locked(State())
     /// The newest sequence number in the log, read in a snapshot (nil when it cannot be read).
     private let latest: @Sendable () -> UInt64?
+    /// Called before each poll: makes visible a commit that a writer that died mid-commit left
+    /// unpublished (see `TransactionCoordinator.publishCommits`), so that observers see it
+    /// within the poll's delay rather than at the next write of some process.
+    private let settle: @Sendable () -> Void
 
-    init(latest: @escaping @Sendable () -> UInt64?) {
+    init(latest: @escaping @Sendable () -> UInt64?, settle: @escaping @Sendable () -> Void = {}) {
         self.latest = latest
+        self.settle = settle
     }
 
     /// The current version: wake-ups after it make `wait(after:)` return.
@@ -111,6 +116,7 @@ final class ChangeNotifier: Sendable {
     }
 
     private func poll() {
+        settle()
         guard let sequence = latest() else { return }
         let grown = state.withLock { state in
             guard sequence != state.lastSequence else { return false }

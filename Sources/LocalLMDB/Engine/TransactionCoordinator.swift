@@ -239,6 +239,19 @@ final class TransactionCoordinator: @unchecked Sendable {
         }
     }
 
+    /// Publishes a commit that reached the data file but that this process's readers are not
+    /// shown, because its writer died before publishing it (see
+    /// `Environment.hasUnpublishedCommit`): taking LMDB's writer lock recovers the dead owner's
+    /// lock, and LMDB then publishes the last commit; should that not do it, a commit of its own
+    /// (with no change to any record) publishes it with its own. Does nothing while a user
+    /// transaction of this process is open: beginning it took the lock, which published it.
+    func publishCommits() {
+        guard thread.isCurrent, user == nil, environment.hasUnpublishedCommit else { return }
+        if let write = try? environment.beginWrite() { write.abort() }
+        guard environment.hasUnpublishedCommit else { return }
+        _ = try? commitNew(reserving: 0) { transaction, _ throws(LocalDatabaseError) in try store.markPublished(in: transaction) }
+    }
+
     /// Called on this thread after each commit that added to the change log.
     var didCommit: (@Sendable (UInt64) -> Void)?
 

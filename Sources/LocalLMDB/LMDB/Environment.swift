@@ -270,6 +270,15 @@ final class Environment: @unchecked Sendable {
         return info.me_last_txnid
     }
 
+    /// Whether the data file holds a commit that this process's readers are not shown: its
+    /// writer wrote the commit's meta page but died before publishing the transaction id in the
+    /// lock file, which readers take it from. (For a moment it is also true of a live writer
+    /// between the two steps.) The next write transaction of any process publishes it.
+    var hasUnpublishedCommit: Bool {
+        guard let published = try? withReadTransaction({ transaction in transaction.id }) else { return false }
+        return lastTransactionID > published
+    }
+
     /// The map's size and the bytes the data file uses of it.
     var usage: (mapSize: Int, used: Int) {
         var info = MDB_envinfo()

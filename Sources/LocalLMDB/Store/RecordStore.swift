@@ -246,6 +246,13 @@ struct RecordStore: Sendable {
         }
     }
 
+    /// Writes the id of the transaction to `meta` (`"published"`): a change that touches no
+    /// record, for a commit whose only purpose is to publish the one before it.
+    func markPublished(in transaction: Transaction) throws(LocalDatabaseError) -> Bool {
+        try Self.write(ChangeLog.uint64(UInt64(transaction.id)), at: Array("published".utf8), meta, in: transaction)
+        return true
+    }
+
     /// Records `changes` as the commit's entry in the change log (see `ChangeLog.append`).
     func logChanges(_ changes: ChangeRecord, in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
         try changeLog?.append(changes, in: transaction)
