@@ -97,8 +97,9 @@ case "set-owner":
     exit(0)
 case "open":
     do {
-        _ = try LocalDatabase(directory: directory)
-        say("opened")
+        let database = try LocalDatabase(directory: directory)
+        let count = try await database.count()
+        say("opened \(count)")
     } catch {
         say("error \(error)")
     }

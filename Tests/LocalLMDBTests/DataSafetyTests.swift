@@ -387,3 +387,31 @@ struct UnpublishedCommitTests {
         }
     }
 }
+
+@Suite("Data safety: damaged files")
+struct DamagedFileTests {
+    /// Issue item 9: a truncated data file is a typed error at open, never a crash (SIGBUS), and
+    /// the file is left as it was. Opened in a child process, so a crash is seen as one.
+    @Test func aTruncatedDataFileIsATypedErrorAtOpen() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            #expect(try runHelper(["write-big", url.path, "big", "40", "64"]).lines == ["done"])
+            let data = url.appendingPathComponent("data.mdb")
+            let original = try Data(contentsOf: data)
+            let pageSize = 4096
+            #expect(original.count > 64 * pageSize)
+            for length in [100, pageSize, 2 * pageSize, 3 * pageSize, original.count / 2, original.count - pageSize] {
+                try original.prefix(length).write(to: data)
+                let (process, output) = try launchHelper(["open", url.path])
+                let lines = completeLines(of: output)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .exit, "truncated to \(length): killed by signal \(process.terminationStatus)")
+                #expect(lines.count == 1 && lines[0].hasPrefix("error "), "truncated to \(length): \(lines)")
+                #expect(try Data(contentsOf: data).count == length, "the damaged file was changed")
+            }
+            // Made whole again, it opens with everything in it.
+            try original.write(to: data)
+            #expect(try runHelper(["open", url.path]).lines == ["opened 40"])
+        }
+    }
+}

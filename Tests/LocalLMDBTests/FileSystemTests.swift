@@ -34,7 +34,7 @@ struct FileSystemTests {
 
             // With room again, the new database opens.
             try FileManager.default.removeItem(at: fillerURL)
-            #expect(try runHelper(["open", fresh.path]).lines == ["opened"])
+            #expect(try runHelper(["open", fresh.path]).lines == ["opened 0"])
         }
     }
 
