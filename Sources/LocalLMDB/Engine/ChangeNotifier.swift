@@ -55,7 +55,10 @@ final class ChangeNotifier: Sendable {
             defer { state.waiters.removeAll() }
             return state.waiters
         }
-        for waiter in waiters { waiter.continuation.resume() }
+        for waiter in waiters {
+            PoolDemand.resuming()
+            waiter.continuation.resume()
+        }
     }
 
     /// Waits until the version is past `version`; false when the task was cancelled.
@@ -71,13 +74,20 @@ final class ChangeNotifier: Sendable {
                     state.waiters.append((id, continuation))
                     return false
                 }
-                if resumeNow { continuation.resume() }
+                if resumeNow {
+                    PoolDemand.resuming()
+                    continuation.resume()
+                }
             }
+            PoolDemand.running()
         } onCancel: {
             let waiter = state.withLock { state in
                 state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
             }
-            waiter?.continuation.resume()
+            if let waiter {
+                PoolDemand.resuming()
+                waiter.continuation.resume()
+            }
         }
         return !Task.isCancelled
     }

@@ -74,9 +74,19 @@ final class DatabaseEngine: Sendable {
             thread = WriterThread(name: "LocalLMDB writer")
         }
         coordinator = TransactionCoordinator(thread: thread, store: store)
+        let publishing = Locked(false)
         let notifier = ChangeNotifier { [store] in
             guard let log = store.changeLog else { return nil }
             return try? store.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try log.bounds(in: transaction).last }
+        } settle: { [store, thread, weak coordinator, readOnly = configuration.readOnly] in
+            // A read-only process cannot take the writer lock: it sees such a commit once a
+            // writing process opens the database or writes.
+            guard !readOnly, store.environment.hasUnpublishedCommit else { return }
+            guard publishing.withLock({ busy in defer { busy = true }; return !busy }) else { return }
+            thread.submit { [weak coordinator] in
+                coordinator?.publishCommits()
+                publishing.withLock { $0 = false }
+            }
         }
         self.notifier = notifier
         coordinator.didCommit = { sequence in notifier.committed(sequence) }

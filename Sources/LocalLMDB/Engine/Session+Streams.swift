@@ -142,20 +142,28 @@ final class WriteOutcome: @unchecked Sendable {
             defer { waiter = nil }
             return waiter
         }
-        waiting?.resume(returning: outcome)
+        if let waiting {
+            PoolDemand.resuming()
+            waiting.resume(returning: outcome)
+        }
         done.signal()
     }
 
     /// The outcome, once known. Awaited by one task at a time.
     var value: Outcome {
         get async {
-            await withCheckedContinuation { continuation in
+            let outcome = await withCheckedContinuation { continuation in
                 let known = lock.withLock {
                     if result == nil { waiter = continuation }
                     return result
                 }
-                if let known { continuation.resume(returning: known) }
+                if let known {
+                    PoolDemand.resuming()
+                    continuation.resume(returning: known)
+                }
             }
+            PoolDemand.running()
+            return outcome
         }
     }
 

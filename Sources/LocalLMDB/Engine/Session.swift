@@ -443,12 +443,19 @@ final class Session: Sendable {
             do throws(LocalDatabaseError) {
                 try withState { state throws(LocalDatabaseError) in
                     let job = try prepare(&state)
-                    thread.submit { job(coordinator) { continuation.resume(returning: $0) } }
+                    thread.submit {
+                        job(coordinator) { result in
+                            PoolDemand.resuming()
+                            continuation.resume(returning: result)
+                        }
+                    }
                 }
             } catch {
+                PoolDemand.resuming()
                 continuation.resume(returning: .failure(error))
             }
         }
+        PoolDemand.running()
         return try result.get()
     }
 

@@ -169,6 +169,7 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func read<T: Persistable>(id: String) async throws -> T? {
         let target = session.engine.readTarget
         let key = try RecordEncoding.recordKey(id, maxKeySize: target.maxKeySize)
+        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
         if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: session.engine)) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try ReadByID<T>.snapshot(id, key: key, in: target, transaction) }
     }
@@ -180,6 +181,7 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>() async throws -> [T] {
         let read = ReadAll<T>(in: session.engine)
+        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
@@ -188,6 +190,7 @@ public actor LocalDatabase {
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
         let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
+        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
@@ -195,6 +198,7 @@ public actor LocalDatabase {
     /// The number of records: O(1).
     public nonisolated(nonsending) func count() async throws -> Int {
         let read = StoreRead<Int>.countAll(in: session.engine)
+        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
@@ -202,6 +206,7 @@ public actor LocalDatabase {
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         let read = StoreRead<Int>.count(of: allOf, in: session.engine)
+        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
@@ -212,6 +217,7 @@ public actor LocalDatabase {
     /// database's transaction when one is open) and changes nothing. It walks every record.
     public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
         let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
+        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
         if try session.readsInTransaction() { return try await session.readInTransaction(read) }
         return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
     }
