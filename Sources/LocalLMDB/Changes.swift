@@ -80,15 +80,41 @@ public enum Change: Sendable, Hashable {
 /// Keep the token of the last change you handled (it is `Codable`: store it anywhere) and ask
 /// `changes(since:)` for what came after, even after a restart. A token names the log it
 /// belongs to, so a token of another database, or of a database deleted and made anew, is
-/// refused rather than misread.
+/// refused rather than misread; and it names its commit, so a token taken before a database
+/// was restored from a backup (or its files replaced by an older copy) is refused once new
+/// commits reuse its sequence number, rather than silently skipping them.
 public struct ChangeToken: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Identifies the database's change log: made when the database was created.
     public let logID: String
     /// The number of commits recorded up to this point.
     public let sequence: UInt64
+    /// Identifies the commit at `sequence`: a random number drawn by the commit. 0 when
+    /// unknown: at the start of the log, for a commit logged by a version of LocalLMDB before
+    /// 0.9, and for a token stored by one (it decodes without it, and is checked by sequence only).
+    public let commit: UInt64
 
-    /// `logID:sequence`.
-    public var description: String { "\(logID):\(sequence)" }
+    init(logID: String, sequence: UInt64, commit: UInt64 = 0) {
+        self.logID = logID
+        self.sequence = sequence
+        self.commit = commit
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case logID, sequence, commit
+    }
+
+    /// Decodes a token, also one stored without `commit`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        logID = try container.decode(String.self, forKey: .logID)
+        sequence = try container.decode(UInt64.self, forKey: .sequence)
+        commit = try container.decodeIfPresent(UInt64.self, forKey: .commit) ?? 0
+    }
+
+    /// `logID:sequence`, then `:commit` in hexadecimal when the commit is known.
+    public var description: String {
+        commit == 0 ? "\(logID):\(sequence)" : "\(logID):\(sequence):\(String(commit, radix: 16))"
+    }
 }
 
 /// What one commit changed, with the token of the state after it.

@@ -454,3 +454,76 @@ struct LoopingReaderTests {
         }
     }
 }
+
+@Suite("Data safety: change tokens across restored copies")
+struct RestoredTokenTests {
+    func copyFiles(from source: URL, to destination: URL) throws {
+        try? FileManager.default.removeItem(at: destination)
+        try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
+        for name in ["data.mdb", "lock.mdb"] {
+            try FileManager.default.copyItem(at: source.appendingPathComponent(name), to: destination.appendingPathComponent(name))
+        }
+    }
+
+    /// A token taken after a backup names a commit the restored database never made: once new
+    /// commits reuse its sequence number, asking for the changes after it is refused, where it
+    /// silently skipped the new commits.
+    @Test func aTokenFromBeforeARestoreIsRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            let backup = directory.appendingPathComponent("backup")
+            var database = try LocalDatabase(directory: url)
+            try await database.write(Record(id: "a", data: Note(text: "a")))
+            await database.close()
+            try copyFiles(from: url, to: backup)
+            database = try LocalDatabase(directory: url)
+            try await database.write(Record(id: "b", data: Note(text: "b")))
+            try await database.write(Record(id: "c", data: Note(text: "c")))
+            let token = try database.changeToken()
+            #expect(token.commit != 0)
+            // Round trip through Codable, as an app stores it.
+            let stored = try JSONDecoder().decode(ChangeToken.self, from: JSONEncoder().encode(token))
+            #expect(stored == token)
+            await database.close()
+            // The backup comes back, and the app writes on: sequences 2 and 3 again, other commits.
+            try copyFiles(from: backup, to: url)
+            database = try LocalDatabase(directory: url)
+            try await database.write(Record(id: "d", data: Note(text: "d")))
+            try await database.write(Record(id: "e", data: Note(text: "e")))
+            try await database.write(Record(id: "f", data: Note(text: "f")))
+            #expect(try database.changeToken().sequence > token.sequence)
+            await expectError({ if case .changesUnavailable = $0 { true } else { false } }) {
+                _ = try database.changes(since: stored)
+            }
+            // A token of the restored database itself works.
+            let current = try database.changeToken()
+            try await database.write(Record(id: "g", data: Note(text: "g")))
+            #expect(try database.changes(since: current).commits.map(\.changes) == [[.written(id: "g", className: "Note")]])
+            await database.close()
+        }
+    }
+
+    /// The check holds when the token's own entry was trimmed from the log (the next entry names
+    /// the commit before it), and a token stored by an earlier version (no commit) still works.
+    @Test func trimmedEntriesAndOldTokens() async throws {
+        try await withTemporaryDirectory { directory in
+            var configuration = DatabaseConfiguration()
+            configuration.changeLogCommits = 2
+            let database = try LocalDatabase(directory: directory.appendingPathComponent("db"), configuration: configuration)
+            try await database.write(Record(id: "a", data: Note(text: "a")))
+            let token = try database.changeToken()
+            try await database.write(Record(id: "b", data: Note(text: "b")))
+            try await database.write(Record(id: "c", data: Note(text: "c")))
+            // The log keeps commits 2 and 3; the token is at 1, whose entry is gone.
+            let feed = try database.changes(since: token)
+            #expect(feed.commits.count == 2)
+            let forged = ChangeToken(logID: token.logID, sequence: token.sequence, commit: token.commit &+ 1)
+            await expectError({ if case .changesUnavailable = $0 { true } else { false } }) {
+                _ = try database.changes(since: forged)
+            }
+            let old = try JSONDecoder().decode(ChangeToken.self, from: Data(#"{"logID":"\#(token.logID)","sequence":\#(token.sequence)}"#.utf8))
+            #expect(old.commit == 0)
+            #expect(try database.changes(since: old).commits.count == 2)
+        }
+    }
+}

@@ -34,7 +34,10 @@ struct ChangeLog: Sendable {
         guard !entry.isEmpty else { return nil }
         let (first, last) = try bounds(in: transaction)
         let sequence = last + 1
-        let value = Self.encode(entry)
+        let previous = try commitTag(of: last, in: transaction) ?? 0
+        var tag: UInt64 = 0
+        while tag == 0 || tag == previous { tag = UInt64.random(in: .min ... .max) }
+        let value = Self.encode(entry, tag: tag, previous: previous)
         try Self.key(sequence).withBytes { key throws(LocalDatabaseError) in
             try value.withBytes { bytes throws(LocalDatabaseError) in _ = try transaction.put(changes, key, bytes) }
         }
@@ -67,7 +70,22 @@ struct ChangeLog: Sendable {
 
     /// The token of the state `transaction` sees.
     func token(in transaction: Transaction) throws(LocalDatabaseError) -> ChangeToken {
-        ChangeToken(logID: logID, sequence: try bounds(in: transaction).last)
+        let last = try bounds(in: transaction).last
+        return ChangeToken(logID: logID, sequence: last, commit: try commitTag(of: last, in: transaction) ?? 0)
+    }
+
+    /// The tag that commit `sequence` drew (see `ChangeToken.commit`), from its own entry or,
+    /// when that was trimmed, from the next one's; nil when unknown (no such entry, or logged
+    /// by an earlier version).
+    private func commitTag(of sequence: UInt64, in transaction: Transaction) throws(LocalDatabaseError) -> UInt64? {
+        guard sequence > 0 else { return nil }
+        if let own = try Self.key(sequence).withBytes({ key throws(LocalDatabaseError) in try transaction.get(changes, key) }) {
+            return Self.tags(own)?.tag
+        }
+        if let next = try Self.key(sequence + 1).withBytes({ key throws(LocalDatabaseError) in try transaction.get(changes, key) }) {
+            return Self.tags(next)?.previous
+        }
+        return nil
     }
 
     /// The commits after `token`, at most `limit` of them.
@@ -80,6 +98,12 @@ struct ChangeLog: Sendable {
         let (first, last) = try bounds(in: transaction)
         guard token.sequence <= last else {
             throw .changesUnavailable(token: token.description, reason: "the token is ahead of this database's log (at \(last))")
+        }
+        if token.commit != 0, let tag = try commitTag(of: token.sequence, in: transaction), tag != token.commit {
+            throw .changesUnavailable(
+                token: token.description,
+                reason: "commit \(token.sequence) of this database is not the token's: the database was restored from an older copy "
+                    + "or replaced since the token was taken, and the commits after it are not the ones that followed it")
         }
         guard token.sequence < last else { return ChangeFeed(commits: [], token: token) }
         guard let first, token.sequence + 1 >= first else {
@@ -94,7 +118,8 @@ struct ChangeLog: Sendable {
                 guard let decoded = Self.decode(current.value) else {
                     throw .corruptRecord(id: "change log entry \(sequence)", reason: "it cannot be decoded")
                 }
-                commits.append(CommittedChanges(token: ChangeToken(logID: logID, sequence: sequence), changes: decoded))
+                let commit = Self.tags(current.value)?.tag ?? 0
+                commits.append(CommittedChanges(token: ChangeToken(logID: logID, sequence: sequence, commit: commit), changes: decoded))
                 entry = try cursor.get(MDB_NEXT)
             }
         }
@@ -123,14 +148,17 @@ struct ChangeLog: Sendable {
         bytes.withUnsafeBytes { sequence($0) }
     }
 
+    /// Version 2 (since 0.9): the version byte, the commit's tag and the previous commit's (8
+    /// bytes each, big-endian; see `ChangeToken.commit`), then the runs of version 1.
     /// Version 1: a version byte, then runs of changes, in order. A run of records written (1) or
     /// deleted (2) under one class name is the kind byte, the class name, the number of ids and
     /// the ids (a batch of one class is one run: its class name is stored once). A class
     /// deleted (3) is the kind byte and the class name;
     /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
     /// value, then the UTF-8 bytes.
-    static func encode(_ record: ChangeRecord) -> [UInt8] {
+    static func encode(_ record: ChangeRecord, tag: UInt64 = 0, previous: UInt64 = 0) -> [UInt8] {
         var writer = EntryWriter()
+        writer.bytes += uint64(tag) + uint64(previous)
         for entry in record.entries {
             switch entry {
             case let .written(records):
@@ -160,7 +188,7 @@ struct ChangeLog: Sendable {
 
     /// Appends the parts of an entry.
     private struct EntryWriter {
-        var bytes: [UInt8] = [1]
+        var bytes: [UInt8] = [2]
 
         /// Appends `text`, length first.
         mutating func append(_ text: String) {
@@ -173,7 +201,7 @@ struct ChangeLog: Sendable {
         }
 
         mutating func beginRun(kind: UInt8, className: String, count: Int) {
-            if bytes.count == 1 { bytes.reserveCapacity(count * 40 + 64) }
+            if bytes.count == ChangeLog.headerSize { bytes.reserveCapacity(count * 40 + 64) }
             bytes.append(kind)
             append(className)
             Varint.append(count, to: &bytes)
@@ -185,10 +213,23 @@ struct ChangeLog: Sendable {
         encode(ChangeRecord(changes))
     }
 
+    /// The size of a version 2 entry's header: the version byte and two tags.
+    static let headerSize = 17
+
+    /// An entry's commit tag and its previous commit's; nil for an entry of version 1 (or not one).
+    static func tags(_ bytes: UnsafeRawBufferPointer) -> (tag: UInt64, previous: UInt64)? {
+        guard bytes.first == 2, bytes.count >= headerSize else { return nil }
+        return (sequence(UnsafeRawBufferPointer(rebasing: bytes[1..<9])), sequence(UnsafeRawBufferPointer(rebasing: bytes[9..<17])))
+    }
+
     /// The changes in an entry; nil when it is not one this version wrote.
     static func decode(_ bytes: UnsafeRawBufferPointer) -> [Change]? {
-        guard bytes.first == 1 else { return nil }
-        var offset = 1
+        var offset: Int
+        switch bytes.first {
+        case 1: offset = 1
+        case 2 where bytes.count >= headerSize: offset = headerSize
+        default: return nil
+        }
         func number() -> Int? {
             Varint.number(in: bytes, at: &offset)
         }
