@@ -89,8 +89,8 @@ public struct ChangeToken: Sendable, Hashable, Codable, CustomStringConvertible 
     /// The number of commits recorded up to this point.
     public let sequence: UInt64
     /// Identifies the commit at `sequence`: a random number drawn by the commit. 0 when
-    /// unknown: at the start of the log, for a commit logged by a version of LocalLMDB before
-    /// 0.9, and for a token stored by one (it decodes without it, and is checked by sequence only).
+    /// unknown: at the start of the log, for a commit logged by an earlier version of LocalLMDB,
+    /// and for a token stored by one (it decodes without it, and is checked by sequence only).
     public let commit: UInt64
 
     init(logID: String, sequence: UInt64, commit: UInt64 = 0) {

@@ -14,7 +14,10 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     /// What a returned write survives. `.full` (survives power loss) by default.
     public var durability: Durability = .full
     /// How long a write or `startTransaction` waits while another database on the same
-    /// directory has a transaction open, before failing with `LocalDatabaseError.busy`.
+    /// directory has a transaction open, before failing with `LocalDatabaseError.busy`; and how
+    /// long a write transaction waits for another process's (see `writer.lock` in
+    /// <doc:ConcurrencyAndTransactions>), which the first database opened on the directory in a
+    /// process sets for every database of that process on it.
     /// 30 seconds by default: long enough for real transactions, short enough that a task that
     /// waits on a transaction it holds itself (through another database) gets an error.
     public var busyTimeout: Duration = .seconds(30)

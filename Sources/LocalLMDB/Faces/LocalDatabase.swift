@@ -43,7 +43,7 @@ public actor LocalDatabase {
     /// folder (a symbolic link, a bind mount, another spelling on a case-insensitive volume)
     /// share one environment.
     /// - Parameters:
-    ///   - directory: The folder for the database's two files, `data.mdb` and `lock.mdb`.
+    ///   - directory: The folder for the database's files: LMDB's `data.mdb` and `lock.mdb`, and `writer.lock` (LocalLMDB's writer lock).
     ///   - configuration: Durability, busy timeout, limits and read-only mode.
     /// - Throws: `LocalDatabaseError.invalidDirectory`, `.incompatibleOptions` (another database
     ///   in this process has the directory open with another configuration), `.unsupportedFormat`
@@ -54,7 +54,7 @@ public actor LocalDatabase {
 
     /// Opens (creating if needed) the database in `directory`.
     /// - Parameters:
-    ///   - directory: The folder for the database's two files, `data.mdb` and `lock.mdb`.
+    ///   - directory: The folder for the database's files: LMDB's `data.mdb` and `lock.mdb`, and `writer.lock` (LocalLMDB's writer lock).
     ///   - durability: What a returned write survives; `.full` (survives power loss) by default.
     ///   - busyTimeout: How long writes and `startTransaction` wait while another database on
     ///     the same directory has a transaction open, before throwing

@@ -148,7 +148,7 @@ struct ChangeLog: Sendable {
         bytes.withUnsafeBytes { sequence($0) }
     }
 
-    /// Version 2 (since 0.9): the version byte, the commit's tag and the previous commit's (8
+    /// Version 2: the version byte, the commit's tag and the previous commit's (8
     /// bytes each, big-endian; see `ChangeToken.commit`), then the runs of version 1.
     /// Version 1: a version byte, then runs of changes, in order. A run of records written (1) or
     /// deleted (2) under one class name is the kind byte, the class name, the number of ids and
