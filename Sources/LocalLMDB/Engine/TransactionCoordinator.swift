@@ -211,30 +211,44 @@ final class TransactionCoordinator: @unchecked Sendable {
     func commit(owner: Owner) throws(LocalDatabaseError) {
         try checkThread("commitTransaction")
         guard let open = user, open.owner == owner else { throw .noActiveTransaction }
-        guard var write = open.write.take() else { throw .transactionFailed(reason: open.failure?.description ?? "") }
+        guard let current = open.write.take() else { throw .transactionFailed(reason: open.failure?.description ?? "") }
         user = nil
         defer { transactionEnded() }
-        var attempts = 0
-        while true {
+        // The open LMDB transaction first; after a full map, the transaction rebuilt in a larger one.
+        var first: WriteTransaction? = consume current
+        try retryingWhenTheMapFills { () throws(LocalDatabaseError) in
+            let write: WriteTransaction
+            if let open = first.take() {
+                write = open
+            } else {
+                write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
+            }
             let logged: UInt64?
             do throws(LocalDatabaseError) {
                 logged = try store.logChanges(open.changes, in: write.transaction)
             } catch {
                 write.abort()
-                guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
-                try environment.growMap()
-                write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
-                attempts += 1
-                continue
+                throw error
             }
+            try write.commit()
+            if let logged { didCommit?(logged) }
+        }
+    }
+
+    /// Runs `attempt`, and again after growing the map each time it fails because the map is
+    /// full, at most `maxAttempts` times: the one place where a failed write grows the map and
+    /// tries again. `attempt` must leave nothing behind when it throws (its LMDB transaction
+    /// ended), so that the map can grow.
+    private func retryingWhenTheMapFills<R: ~Copyable>(
+        _ attempt: () throws(LocalDatabaseError) -> R
+    ) throws(LocalDatabaseError) -> R {
+        var grown = 0
+        while true {
             do throws(LocalDatabaseError) {
-                try write.commit()
-                if let logged { didCommit?(logged) }
-                return
-            } catch where error.isMapFull && attempts < Self.maxAttempts {
+                return try attempt()
+            } catch where error.isMapFull && grown < Self.maxAttempts {
                 try environment.growMap()
-                write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
-                attempts += 1
+                grown += 1
             }
         }
     }
@@ -308,8 +322,7 @@ final class TransactionCoordinator: @unchecked Sendable {
             beforeRebuild = nil
             hook()
         }
-        var attempts = 0
-        while true {
+        return try retryingWhenTheMapFills { () throws(LocalDatabaseError) -> WriteTransaction in
             let write = try environment.beginWrite()
             guard write.transaction.id == transactionID else {
                 let found = write.transaction.id
@@ -323,10 +336,6 @@ final class TransactionCoordinator: @unchecked Sendable {
                 for operation in journal { _ = try store.apply(operation, in: write.transaction, changes: &replayed) }
                 changes = replayed
                 return write
-            } catch where error.isMapFull && attempts < Self.maxAttempts {
-                write.abort()
-                try environment.growMap()
-                attempts += 1
             } catch {
                 write.abort()
                 throw error
@@ -435,8 +444,7 @@ final class TransactionCoordinator: @unchecked Sendable {
         try checkThread("commit")
         // Failing to grow here only means growing later, as the map fills.
         try? environment.reserve(bytes: bytes)
-        var attempts = 0
-        while true {
+        return try retryingWhenTheMapFills { () throws(LocalDatabaseError) -> R? in
             let write = try environment.beginWrite()
             var changes = ChangeRecord()
             let result: R
@@ -450,19 +458,11 @@ final class TransactionCoordinator: @unchecked Sendable {
                 logged = try store.logChanges(changes, in: write.transaction)
             } catch {
                 write.abort()
-                guard error.isMapFull, attempts < Self.maxAttempts else { throw error }
-                try environment.growMap()
-                attempts += 1
-                continue
+                throw error
             }
-            do throws(LocalDatabaseError) {
-                try write.commit()
-                if let logged { didCommit?(logged) }
-                return result
-            } catch where error.isMapFull && attempts < Self.maxAttempts {
-                try environment.growMap()
-                attempts += 1
-            }
+            try write.commit()
+            if let logged { didCommit?(logged) }
+            return result
         }
     }
 }
