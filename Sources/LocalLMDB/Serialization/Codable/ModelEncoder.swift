@@ -150,6 +150,12 @@ final class EncodingState {
 }
 
 /// A container's contents while it is being encoded.
+///
+/// A member is written as `JSONEncoder` writes it: the last write wins, whether a value (`null`
+/// and `Encodable`s included), a nested container or a super encoder; a nested container asked
+/// for a member that holds an object (for a keyed one) or an array (for an unkeyed one)
+/// continues it; and a container or super encoder whose member was written again is cut off,
+/// so what is written into it afterwards is not stored.
 final class EncodingNode {
     enum Shape { case empty, object, array, single }
     var shape = Shape.empty
@@ -158,19 +164,67 @@ final class EncodingNode {
     var single = JSONValue.null
     /// Nodes handed out for later, with the member (`key`) or element (`index`) they fill.
     var deferred: [(key: String?, index: Int, node: EncodingNode)] = []
+    /// The members that nodes handed out will fill: each node's position in `deferred`. A
+    /// member written again since is not here (or names another node), and its node is left out.
+    private var pendingMembers: [String: Int] = [:]
 
     /// The finished value; a value that encoded nothing is an empty object.
     func value() -> JSONValue {
-        for (key, index, node) in deferred {
-            if let key { object.set(key, node.value()) } else if index < elements.count { elements[index] = node.value() }
+        for (position, (key, index, node)) in deferred.enumerated() {
+            if let key {
+                if pendingMembers[key] == position { object.set(key, node.value()) }
+            } else if index < elements.count {
+                elements[index] = node.value()
+            }
         }
         deferred = []
+        pendingMembers = [:]
         switch shape {
         case .empty: return .object(JSONObject())
         case .object: return .object(object)
         case .array: return .array(elements)
         case .single: return single
         }
+    }
+
+    /// Stores `value` as the member `key`, in place of what it held.
+    @inline(__always)
+    func set(_ key: String, _ value: JSONValue) {
+        object.set(key, value)
+        if !pendingMembers.isEmpty { pendingMembers[key] = nil }
+    }
+
+    /// The node that fills the member `key` with a container of `shape` (`.empty` for a super
+    /// encoder's, which always replaces): the node already handed out for it when it has that
+    /// shape, else a new one, which continues the object or array the member holds.
+    func member(_ key: String, as shape: EncodingNode.Shape) -> EncodingNode {
+        if let position = pendingMembers[key] {
+            let pending = deferred[position].node
+            if shape != .empty, pending.shape == shape { return pending }
+        }
+        let child = EncodingNode()
+        child.shape = shape
+        if pendingMembers[key] == nil {
+            switch (shape, object[key]) {
+            case let (.object, .object(held)?): child.object = held
+            case let (.array, .array(held)?): child.elements = held
+            default: break
+            }
+        }
+        object.set(key, .null)  // Holds the member's place until the child is finished.
+        pendingMembers[key] = deferred.count
+        deferred.append((key, 0, child))
+        return child
+    }
+
+    /// A node to fill the next element with a container of `shape`, and its index.
+    func element(as shape: EncodingNode.Shape) -> (node: EncodingNode, index: Int) {
+        let child = EncodingNode()
+        child.shape = shape
+        let index = elements.count
+        elements.append(.null)  // Holds the element's place until the child is finished.
+        deferred.append((nil, index, child))
+        return (child, index)
     }
 }
 
@@ -180,7 +234,7 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     var codingPath: [any CodingKey] { encoder.codingPath }
 
     private func set(_ value: JSONValue, _ key: Key) {
-        node.object.set(FieldKey.stored(key.stringValue), value)
+        node.set(FieldKey.stored(key.stringValue), value)
     }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
@@ -211,12 +265,7 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     private func deferred(_ shape: EncodingNode.Shape, _ key: Key) -> EncodingNode {
-        let child = EncodingNode()
-        child.shape = shape
-        let stored = FieldKey.stored(key.stringValue)
-        node.object.set(stored, .null)  // Holds the member's place until the child is finished.
-        node.deferred.append((stored, 0, child))
-        return child
+        node.member(FieldKey.stored(key.stringValue), as: shape)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -238,11 +287,7 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     private func superEncoder(key: any CodingKey) -> any Encoder {
-        let child = EncodingNode()
-        let stored = FieldKey.stored(key.stringValue)
-        node.object.set(stored, .null)
-        node.deferred.append((stored, 0, child))
-        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
+        ModelEncoder(below: encoder, key: key, node: node.member(FieldKey.stored(key.stringValue), as: .empty), state: encoder.state)
     }
 }
 
@@ -274,11 +319,7 @@ struct ModelUnkeyedEncoding: UnkeyedEncodingContainer {
     }
 
     private func deferred(_ shape: EncodingNode.Shape) -> (node: EncodingNode, key: ModelKey) {
-        let child = EncodingNode()
-        child.shape = shape
-        let index = count
-        append(.null)  // Holds the element's place until the child is finished.
-        node.deferred.append((nil, index, child))
+        let (child, index) = node.element(as: shape)
         return (child, ModelKey(intValue: index))
     }
 
