@@ -70,6 +70,137 @@ final class CbModelLink: Codable, Persistable, CbChain {
     }
 }
 
+/// Containers nested `levels` deep under the record's object by a loop, with no recursion of the
+/// model's own: each a nested container of the kind `way` says (`mixed`: the four in turn, from
+/// keyed and unkeyed containers alike). Its decoding walks them back the same way, counting.
+struct CbNesting: Codable, Persistable {
+    enum Way: String, Codable, CaseIterable {
+        case keyed, unkeyed, superKeyed, superUnkeyed, mixed
+    }
+
+    enum Key: String, CodingKey { case way, n }
+
+    var way: Way
+    var levels: Int
+
+    /// The way the level below `level` is nested.
+    private func step(_ level: Int) -> Way {
+        way == .mixed ? Way.allCases[level % 4] : way
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var keyed = encoder.container(keyedBy: Key.self)
+        try keyed.encode(way, forKey: .way)
+        var unkeyed: (any UnkeyedEncodingContainer)?
+        for level in 0..<levels {
+            switch (step(level), unkeyed) {
+            case (.keyed, nil): keyed = keyed.nestedContainer(keyedBy: Key.self, forKey: .n)
+            case (.keyed, var outer?): (keyed, unkeyed) = (outer.nestedContainer(keyedBy: Key.self), nil)
+            case (.unkeyed, nil): unkeyed = keyed.nestedUnkeyedContainer(forKey: .n)
+            case (.unkeyed, var outer?): unkeyed = outer.nestedUnkeyedContainer()
+            case (.superKeyed, nil): keyed = keyed.superEncoder(forKey: .n).container(keyedBy: Key.self)
+            case (.superKeyed, var outer?): (keyed, unkeyed) = (outer.superEncoder().container(keyedBy: Key.self), nil)
+            case (.superUnkeyed, nil): unkeyed = keyed.superEncoder(forKey: .n).unkeyedContainer()
+            case (.superUnkeyed, var outer?): unkeyed = outer.superEncoder().unkeyedContainer()
+            case (.mixed, _): break
+            }
+        }
+    }
+
+    init(way: Way, levels: Int) {
+        self.way = way
+        self.levels = levels
+    }
+
+    init(from decoder: any Decoder) throws {
+        var keyed = try decoder.container(keyedBy: Key.self)
+        way = try keyed.decode(Way.self, forKey: .way)
+        var unkeyed: (any UnkeyedDecodingContainer)?
+        var levels = 0
+        while unkeyed.map({ !$0.isAtEnd }) ?? keyed.contains(.n) {
+            switch (way == .mixed ? Way.allCases[levels % 4] : way, unkeyed) {
+            case (.keyed, nil): keyed = try keyed.nestedContainer(keyedBy: Key.self, forKey: .n)
+            case (.keyed, var outer?): (keyed, unkeyed) = (try outer.nestedContainer(keyedBy: Key.self), nil)
+            case (.unkeyed, nil): unkeyed = try keyed.nestedUnkeyedContainer(forKey: .n)
+            case (.unkeyed, var outer?): unkeyed = try outer.nestedUnkeyedContainer()
+            case (.superKeyed, nil): keyed = try keyed.superDecoder(forKey: .n).container(keyedBy: Key.self)
+            case (.superKeyed, var outer?): (keyed, unkeyed) = (try outer.superDecoder().container(keyedBy: Key.self), nil)
+            case (.superUnkeyed, nil): unkeyed = try keyed.superDecoder(forKey: .n).unkeyedContainer()
+            case (.superUnkeyed, var outer?): unkeyed = try outer.superDecoder().unkeyedContainer()
+            case (.mixed, _): break
+            }
+            levels += 1
+        }
+        self.levels = levels
+    }
+}
+
+/// Objects nested `remaining` deep as `Encodable` values, each made as it is encoded: the value
+/// holds a count only, so however deep it goes, it is released without recursion.
+struct CbLevels: Codable {
+    enum Key: String, CodingKey { case n }
+    var remaining: Int
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        if remaining > 0 { try container.encode(CbLevels(remaining: remaining - 1), forKey: .n) }
+    }
+
+    init(remaining: Int) {
+        self.remaining = remaining
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        remaining = try container.decodeIfPresent(CbLevels.self, forKey: .n).map { $0.remaining + 1 } ?? 0
+    }
+}
+
+/// `CbLevels` under the record's object: nested `remaining + 2` levels deep.
+struct CbValueNesting: Codable, Persistable {
+    var root: CbLevels
+}
+
+/// A value passed on `remaining` times through single value containers: no container is
+/// nested, but each pass is a level of recursion in the encoder.
+struct CbPassThrough: Encodable {
+    var remaining: Int
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if remaining > 0 { try container.encode(CbPassThrough(remaining: remaining - 1)) } else { try container.encode(0) }
+    }
+}
+
+struct CbPassThroughModel: Encodable, Persistable {
+    var value: CbPassThrough
+
+    static func _restore(from dataObject: DataObject) throws -> CbPassThroughModel {
+        CbPassThroughModel(value: CbPassThrough(remaining: 0))
+    }
+}
+
+/// A chain of hand-written models, as deep as `length`.
+final class CbHandWrittenLink: Storable {
+    let next: CbHandWrittenLink?
+    init(length: Int) {
+        next = length > 1 ? CbHandWrittenLink(length: length - 1) : nil
+    }
+    required init(dataObject: DataObject) {
+        next = dataObject.getObjectOptional("next", type: CbHandWrittenLink.self)
+    }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "next", value: next) }
+    var length: Int {
+        var count = 1
+        var link = self
+        while let next = link.next {
+            count += 1
+            link = next
+        }
+        return count
+    }
+}
+
 struct CbConcurrent: Codable, Persistable, Equatable, Identifiable {
     var id: String
     var task: Int
@@ -196,6 +327,43 @@ struct CodableAdversarialTests {
             await expectError({ $0.unencodable?.id == "deep" }) {
                 try await database.write(Record(id: "deep", data: CbModelLink(length: 513)))
             }
+        }
+    }
+
+    /// However containers are nested (keyed, unkeyed, super encoders, nested `Encodable` values,
+    /// all of them mixed), 512 levels are stored and read back, and one more is refused when
+    /// written; so are tens of thousands, nested by a loop that does not recurse (which crashed:
+    /// the containers were finished by recursion, and only nested values were counted).
+    @Test func everyWayOfNestingIsStoredUpTo512LevelsAndRefusedBeyond() async throws {
+        try await withBothFaces { database, sync in
+            for way in CbNesting.Way.allCases {
+                try await database.write(Record(id: "deepest", data: CbNesting(way: way, levels: 511)))
+                #expect((try await database.read(id: "deepest") as CbNesting?)?.levels == 511, "\(way)")
+                #expect((sync.read(id: "deepest") as CbNesting?)?.levels == 511, "\(way)")
+                for levels in [512, 600, 20_000, 50_000] {
+                    let error = await caughtError { try await database.write(Record(id: "deep", data: CbNesting(way: way, levels: levels))) }
+                    #expect(error?.unencodable?.reason.contains("512") == true, "\(way), \(levels): \(String(describing: error))")
+                    #expect(!sync.write(Record(id: "deep", data: CbNesting(way: way, levels: levels))), "\(way), \(levels)")
+                    #expect(sync.lastError?.unencodable?.id == "deep")
+                }
+            }
+            // Nested values: two levels for the record's object and `root`.
+            try await database.write(Record(id: "values", data: CbValueNesting(root: CbLevels(remaining: 510))))
+            #expect((try await database.read(id: "values") as CbValueNesting?)?.root.remaining == 510)
+            for remaining in [511, 600, 20_000, 50_000] {
+                await expectError({ $0.unencodable?.id == "deep" }) {
+                    try await database.write(Record(id: "deep", data: CbValueNesting(root: CbLevels(remaining: remaining))))
+                }
+            }
+            // Values passed on through single value containers nest nothing, but recurse as deep.
+            try await database.write(Record(id: "passed", data: CbPassThroughModel(value: CbPassThrough(remaining: 100))))
+            for remaining in [600, 50_000] {
+                await expectError({ $0.unencodable?.id == "deep" }) {
+                    try await database.write(Record(id: "deep", data: CbPassThroughModel(value: CbPassThrough(remaining: remaining))))
+                }
+            }
+            #expect(try await database.readIDs(CbNesting.self) == ["deepest"])
+            #expect(try await database.count() == 3)
         }
     }
 

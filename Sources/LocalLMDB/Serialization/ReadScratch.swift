@@ -40,6 +40,9 @@ final class ReadScratch {
 
     /// `Encodable` values being encoded inside one another on this thread (`ModelEncoder.box`).
     @exclusivity(unchecked) var encodingDepth = 0
+    /// The nesting level of the container a nested model being encoded on this thread is stored
+    /// in (0 outside one): the model's object is one level deeper (`ModelEncoder.dataObject`).
+    @exclusivity(unchecked) var encodingLevel = 0
 
     /// The stored classes met by the encodes under way (kept, emptied, between encodes).
     @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
