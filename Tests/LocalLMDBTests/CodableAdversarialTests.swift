@@ -201,6 +201,21 @@ final class CbHandWrittenLink: Storable {
     }
 }
 
+/// Hand-written models nested `remaining` deep, each made as it is stored (as `CbLevels`).
+final class CbHandWrittenLevels: Storable {
+    let remaining: Int
+    init(remaining: Int) {
+        self.remaining = remaining
+    }
+    required init(dataObject: DataObject) {
+        remaining = dataObject.getObjectOptional("next", type: CbHandWrittenLevels.self).map { $0.remaining + 1 } ?? 0
+    }
+    func toDataObject() -> DataObject {
+        let fields = DataObject(self)
+        return remaining > 0 ? fields.add(key: "next", value: CbHandWrittenLevels(remaining: remaining - 1)) : fields
+    }
+}
+
 struct CbConcurrent: Codable, Persistable, Equatable, Identifiable {
     var id: String
     var task: Int
@@ -364,6 +379,104 @@ struct CodableAdversarialTests {
             }
             #expect(try await database.readIDs(CbNesting.self) == ["deepest"])
             #expect(try await database.count() == 3)
+        }
+    }
+
+    /// On a thread with Apple's secondary-thread stack (512 KiB), nesting far beyond the limit
+    /// in every way is refused with a typed error, never a crash: the encoder stops at the limit,
+    /// or sooner when the stack runs low (an unoptimized build takes several kilobytes a level),
+    /// and so do hand-written models nested in one another. What is nested moderately is still
+    /// stored and read back there.
+    @Test func deepNestingIsATypedErrorOnA512KiBStack() async throws {
+        try await withBothFaces { _, sync in
+            let failures = await onThread {
+                var failures: [String] = []
+                func refused<T: Persistable>(_ model: T, _ label: String) {
+                    if sync.write(Record(id: "deep", data: model)) || sync.lastError?.unencodable?.id != "deep" {
+                        failures.append("\(label): \(String(describing: sync.lastError))")
+                    }
+                }
+                for way in CbNesting.Way.allCases {
+                    for levels in [600, 20_000, 50_000] { refused(CbNesting(way: way, levels: levels), "\(way) \(levels)") }
+                    if !sync.write(Record(id: "moderate", data: CbNesting(way: way, levels: 40))) || (sync.read(id: "moderate") as CbNesting?)?.levels != 40 {
+                        failures.append("\(way) 40: \(String(describing: sync.lastError))")
+                    }
+                    // At the limit: stored, or refused for the stack; never a crash.
+                    if !sync.write(Record(id: "limit", data: CbNesting(way: way, levels: 511))), sync.lastError?.unencodable?.id != "limit" {
+                        failures.append("\(way) 511: \(String(describing: sync.lastError))")
+                    }
+                }
+                for remaining in [600, 20_000, 50_000] { refused(CbValueNesting(root: CbLevels(remaining: remaining)), "values \(remaining)") }
+                for remaining in [600, 50_000] { refused(CbPassThroughModel(value: CbPassThrough(remaining: remaining)), "passed \(remaining)") }
+                // Hand-written models nested in one another recurse through `add(key:value:)`.
+                for remaining in [600, 20_000] { refused(CbHandWrittenLevels(remaining: remaining), "hand-written \(remaining)") }
+                if !sync.write(Record(id: "moderate", data: CbHandWrittenLevels(remaining: 40)))
+                    || (sync.read(id: "moderate") as CbHandWrittenLevels?)?.remaining != 40 {
+                    failures.append("hand-written 40: \(String(describing: sync.lastError))")
+                }
+                if !sync.write(Record(id: "moderate", data: CbValueNesting(root: CbLevels(remaining: 40)))) {
+                    failures.append("values 40: \(String(describing: sync.lastError))")
+                }
+                return failures
+            }
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(sync.read(id: "deep") as CbNesting? == nil)
+        }
+    }
+
+    /// Reading is bounded too: a stored document nested 100,000 deep is refused by a Codable model
+    /// and by a hand-written one, and records at the limit are read or refused with a typed error
+    /// (never a crash) on a 512 KiB stack, by both kinds of model.
+    @Test func deeplyNestedStoredRecordsAreATypedErrorWhenRead() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            var database: SerializationDatabase? = try SerializationDatabase(directory: url)
+            #expect(database?.write(Record(id: "limit", data: CbDeepChain(root: CbLink(length: 511)))) == true)
+            #expect(database?.write(Record(id: "handLimit", data: CbHandWrittenLink(length: 512))) == true)
+            database?.close()
+            database = nil
+            let depth = 100_000
+            /// A record of `className`: `prefix`, `opening` 100,000 times, `null`, and as many `}`.
+            func deep(_ className: String, _ prefix: String, _ opening: String) -> [UInt8] {
+                let json = Array(prefix.utf8) + Array(String(repeating: opening, count: depth).utf8) + Array("null".utf8)
+                    + Array(repeating: UInt8(ascii: "}"), count: depth + 1)
+                var value: [UInt8] = []
+                RecordValue.appendHeader(typeName: className, fullID: nil, to: &value)
+                let headerSize = value.count
+                value += json
+                RecordValue.sealChecksum(in: &value, headerSize: headerSize)
+                return value
+            }
+            rawPut(url, "records", [
+                (Array("codable".utf8), deep("CbDeepChain", #"{"object":"CbDeepChain","root":"#, #"{"next":"#)),
+                (Array("hand".utf8), deep("CbHandWrittenLink", #"{"object":"CbHandWrittenLink","next":"#, #"{"object":"CbHandWrittenLink","next":"#)),
+            ])
+            let sync = try SerializationDatabase(directory: url)
+            defer { sync.close() }
+            for stackSize in [512 << 10, 16 << 20] {
+                let failures = await onThread(stackSize: stackSize) {
+                    var failures: [String] = []
+                    if sync.read(id: "codable") as CbDeepChain? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
+                        failures.append("codable: \(String(describing: sync.lastError))")
+                    }
+                    if sync.read(id: "hand") as CbHandWrittenLink? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
+                        failures.append("hand: \(String(describing: sync.lastError))")
+                    }
+                    // At the limit: read whole with room enough, else a typed error.
+                    if let chain = sync.read(id: "limit") as CbDeepChain? {
+                        if chain.root.length != 511 { failures.append("limit: \(chain.root.length) links") }
+                    } else if sync.lastError?.decodingFailure == nil || stackSize > 512 << 10 {
+                        failures.append("limit: \(String(describing: sync.lastError))")
+                    }
+                    if let chain = sync.read(id: "handLimit") as CbHandWrittenLink? {
+                        if chain.length != 512 { failures.append("handLimit: \(chain.length) links") }
+                    } else if sync.lastError?.decodingFailure == nil || stackSize > 512 << 10 {
+                        failures.append("handLimit: \(String(describing: sync.lastError))")
+                    }
+                    return failures
+                }
+                #expect(failures.isEmpty, "stack \(stackSize >> 10) KiB: \(failures)")
+            }
         }
     }
 

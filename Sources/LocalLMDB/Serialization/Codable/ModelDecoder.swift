@@ -144,7 +144,17 @@ final class ModelDecoder: Decoder {
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, key)
         }
+        try checkStack(key)
         return try type.init(from: nested(at: offset, key: key))
+    }
+
+    /// Throws when the thread's stack is too low to decode a value nested further (the stored
+    /// nesting is limited, but a model's `init(from:)` may recurse more, and a thread's stack
+    /// may be small: see `StackGuard`).
+    func checkStack(_ key: (any CodingKey)?) throws {
+        if ReadScratch.current.stackIsLow {
+            throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: StackGuard.refusal))
+        }
     }
 
     /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
@@ -203,6 +213,7 @@ final class ModelDecoder: Decoder {
             // JSON from elsewhere: no class names to resolve, and its own date format.
             if let restored = try decodable.init(from: nested(at: offset, key: key)) as? T { return restored }
         }
+        try checkStack(key)
         let path = path(key)
         let object = value.nestedObject(at: offset)
         var restoreAs = requested
@@ -364,7 +375,9 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func nestedDecoder(_ key: Key) throws -> ModelDecoder {
-        decoder.nested(at: try member(key), key: key)
+        let offset = try member(key)
+        try decoder.checkStack(key)
+        return decoder.nested(at: offset, key: key)
     }
 
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
@@ -373,6 +386,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let found = find(key) else {
             return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
         }
+        try decoder.checkStack(key)
         return decoder.nested(at: found.value, key: key)
     }
 }
@@ -446,6 +460,7 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
 
     private mutating func nestedDecoder(_ type: Any.Type) throws -> ModelDecoder {
         let offset = try element(type)
+        try decoder.checkStack(indexKey)
         let nested = decoder.nested(at: offset, key: indexKey)
         advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
         return nested

@@ -12,7 +12,8 @@ import Foundation
 /// accepts (`JSONValidator.maxDepth`), however it is reached: nested keyed or unkeyed
 /// containers, super encoders, nested `Encodable` values or models. Beyond it, a container is
 /// cut off (what is written into it is dropped, and it links to nothing, so a loop nesting
-/// containers without end holds no more than the last ones) and the encoding fails.
+/// containers without end holds no more than the last ones) and the encoding fails. The
+/// recursion into nested values also stops when the thread's stack runs low (`StackGuard`).
 final class ModelEncoder: Encoder {
     /// The encoder this one was made by, and the key it was made for (nil: the same path): the
     /// coding path is built from them only when asked for, not per value.
@@ -80,10 +81,13 @@ final class ModelEncoder: Encoder {
         if let array = Self.scalarArray(value) { return array }
         // Nothing deeper than a reader accepts is written, so the recursion into `encode(to:)`
         // stops there too (nested models included: the count is the thread's, and it counts
-        // values passed on through single value containers, which nest no container).
+        // values passed on through single value containers, which nest no container), or
+        // sooner when the thread's stack runs low.
         let scratch = ReadScratch.current
-        guard scratch.encodingDepth < JSONValidator.maxDepth else {
-            throw EncodingError.invalidValue(value, .init(codingPath: path(key), debugDescription: Self.tooDeep))
+        guard scratch.encodingDepth < JSONValidator.maxDepth, !scratch.stackIsLow else {
+            throw EncodingError.invalidValue(value, .init(
+                codingPath: path(key),
+                debugDescription: scratch.encodingDepth < JSONValidator.maxDepth ? StackGuard.refusal : Self.tooDeep))
         }
         scratch.encodingDepth += 1
         defer { scratch.encodingDepth -= 1 }

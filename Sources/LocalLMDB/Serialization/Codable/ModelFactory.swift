@@ -70,6 +70,8 @@ public enum ModelFactory {
             if summary.mayRepeatKeys {
                 var writer = JSONWriter()
                 writer.write(JSONScanner(bytes).value(at: summary.start, mayRepeatKeys: true).value)
+                // Only a tree nested deeper than the thread's stack allows cannot be written back.
+                guard !writer.failed else { throw .invalidJSON(reason: StackGuard.refusal, offset: summary.start) }
                 let rewritten = JSONBuffer.copying(writer.bytes)
                 value = EncodedObject(bytes: UnsafeRawBufferPointer(rewritten.bytes), owner: rewritten)
             } else {

@@ -2,9 +2,10 @@
 ///
 /// Strict: the whole input must be one value with optional surrounding whitespace; strings
 /// must be valid UTF-8 with no raw control characters and no lone surrogate escapes; numbers
-/// must be within `Double`'s range; nesting is limited to `maxDepth` so hostile input cannot
-/// exhaust the stack. It allocates nothing, so a stored record is checked in one pass before
-/// `JSONScanner` reads fields out of it in place.
+/// must be within `Double`'s range; nesting is limited to `maxDepth`, and stops sooner when the
+/// thread's stack runs low (`StackGuard`), so hostile input cannot exhaust the stack. It
+/// allocates nothing, so a stored record is checked in one pass before `JSONScanner` reads
+/// fields out of it in place.
 struct JSONValidator {
     /// The deepest nesting of arrays and objects accepted.
     static let maxDepth = 512
@@ -22,9 +23,12 @@ struct JSONValidator {
     private var offset = 0
     private var depth = 0
     private var mayRepeatKeys = false
+    /// Where the thread's stack is too low to open another container (`StackGuard`).
+    private let stackLimit: UInt
 
     private init(_ input: UnsafeRawBufferPointer) {
         self.input = input
+        stackLimit = ReadScratch.current.stackLimit
     }
 
     /// Checks one complete document.
@@ -98,6 +102,7 @@ struct JSONValidator {
     private mutating func enterContainer(closing: UInt8) throws(Invalid) -> Bool {
         depth += 1
         guard depth <= Self.maxDepth else { throw failure("nesting deeper than \(Self.maxDepth) levels") }
+        guard !StackGuard.isLow(stackLimit) else { throw failure(StackGuard.refusal) }
         offset += 1
         skipWhitespace()
         guard current == closing else { return false }

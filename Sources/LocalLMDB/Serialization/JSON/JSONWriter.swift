@@ -21,6 +21,8 @@ struct JSONWriter: ~Copyable {
     private var depth = 0
     /// The deepest nesting written so far (1 for an object holding only scalars).
     private(set) var deepest = 0
+    /// Where the thread's stack is too low to write another container (`StackGuard`).
+    private let stackLimit: UInt
 
     /// Output memory kept for the thread's next writer is at most this large.
     private static let keptCapacity = 64 << 10
@@ -33,6 +35,7 @@ struct JSONWriter: ~Copyable {
     init(prefix: [UInt8] = []) {
         let needed = prefix.count + Self.startingRoom
         let scratch = ReadScratch.current
+        stackLimit = scratch.stackLimit
         if let kept = scratch.writerBuffers.last, kept.capacity >= needed {
             scratch.writerBuffers.removeLast()
             (base, capacity) = kept
@@ -202,10 +205,11 @@ struct JSONWriter: ~Copyable {
     }
 
     /// Opens a container; false (and `failed`) past the reader's nesting limit, which the
-    /// writer does not go beyond either (so no input can exhaust its stack).
+    /// writer does not go beyond either, or when the thread's stack runs low (so no input can
+    /// exhaust its stack).
     private mutating func enter() -> Bool {
         depth += 1
-        guard depth <= JSONValidator.maxDepth else {
+        guard depth <= JSONValidator.maxDepth, !StackGuard.isLow(stackLimit) else {
             depth -= 1
             failed = true
             append("null")
@@ -216,17 +220,19 @@ struct JSONWriter: ~Copyable {
     }
 
     /// Where and why `object` cannot be written: the path of the first value that is too deep
-    /// or unencodable (`address.tags[3]`), and the reason; nil when it can be. Walks the tree
-    /// again, so only a failed write pays for it.
+    /// or unencodable (`address.tags[3]`), and the reason; nil when it can be (a write that
+    /// failed all the same ran out of stack: see `StackGuard`). Walks the tree again, so only a
+    /// failed write pays for it.
     static func failure(in object: JSONObject) -> (path: String, reason: String)? {
         var path: [String] = []
-        return failure(in: .object(object), depth: 0, path: &path)
+        return failure(in: .object(object), depth: 0, path: &path, stackLimit: ReadScratch.current.stackLimit)
     }
 
-    private static func failure(in value: JSONValue, depth: Int, path: inout [String]) -> (path: String, reason: String)? {
+    private static func failure(in value: JSONValue, depth: Int, path: inout [String], stackLimit: UInt) -> (path: String, reason: String)? {
         func found(_ reason: String) -> (path: String, reason: String) {
             (String(path.joined().trimmingPrefix(".")), reason)
         }
+        if StackGuard.isLow(stackLimit) { return found(StackGuard.refusal) }
         switch value {
         case let .unencodable(reason):
             return found(reason)
@@ -235,14 +241,14 @@ struct JSONWriter: ~Copyable {
             for (index, element) in elements.enumerated() {
                 path.append("[\(index)]")
                 defer { path.removeLast() }
-                if let failure = failure(in: element, depth: depth + 1, path: &path) { return failure }
+                if let failure = failure(in: element, depth: depth + 1, path: &path, stackLimit: stackLimit) { return failure }
             }
         case let .object(object):
             guard depth < JSONValidator.maxDepth else { return found("nested deeper than \(JSONValidator.maxDepth) levels") }
             for member in object.members {
                 path.append("." + FieldKey.field(fromStored: member.key))  // Field keys, as the model named them.
                 defer { path.removeLast() }
-                if let failure = failure(in: member.value, depth: depth + 1, path: &path) { return failure }
+                if let failure = failure(in: member.value, depth: depth + 1, path: &path, stackLimit: stackLimit) { return failure }
             }
         default:
             break
