@@ -7,6 +7,7 @@ import Foundation
 // |-------------------------------|---------------------------------------------------------------|
 // | `Int`, `Int8`…`Int64`, `UInt8`…`UInt64`, `UInt` | a number, exact (beyond 2^63 too)           |
 // | `Double`                      | a number; NaN and ±infinity as strings (`NonFiniteDouble`)    |
+// | `String`                      | a string; one spelt as a non-finite double with an escape     |
 // | `Float`                       | a number, its shortest form (`0.1`); NaN and ±infinity as strings |
 // | `Decimal`                     | a number with every digit (`3.14159265358979323846`); NaN as `"NaN"` |
 // | `Date`                        | an ISO 8601 string in UTC, exact (`ISO8601Date`)              |
@@ -38,8 +39,10 @@ extension Float {
 }
 
 extension Decimal {
-    /// Every digit, as a number; NaN (Decimal has no infinities) as the string `"NaN"`.
+    /// Every digit, as a number; NaN (Decimal has no infinities) as `"NaN"`, the form of `Double.nan`
+    /// (a `String` spelt so is written otherwise: see `NonFiniteDouble`).
     var jsonValue: JSONValue {
+        guard !isNaN else { return .double(.nan) }
         let text = description
         var bytes = text
         let isNumber = bytes.withUTF8 { utf8 in

@@ -57,9 +57,13 @@ extension Double: JSONScalar {
         case let (.double(number), end)?: return (number, end)
         case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
         default:
-            // NaN and the infinities are stored as strings (see `NonFiniteDouble`).
-            guard scanner.byte(at: offset) == UInt8(ascii: "\""), let (text, end) = scanner.string(at: offset),
-                  let value = NonFiniteDouble.value(of: text) else { return nil }
+            // NaN and the infinities are stored as strings spelt exactly as `NonFiniteDouble`
+            // writes them, with no escape (a `String` spelt the same has one: it is not a double).
+            guard scanner.byte(at: offset) == UInt8(ascii: "\"") else { return nil }
+            let (end, hasEscapes) = scanner.endOfString(at: offset)
+            guard !hasEscapes, let value = NonFiniteDouble.value(spelledBy: scanner.bytes((offset + 1)..<max(offset + 1, end - 1))) else {
+                return nil
+            }
             return (value, end)
         }
     }

@@ -284,7 +284,13 @@ struct JSONScanner {
             }
             return (.array(elements), end)
         case UInt8(ascii: "\""):
-            return string(at: offset).map { (.string($0.value), $0.end) } ?? (.null, end(ofValueAt: offset))
+            // A non-finite double's stored form, with no escape, is the double (as `Double.read`
+            // reads it), so that a tree written out again keeps it a double, and strings strings.
+            let (end, hasEscapes) = endOfString(at: offset)
+            if !hasEscapes, let number = NonFiniteDouble.value(spelledBy: bytes((offset + 1)..<max(offset + 1, end - 1))) {
+                return (.double(number), end)
+            }
+            return string(at: offset).map { (.string($0.value), $0.end) } ?? (.null, end)
         case UInt8(ascii: "t"), UInt8(ascii: "f"):
             return bool(at: offset).map { (.bool($0.value), $0.end) } ?? (.null, end(ofValueAt: offset))
         case UInt8(ascii: "n"):

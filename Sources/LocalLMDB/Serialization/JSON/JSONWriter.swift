@@ -1,9 +1,9 @@
 /// Writes `JSONValue`s as compact, standards-compliant JSON (RFC 8259) into a byte buffer.
 ///
-/// Strings are written as UTF-8 with only the required escapes; integers exactly; finite
-/// doubles in Swift's shortest round-tripping form. JSON has no NaN or infinity: those are
-/// written as the strings of `NonFiniteDouble`, which reading a `Double` turns back into the
-/// same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
+/// Strings are written as UTF-8 with only the required escapes (and one more for a string
+/// spelt as a stored non-finite double: see `write(_:)`); integers exactly; finite doubles in
+/// Swift's shortest round-tripping form. JSON has no NaN or infinity: those are written as the
+/// strings of `NonFiniteDouble`, which reading a `Double` turns back into the same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
 /// `.unencodable` value is not written: either sets `failed`, and the bytes must not be stored.
 ///
 /// Ownership: the output is memory the writer owns (so it is not copyable), taken from and
@@ -196,7 +196,7 @@ struct JSONWriter: ~Copyable {
         let members = object.members
         for index in members.indices {
             if index > 0 { append(UInt8(ascii: ",")) }
-            write(members[index].key)
+            write(key: members[index].key)
             append(UInt8(ascii: ":"))
             write(members[index].value)
         }
@@ -272,29 +272,62 @@ struct JSONWriter: ~Copyable {
     }
 
     mutating func write(_ number: Double) {
-        guard number.isFinite else { return write(NonFiniteDouble.text(for: number)) }
+        guard number.isFinite else {
+            var text = NonFiniteDouble.text(for: number)
+            return text.withUTF8 { writeString(UnsafeRawBufferPointer($0)) }
+        }
         var text = number.description
         text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Writes the string value `text`. A string spelt exactly as a non-finite double is stored
+    /// (`"NaN"`, `"Infinity"`…: `NonFiniteDouble`) has its first character escaped
+    /// (`"\u0049nfinity"`): every JSON reader reads the same text, and no `Double` read takes it
+    /// for the double.
     mutating func write(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in
             let raw = UnsafeRawBufferPointer(utf8)
-            // Room for the quotes and the text as it is; escapes reserve their own.
-            reserve(raw.count + 2)
-            append(UInt8(ascii: "\""))
-            var runStart = 0
-            for index in 0..<raw.count {
-                let byte = raw[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                append(UnsafeRawBufferPointer(rebasing: raw[runStart..<index]))
-                appendEscape(for: byte)
-                runStart = index + 1
+            if NonFiniteDouble.value(spelledBy: raw) != nil {
+                // Printable ASCII, nothing else to escape.
+                append("\"\\u00")
+                appendHex(raw[0])
+                append(UnsafeRawBufferPointer(rebasing: raw[1...]))
+                append(UInt8(ascii: "\""))
+            } else {
+                writeString(raw)
             }
-            append(UnsafeRawBufferPointer(rebasing: raw[runStart...]))
-            append(UInt8(ascii: "\""))
         }
+    }
+
+    /// Writes the member name `key`.
+    mutating func write(key: String) {
+        var key = key
+        key.withUTF8 { writeString(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes the UTF-8 text `raw` as a JSON string, escaping what JSON requires.
+    private mutating func writeString(_ raw: UnsafeRawBufferPointer) {
+        // Room for the quotes and the text as it is; escapes reserve their own.
+        reserve(raw.count + 2)
+        append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in 0..<raw.count {
+            let byte = raw[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            append(UnsafeRawBufferPointer(rebasing: raw[runStart..<index]))
+            appendEscape(for: byte)
+            runStart = index + 1
+        }
+        append(UnsafeRawBufferPointer(rebasing: raw[runStart...]))
+        append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the two lowercase hexadecimal digits of `byte`.
+    private mutating func appendHex(_ byte: UInt8) {
+        let hex: StaticString = "0123456789abcdef"
+        append(hex.utf8Start[Int(byte >> 4)])
+        append(hex.utf8Start[Int(byte & 0xF)])
     }
 
     private mutating func appendEscape(for byte: UInt8) {
@@ -308,10 +341,8 @@ struct JSONWriter: ~Copyable {
         case 0x08: append(UInt8(ascii: "b"))
         case 0x0C: append(UInt8(ascii: "f"))
         default:
-            let hex: StaticString = "0123456789abcdef"
             append("u00")
-            append(hex.utf8Start[Int(byte >> 4)])
-            append(hex.utf8Start[Int(byte & 0xF)])
+            appendHex(byte)
         }
     }
 }
