@@ -115,6 +115,38 @@ struct DateExactnessTests {
         #expect(count == 0, "\(count) changed: \(first)")
     }
 
+    /// The text earlier versions wrote for a date between milliseconds: the whole seconds, and
+    /// the shortest digits of `interval` less its whole seconds.
+    static func earlierText(_ interval: Double) -> String? {
+        let whole = interval.rounded(.down)
+        guard Int64(exactly: whole) != nil, let second = ISO8601Date.format(Date(timeIntervalSinceReferenceDate: whole)) else { return nil }
+        let text = (interval - whole).description
+        var digits: String
+        if let exponentMark = text.firstIndex(of: "e") {
+            let exponent = Int(text[text.index(after: exponentMark)...]) ?? 0
+            digits = String(repeating: "0", count: max(0, -exponent - 1)) + text[..<exponentMark].filter { $0 != "." }
+        } else {
+            digits = text.split(separator: ".").last.map(String.init) ?? "0"
+        }
+        if digits.count < 4 { digits += String(repeating: "0", count: 4 - digits.count) }
+        return second.prefix { $0 != "." } + "." + digits + "Z"
+    }
+
+    /// Dates stored by earlier versions read back as they were written, wherever those
+    /// versions wrote them exactly (all but intervals in (-1, 0)).
+    @Test func datesStoredByEarlierVersionsReadBackTheSame() {
+        var count = 0
+        var first: [String] = []
+        for interval in Self.intervals where !(interval > -1 && interval < 0) && interval != 0 && abs(interval) < 1e15 {
+            guard let text = Self.earlierText(interval) else { continue }
+            if ISO8601Date.parse(text)?.timeIntervalSinceReferenceDate.bitPattern != interval.bitPattern {
+                count += 1
+                if first.count < 5 { first.append("\(interval) as \(text)") }
+            }
+        }
+        #expect(count == 0, "\(count) changed: \(first)")
+    }
+
     /// Every date comes back as the same `Date`, bit for bit (`-0.0` keeps its sign), through a
     /// `Codable` model and a hand-written one, alone and in arrays.
     @Test func everyDateComesBackBitForBitThroughBothKindsOfModel() async throws {
