@@ -302,9 +302,12 @@ struct JSONScanner {
 
     /// The number at `offset` for a tree: as `number(at:)`, except that a number a `Double`
     /// would not write back the same (more digits than a `Double` holds, an exponent, trailing
-    /// zeros) is kept as its text, so a tree written out again never changes it.
+    /// zeros, or beyond its range, which JSON from elsewhere may hold) is kept as its text, so a
+    /// tree written out again never changes it.
     private func treeNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
-        guard let (value, end) = number(at: offset) else { return nil }
+        guard let (value, end) = number(at: offset) else {
+            return numberText(at: offset).map { (.number(String(decoding: $0.text, as: UTF8.self)), $0.end) }
+        }
         guard case let .double(double) = value else { return (value, end) }
         let text = bytes(offset..<end)
         var written = double.description

@@ -2,7 +2,7 @@
 ///
 /// Strict: the whole input must be one value with optional surrounding whitespace; strings
 /// must be valid UTF-8 with no raw control characters and no lone surrogate escapes; numbers
-/// must be within `Double`'s range; nesting is limited to `maxDepth`, and stops sooner when the
+/// must be within `Double`'s range (unless asked otherwise, for JSON from elsewhere); nesting is limited to `maxDepth`, and stops sooner when the
 /// thread's stack runs low (`StackGuard`), so hostile input cannot exhaust the stack. It
 /// allocates nothing, so a stored record is checked in one pass before `JSONScanner` reads
 /// fields out of it in place.
@@ -25,16 +25,21 @@ struct JSONValidator {
     private var mayRepeatKeys = false
     /// Where the thread's stack is too low to open another container (`StackGuard`).
     private let stackLimit: UInt
+    /// Numbers beyond `Double`'s range are refused.
+    private let numbersInRange: Bool
 
-    private init(_ input: UnsafeRawBufferPointer) {
+    private init(_ input: UnsafeRawBufferPointer, numbersInRange: Bool) {
         self.input = input
+        self.numbersInRange = numbersInRange
         stackLimit = ReadScratch.current.stackLimit
     }
 
-    /// Checks one complete document.
+    /// Checks one complete document. `numbersInRange`: numbers beyond `Double`'s range are
+    /// refused (they are for stored records and data objects; JSON from elsewhere may hold
+    /// them where nothing reads them, and reading one is then a mistyped field).
     /// - Throws: `LocalDatabaseError.invalidJSON`, with the offset of the problem.
-    static func validate(_ input: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> Summary {
-        var validator = JSONValidator(input)
+    static func validate(_ input: UnsafeRawBufferPointer, numbersInRange: Bool = true) throws(LocalDatabaseError) -> Summary {
+        var validator = JSONValidator(input, numbersInRange: numbersInRange)
         do throws(Invalid) {
             validator.skipWhitespace()
             let start = validator.offset
@@ -244,7 +249,7 @@ struct JSONValidator {
         // Without an exponent, fewer than 300 integer digits cannot leave Double's range.
         let text = UnsafeRawBufferPointer(rebasing: input[start..<shape.end])
         let mayOverflow = text.count >= 300 || shape.hasExponent
-        if mayOverflow, JSONGrammar.numberValue(text, isInteger: shape.isInteger) == nil {
+        if numbersInRange, mayOverflow, JSONGrammar.numberValue(text, isInteger: shape.isInteger) == nil {
             throw Invalid(reason: "number out of range", offset: start)
         }
     }
