@@ -26,15 +26,21 @@ final class ModelEncoder: Encoder {
     /// The nesting level of the container this encoder's value is, if it is one: 1 for a
     /// record's object.
     let level: Int
+    /// The type whose `encode(to:)` this encoder was made for (`box`), if known.
+    let valueType: ObjectIdentifier?
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(below parent: ModelEncoder?, key: (any CodingKey)?, node: EncodingNode = EncodingNode(), state: EncodingState, level: Int) {
+    init(
+        below parent: ModelEncoder?, key: (any CodingKey)?, node: EncodingNode = EncodingNode(), state: EncodingState, level: Int,
+        valueType: ObjectIdentifier? = nil
+    ) {
         self.parent = parent
         self.key = key
         self.node = node
         self.state = state
         self.level = level
+        self.valueType = valueType
     }
 
     var codingPath: [any CodingKey] {
@@ -105,7 +111,7 @@ final class ModelEncoder: Encoder {
                 throw ModelCoding.prefixing(error, with: path(key))
             }
         }
-        let child = ModelEncoder(below: self, key: key, state: state, level: childLevel)
+        let child = ModelEncoder(below: self, key: key, state: state, level: childLevel, valueType: ObjectIdentifier(T.self))
         try value.encode(to: child)
         return child.node.value()
     }
@@ -464,8 +470,14 @@ struct ModelSingleValueEncoding: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt32) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: UInt64) throws { set(value.jsonValue) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        // `Optional.encode(to:)` passes a nil here only for an optional holding a nil optional.
-        if let optional = value as? any NestedOptional, optional.isNone { throw NestedOptionals.refusal(codingPath) }
+        if let optional = value as? any NestedOptional, optional.isNone {
+            // `Optional.encode(to:)` passes its wrapped nil here for an optional holding a nil
+            // optional (`.some(nil)`), which JSON cannot tell from nil: refused. Any other
+            // value encoding a nil optional (a generic property wrapper's `wrappedValue`) is
+            // `null`, as `JSONEncoder` writes it, and reads back as nil.
+            if encoder.valueType == ObjectIdentifier(T?.self) { throw NestedOptionals.refusal(codingPath) }
+            return set(.null)
+        }
         set(try encoder.box(value, at: nil))
     }
 }
