@@ -54,11 +54,14 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     case wouldDeadlock(operation: String, reason: String)
     /// The record `id` holds a value that cannot be stored, at `path` (`address.visits[2]`):
     /// a date that is not finite or more than 2^63 seconds from 1970, or objects and arrays
-    /// nested deeper than 512 levels (the most any reader accepts). Nothing is written.
+    /// nested deeper than 512 levels (the most any reader accepts), or more deeply than the
+    /// encoding thread's stack can hold. Nothing is written.
     case unencodableValue(id: String, path: String, reason: String)
     /// The record `id`, stored as class `className`, could not be decoded as a `Decodable` model:
     /// at `path` (the coding path, `address.visits[2]`), a field is missing, `null` or of another
-    /// type (`reason` says which), or the model's own `init(from:)` threw. Nothing is changed.
+    /// type (`reason` says which), or the model's own `init(from:)` threw. Also, for any model,
+    /// when its values are nested more deeply than the reading thread's stack can hold (an
+    /// unoptimized build takes several times the stack of an optimized one). Nothing is changed.
     case decodingFailed(id: String, className: String, path: String, reason: String)
     /// `ModelFactory` could not build the element at `index` of a JSON array (or the document,
     /// index 0): at `path`, a field is missing, `null` or mistyped, as `reason` says.

@@ -70,6 +70,152 @@ final class CbModelLink: Codable, Persistable, CbChain {
     }
 }
 
+/// Containers nested `levels` deep under the record's object by a loop, with no recursion of the
+/// model's own: each a nested container of the kind `way` says (`mixed`: the four in turn, from
+/// keyed and unkeyed containers alike). Its decoding walks them back the same way, counting.
+struct CbNesting: Codable, Persistable {
+    enum Way: String, Codable, CaseIterable {
+        case keyed, unkeyed, superKeyed, superUnkeyed, mixed
+    }
+
+    enum Key: String, CodingKey { case way, n }
+
+    var way: Way
+    var levels: Int
+
+    /// The way the level below `level` is nested.
+    private func step(_ level: Int) -> Way {
+        way == .mixed ? Way.allCases[level % 4] : way
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var keyed = encoder.container(keyedBy: Key.self)
+        try keyed.encode(way, forKey: .way)
+        var unkeyed: (any UnkeyedEncodingContainer)?
+        for level in 0..<levels {
+            switch (step(level), unkeyed) {
+            case (.keyed, nil): keyed = keyed.nestedContainer(keyedBy: Key.self, forKey: .n)
+            case (.keyed, var outer?): (keyed, unkeyed) = (outer.nestedContainer(keyedBy: Key.self), nil)
+            case (.unkeyed, nil): unkeyed = keyed.nestedUnkeyedContainer(forKey: .n)
+            case (.unkeyed, var outer?): unkeyed = outer.nestedUnkeyedContainer()
+            case (.superKeyed, nil): keyed = keyed.superEncoder(forKey: .n).container(keyedBy: Key.self)
+            case (.superKeyed, var outer?): (keyed, unkeyed) = (outer.superEncoder().container(keyedBy: Key.self), nil)
+            case (.superUnkeyed, nil): unkeyed = keyed.superEncoder(forKey: .n).unkeyedContainer()
+            case (.superUnkeyed, var outer?): unkeyed = outer.superEncoder().unkeyedContainer()
+            case (.mixed, _): break
+            }
+        }
+    }
+
+    init(way: Way, levels: Int) {
+        self.way = way
+        self.levels = levels
+    }
+
+    init(from decoder: any Decoder) throws {
+        var keyed = try decoder.container(keyedBy: Key.self)
+        way = try keyed.decode(Way.self, forKey: .way)
+        var unkeyed: (any UnkeyedDecodingContainer)?
+        var levels = 0
+        while unkeyed.map({ !$0.isAtEnd }) ?? keyed.contains(.n) {
+            switch (way == .mixed ? Way.allCases[levels % 4] : way, unkeyed) {
+            case (.keyed, nil): keyed = try keyed.nestedContainer(keyedBy: Key.self, forKey: .n)
+            case (.keyed, var outer?): (keyed, unkeyed) = (try outer.nestedContainer(keyedBy: Key.self), nil)
+            case (.unkeyed, nil): unkeyed = try keyed.nestedUnkeyedContainer(forKey: .n)
+            case (.unkeyed, var outer?): unkeyed = try outer.nestedUnkeyedContainer()
+            case (.superKeyed, nil): keyed = try keyed.superDecoder(forKey: .n).container(keyedBy: Key.self)
+            case (.superKeyed, var outer?): (keyed, unkeyed) = (try outer.superDecoder().container(keyedBy: Key.self), nil)
+            case (.superUnkeyed, nil): unkeyed = try keyed.superDecoder(forKey: .n).unkeyedContainer()
+            case (.superUnkeyed, var outer?): unkeyed = try outer.superDecoder().unkeyedContainer()
+            case (.mixed, _): break
+            }
+            levels += 1
+        }
+        self.levels = levels
+    }
+}
+
+/// Objects nested `remaining` deep as `Encodable` values, each made as it is encoded: the value
+/// holds a count only, so however deep it goes, it is released without recursion.
+struct CbLevels: Codable {
+    enum Key: String, CodingKey { case n }
+    var remaining: Int
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        if remaining > 0 { try container.encode(CbLevels(remaining: remaining - 1), forKey: .n) }
+    }
+
+    init(remaining: Int) {
+        self.remaining = remaining
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        remaining = try container.decodeIfPresent(CbLevels.self, forKey: .n).map { $0.remaining + 1 } ?? 0
+    }
+}
+
+/// `CbLevels` under the record's object: nested `remaining + 2` levels deep.
+struct CbValueNesting: Codable, Persistable {
+    var root: CbLevels
+}
+
+/// A value passed on `remaining` times through single value containers: no container is
+/// nested, but each pass is a level of recursion in the encoder.
+struct CbPassThrough: Encodable {
+    var remaining: Int
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if remaining > 0 { try container.encode(CbPassThrough(remaining: remaining - 1)) } else { try container.encode(0) }
+    }
+}
+
+struct CbPassThroughModel: Encodable, Persistable {
+    var value: CbPassThrough
+
+    static func _restore(from dataObject: DataObject) throws -> CbPassThroughModel {
+        CbPassThroughModel(value: CbPassThrough(remaining: 0))
+    }
+}
+
+/// A chain of hand-written models, as deep as `length`.
+final class CbHandWrittenLink: Storable {
+    let next: CbHandWrittenLink?
+    init(length: Int) {
+        next = length > 1 ? CbHandWrittenLink(length: length - 1) : nil
+    }
+    required init(dataObject: DataObject) {
+        next = dataObject.getObjectOptional("next", type: CbHandWrittenLink.self)
+    }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "next", value: next) }
+    var length: Int {
+        var count = 1
+        var link = self
+        while let next = link.next {
+            count += 1
+            link = next
+        }
+        return count
+    }
+}
+
+/// Hand-written models nested `remaining` deep, each made as it is stored (as `CbLevels`).
+final class CbHandWrittenLevels: Storable {
+    let remaining: Int
+    init(remaining: Int) {
+        self.remaining = remaining
+    }
+    required init(dataObject: DataObject) {
+        remaining = dataObject.getObjectOptional("next", type: CbHandWrittenLevels.self).map { $0.remaining + 1 } ?? 0
+    }
+    func toDataObject() -> DataObject {
+        let fields = DataObject(self)
+        return remaining > 0 ? fields.add(key: "next", value: CbHandWrittenLevels(remaining: remaining - 1)) : fields
+    }
+}
+
 struct CbConcurrent: Codable, Persistable, Equatable, Identifiable {
     var id: String
     var task: Int
@@ -195,6 +341,141 @@ struct CodableAdversarialTests {
             #expect((try await database.read(id: "ok") as CbModelLink?)?.length == 512)
             await expectError({ $0.unencodable?.id == "deep" }) {
                 try await database.write(Record(id: "deep", data: CbModelLink(length: 513)))
+            }
+        }
+    }
+
+    /// However containers are nested (keyed, unkeyed, super encoders, nested `Encodable` values,
+    /// all of them mixed), 512 levels are stored and read back, and one more is refused when
+    /// written; so are tens of thousands, nested by a loop that does not recurse (which crashed:
+    /// the containers were finished by recursion, and only nested values were counted).
+    @Test func everyWayOfNestingIsStoredUpTo512LevelsAndRefusedBeyond() async throws {
+        try await withBothFaces { database, sync in
+            for way in CbNesting.Way.allCases {
+                try await database.write(Record(id: "deepest", data: CbNesting(way: way, levels: 511)))
+                #expect((try await database.read(id: "deepest") as CbNesting?)?.levels == 511, "\(way)")
+                #expect((sync.read(id: "deepest") as CbNesting?)?.levels == 511, "\(way)")
+                for levels in [512, 600, 20_000, 50_000] {
+                    let error = await caughtError { try await database.write(Record(id: "deep", data: CbNesting(way: way, levels: levels))) }
+                    #expect(error?.unencodable?.reason.contains("512") == true, "\(way), \(levels): \(String(describing: error))")
+                    #expect(!sync.write(Record(id: "deep", data: CbNesting(way: way, levels: levels))), "\(way), \(levels)")
+                    #expect(sync.lastError?.unencodable?.id == "deep")
+                }
+            }
+            // Nested values: two levels for the record's object and `root`.
+            try await database.write(Record(id: "values", data: CbValueNesting(root: CbLevels(remaining: 510))))
+            #expect((try await database.read(id: "values") as CbValueNesting?)?.root.remaining == 510)
+            for remaining in [511, 600, 20_000, 50_000] {
+                await expectError({ $0.unencodable?.id == "deep" }) {
+                    try await database.write(Record(id: "deep", data: CbValueNesting(root: CbLevels(remaining: remaining))))
+                }
+            }
+            // Values passed on through single value containers nest nothing, but recurse as deep.
+            try await database.write(Record(id: "passed", data: CbPassThroughModel(value: CbPassThrough(remaining: 100))))
+            for remaining in [600, 50_000] {
+                await expectError({ $0.unencodable?.id == "deep" }) {
+                    try await database.write(Record(id: "deep", data: CbPassThroughModel(value: CbPassThrough(remaining: remaining))))
+                }
+            }
+            #expect(try await database.readIDs(CbNesting.self) == ["deepest"])
+            #expect(try await database.count() == 3)
+        }
+    }
+
+    /// On a thread with Apple's secondary-thread stack (512 KiB), nesting far beyond the limit
+    /// in every way is refused with a typed error, never a crash: the encoder stops at the limit,
+    /// or sooner when the stack runs low (an unoptimized build takes several kilobytes a level),
+    /// and so do hand-written models nested in one another. What is nested moderately is still
+    /// stored and read back there.
+    @Test func deepNestingIsATypedErrorOnA512KiBStack() async throws {
+        try await withBothFaces { _, sync in
+            let failures = await onThread {
+                var failures: [String] = []
+                func refused<T: Persistable>(_ model: T, _ label: String) {
+                    if sync.write(Record(id: "deep", data: model)) || sync.lastError?.unencodable?.id != "deep" {
+                        failures.append("\(label): \(String(describing: sync.lastError))")
+                    }
+                }
+                for way in CbNesting.Way.allCases {
+                    for levels in [600, 20_000, 50_000] { refused(CbNesting(way: way, levels: levels), "\(way) \(levels)") }
+                    if !sync.write(Record(id: "moderate", data: CbNesting(way: way, levels: 40))) || (sync.read(id: "moderate") as CbNesting?)?.levels != 40 {
+                        failures.append("\(way) 40: \(String(describing: sync.lastError))")
+                    }
+                    // At the limit: stored, or refused for the stack; never a crash.
+                    if !sync.write(Record(id: "limit", data: CbNesting(way: way, levels: 511))), sync.lastError?.unencodable?.id != "limit" {
+                        failures.append("\(way) 511: \(String(describing: sync.lastError))")
+                    }
+                }
+                for remaining in [600, 20_000, 50_000] { refused(CbValueNesting(root: CbLevels(remaining: remaining)), "values \(remaining)") }
+                for remaining in [600, 50_000] { refused(CbPassThroughModel(value: CbPassThrough(remaining: remaining)), "passed \(remaining)") }
+                // Hand-written models nested in one another recurse through `add(key:value:)`.
+                for remaining in [600, 20_000] { refused(CbHandWrittenLevels(remaining: remaining), "hand-written \(remaining)") }
+                if !sync.write(Record(id: "moderate", data: CbHandWrittenLevels(remaining: 40)))
+                    || (sync.read(id: "moderate") as CbHandWrittenLevels?)?.remaining != 40 {
+                    failures.append("hand-written 40: \(String(describing: sync.lastError))")
+                }
+                if !sync.write(Record(id: "moderate", data: CbValueNesting(root: CbLevels(remaining: 40)))) {
+                    failures.append("values 40: \(String(describing: sync.lastError))")
+                }
+                return failures
+            }
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(sync.read(id: "deep") as CbNesting? == nil)
+        }
+    }
+
+    /// Reading is bounded too: a stored document nested 100,000 deep is refused by a Codable model
+    /// and by a hand-written one, and records at the limit are read or refused with a typed error
+    /// (never a crash) on a 512 KiB stack, by both kinds of model.
+    @Test func deeplyNestedStoredRecordsAreATypedErrorWhenRead() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            var database: SerializationDatabase? = try SerializationDatabase(directory: url)
+            #expect(database?.write(Record(id: "limit", data: CbDeepChain(root: CbLink(length: 511)))) == true)
+            #expect(database?.write(Record(id: "handLimit", data: CbHandWrittenLink(length: 512))) == true)
+            database?.close()
+            database = nil
+            let depth = 100_000
+            /// A record of `className`: `prefix`, `opening` 100,000 times, `null`, and as many `}`.
+            func deep(_ className: String, _ prefix: String, _ opening: String) -> [UInt8] {
+                let json = Array(prefix.utf8) + Array(String(repeating: opening, count: depth).utf8) + Array("null".utf8)
+                    + Array(repeating: UInt8(ascii: "}"), count: depth + 1)
+                var value: [UInt8] = []
+                RecordValue.appendHeader(typeName: className, fullID: nil, to: &value)
+                let headerSize = value.count
+                value += json
+                RecordValue.sealChecksum(in: &value, headerSize: headerSize)
+                return value
+            }
+            rawPut(url, "records", [
+                (Array("codable".utf8), deep("CbDeepChain", #"{"object":"CbDeepChain","root":"#, #"{"next":"#)),
+                (Array("hand".utf8), deep("CbHandWrittenLink", #"{"object":"CbHandWrittenLink","next":"#, #"{"object":"CbHandWrittenLink","next":"#)),
+            ])
+            let sync = try SerializationDatabase(directory: url)
+            defer { sync.close() }
+            for stackSize in [512 << 10, 16 << 20] {
+                let failures = await onThread(stackSize: stackSize) {
+                    var failures: [String] = []
+                    if sync.read(id: "codable") as CbDeepChain? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
+                        failures.append("codable: \(String(describing: sync.lastError))")
+                    }
+                    if sync.read(id: "hand") as CbHandWrittenLink? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
+                        failures.append("hand: \(String(describing: sync.lastError))")
+                    }
+                    // At the limit: read whole with room enough, else a typed error.
+                    if let chain = sync.read(id: "limit") as CbDeepChain? {
+                        if chain.root.length != 511 { failures.append("limit: \(chain.root.length) links") }
+                    } else if sync.lastError?.decodingFailure == nil || stackSize > 512 << 10 {
+                        failures.append("limit: \(String(describing: sync.lastError))")
+                    }
+                    if let chain = sync.read(id: "handLimit") as CbHandWrittenLink? {
+                        if chain.length != 512 { failures.append("handLimit: \(chain.length) links") }
+                    } else if sync.lastError?.decodingFailure == nil || stackSize > 512 << 10 {
+                        failures.append("handLimit: \(String(describing: sync.lastError))")
+                    }
+                    return failures
+                }
+                #expect(failures.isEmpty, "stack \(stackSize >> 10) KiB: \(failures)")
             }
         }
     }

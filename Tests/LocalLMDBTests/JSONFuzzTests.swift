@@ -176,6 +176,18 @@ struct JSONFuzzTests {
         #expect(throws: Never.self) { _ = try Self.parse(Array(deepest.utf8)).get() }
     }
 
+    /// A level of nesting takes little of the validator's stack: a document at the limit, of
+    /// objects and arrays in turn, is checked on a 1 MiB stack even by an unoptimized build
+    /// (which took over 3 KiB a level, and crashed there).
+    @Test func aDocumentAtTheNestingLimitIsCheckedOnASmallStack() async {
+        let levels = JSONValidator.maxDepth / 2
+        let deepest = Array((String(repeating: #"{"a":["#, count: levels) + "1" + String(repeating: "]}", count: levels)).utf8)
+        let checked = await onThread(stackSize: 1 << 20) {
+            deepest.withUnsafeBytes { (try? JSONValidator.validate($0)) != nil }
+        }
+        #expect(checked)
+    }
+
     /// What each typed getter should give for `value`, by the conversion rules, from the tree.
     static func expectedReads(_ value: JSONValue?) -> (string: String?, int: Int?, double: Double?, bool: Bool?, strings: [String], optionalInts: [Int?]) {
         func int(_ value: JSONValue) -> Int? {

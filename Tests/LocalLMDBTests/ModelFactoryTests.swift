@@ -36,6 +36,15 @@ struct CbForeignResource: Codable, Persistable, Equatable {
     var counts: [String: Int]
 }
 
+/// The numbers a web service may send.
+struct CbImportNumbers: Codable, Persistable, Equatable {
+    var double: Double
+    var float: Float?
+    var decimal: Decimal?
+    var count: Int?
+    var doubles: [Double]?
+}
+
 private func json(_ text: String) -> Data { Data(text.utf8) }
 
 /// 2010-01-05T22:19:50Z.
@@ -84,6 +93,57 @@ struct ModelFactoryTests {
             return
         }
         #expect(index == 1 && path == "intValue" && reason == result.skipped[0].reason)
+    }
+
+    /// JSON from elsewhere is read as `JSONDecoder` reads it: a string is never a number, so
+    /// `"NaN"` or `"Infinity"` (LocalLMDB's own stored forms of those doubles) where a `Double`,
+    /// `Float` or `Decimal` is declared is a mistyped field, and a value decoded `Double` first
+    /// keeps such a string as text.
+    @Test func aStringIsNeverANumberInJSONFromElsewhere() throws {
+        let spellings = ["NaN", "Infinity", "-Infinity", "NaN:0x7ff8000000000001"]
+        for spelling in spellings {
+            for (field, element) in [
+                ("double", #"{"double":"\#(spelling)"}"#), ("float", #"{"double":1,"float":"\#(spelling)"}"#),
+                ("decimal", #"{"double":1,"decimal":"\#(spelling)"}"#), ("doubles[1]", #"{"double":1,"doubles":[1,"\#(spelling)"]}"#),
+            ] {
+                let result = try ModelFactory.models(CbImportNumbers.self, fromJSONArray: json("[\(element)]"))
+                #expect(result.models.isEmpty && result.skipped.map(\.path) == [field], "\(element): \(result.skipped)")
+                #expect(throws: DecodingError.self) { _ = try JSONDecoder().decode([CbImportNumbers].self, from: json("[\(element)]")) }
+            }
+            let value = try ModelFactory.model(FidelityAny.self, fromJSON: json(#""\#(spelling)""#))
+            #expect(value.same(.text(spelling)), "\(value)")
+        }
+        let numbers = try ModelFactory.models(CbImportNumbers.self, fromJSONArray: json(#"[{"double":1.5,"float":0.5,"decimal":2.25,"count":3,"doubles":[1e300,-0.0]}]"#))
+        #expect(numbers.models == [CbImportNumbers(double: 1.5, float: 0.5, decimal: 2.25, count: 3, doubles: [1e300, -0.0])])
+    }
+
+    /// A number beyond `Double`'s range (`1e400`) in a field the model does not read leaves the
+    /// response, and that element, as they are; in a field it reads, it is a mistyped field
+    /// (never infinity): the element is reported, and the others are built.
+    @Test func aNumberOutOfRangeIsAnErrorOnlyWhereItIsRead() async throws {
+        let huge = "1" + String(repeating: "0", count: 400)
+        let data = json(#"""
+        [{"double":1,"ignored":1e400},
+         {"double":1e400},
+         {"double":2,"count":1e400},
+         {"double":3,"extra":[-1e999,{"deep":123e45678}],"big":\#(huge)},
+         {"double":4,"float":1e39},
+         {"double":5,"decimal":-1e400},
+         {"double":6,"doubles":[1,1e400]},
+         {"double":7,"ignored":1e400,"ignored":2e400}]
+        """#)
+        let result = try ModelFactory.models(CbImportNumbers.self, fromJSONArray: data)
+        #expect(result.models.map(\.double) == [1, 3, 7])
+        #expect(result.skipped.map(\.index) == [1, 2, 4, 5, 6])
+        #expect(result.skipped.map(\.path) == ["double", "count", "float", "decimal", "doubles[1]"])
+        #expect(result.skipped.allSatisfy { $0.reason.contains("1e400") || $0.reason.contains("1e39") }, "\(result.skipped)")
+        // One document, and one that repeats a key (read through a rewritten copy).
+        #expect(try ModelFactory.model(CbImportNumbers.self, fromJSON: json(#"{"double":8,"ignored":1e400}"#)).double == 8)
+        #expect(try ModelFactory.model(CbImportNumbers.self, fromJSON: json(#"{"double":9,"ignored":1e400,"double":10}"#)).double == 10)
+        let error = await caughtError { _ = try ModelFactory.model(CbImportNumbers.self, fromJSON: json(#"{"double":-1e400,"double":-2e400}"#)) }
+        #expect(error.map { if case .invalidElement(0, "double", _) = $0 { true } else { false } } == true, "\(String(describing: error))")
+        // Not JSON at all is still refused whole.
+        #expect(throws: LocalDatabaseError.self) { _ = try ModelFactory.models(CbImportNumbers.self, fromJSONArray: json(#"[{"double":1e}]"#)) }
     }
 
     @Test(arguments: [

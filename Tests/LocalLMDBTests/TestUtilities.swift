@@ -206,3 +206,14 @@ final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 }
+
+/// What `body` returns, run on a thread of its own with a stack of `stackSize` bytes: 512 KiB by
+/// default, the size of the stack of Apple's secondary threads (an unoptimized build's frames
+/// are several times larger than an optimized one's, so this is the harder case).
+func onThread<R: Sendable>(stackSize: Int = 512 << 10, _ body: @escaping @Sendable () -> R) async -> R {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.stackSize = stackSize
+        thread.start()
+    }
+}

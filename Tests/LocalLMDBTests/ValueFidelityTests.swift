@@ -230,3 +230,164 @@ extension ValueFidelityTests {
         }
     }
 }
+
+/// A JSON passthrough value, decoded as the usual `AnyCodable` does: as a `Double` if it can
+/// be one, else as a `String`.
+enum FidelityAny: Codable {
+    case number(Double)
+    case text(String)
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else {
+            self = .text(try container.decode(String.self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case let .number(number): try container.encode(number)
+        case let .text(text): try container.encode(text)
+        }
+    }
+
+    /// The same case with the same text, or a double with the same bits.
+    func same(_ other: FidelityAny) -> Bool {
+        switch (self, other) {
+        case let (.number(number), .number(otherNumber)): number.bitPattern == otherNumber.bitPattern
+        case let (.text(text), .text(otherText)): text == otherText
+        default: false
+        }
+    }
+}
+
+/// Passthrough values alone, in an array and in a dictionary, and a member read by trying
+/// `Double` first in a keyed container.
+struct FidelityPassthrough: Codable, Persistable {
+    var value: FidelityAny
+    var values: [FidelityAny]
+    var byName: [String: FidelityAny]
+    var member: FidelityAny
+
+    enum CodingKeys: String, CodingKey { case value, values, byName, member }
+
+    init(value: FidelityAny, values: [FidelityAny], byName: [String: FidelityAny], member: FidelityAny) {
+        (self.value, self.values, self.byName, self.member) = (value, values, byName, member)
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        value = try container.decode(FidelityAny.self, forKey: .value)
+        values = try container.decode([FidelityAny].self, forKey: .values)
+        byName = try container.decode([String: FidelityAny].self, forKey: .byName)
+        if let number = try? container.decode(Double.self, forKey: .member) {
+            member = .number(number)
+        } else {
+            member = .text(try container.decode(String.self, forKey: .member))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(value, forKey: .value)
+        try container.encode(values, forKey: .values)
+        try container.encode(byName, forKey: .byName)
+        switch member {
+        case let .number(number): try container.encode(number, forKey: .member)
+        case let .text(text): try container.encode(text, forKey: .member)
+        }
+    }
+}
+
+/// Doubles and strings side by side in a hand-written model.
+final class FidelityTexts: Storable {
+    let number: Double
+    let text: String
+    let texts: [String]
+    init(number: Double, text: String, texts: [String]) {
+        (self.number, self.text, self.texts) = (number, text, texts)
+    }
+    required init(dataObject: DataObject) {
+        number = dataObject.get("number", onFail: -42)
+        text = dataObject.get("text", onFail: "?")
+        texts = dataObject.get("texts")
+    }
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "number", value: number).add(key: "text", value: text).add(key: "texts", value: texts)
+    }
+}
+
+/// The model the records of old versions are read as: `Double` fields.
+struct FidelityDoubles: Codable, Persistable {
+    var number: Double
+    var numbers: [Double]
+    var optionalNumber: Double?
+}
+
+extension ValueFidelityTests {
+    /// Strings spelt as the stored forms of NaN and the infinities.
+    static let nonFiniteSpellings = ["NaN", "Infinity", "-Infinity", "NaN:0x7ff8000000000001", "NaN:0xfff0000000001234"]
+    /// The doubles stored in those forms, and a finite one.
+    static let nonFiniteNumbers = [Double.nan, .infinity, -.infinity, Double(bitPattern: 0x7FF8_0000_0000_0001), Double(bitPattern: 0xFFF0_0000_0000_1234), 1.5]
+
+    /// A `String` is never read as a `Double`: one spelt as a stored NaN or infinity stays text
+    /// for a model that tries `Double` first (as `JSONDecoder` refuses such a string as a
+    /// `Double`), and the doubles themselves come back as doubles, bit for bit.
+    @Test func aStringSpeltAsANonFiniteDoubleStaysAString() async throws {
+        let texts = Self.nonFiniteSpellings.map(FidelityAny.text)
+        let numbers = Self.nonFiniteNumbers.map(FidelityAny.number)
+        let all = texts + numbers
+        try await withBothFaces { database, sync in
+            for (index, value) in all.enumerated() {
+                let model = FidelityPassthrough(
+                    value: value, values: all, byName: Dictionary(uniqueKeysWithValues: all.enumerated().map { ("k\($0)", $1) }), member: value)
+                try await database.write(Record(id: "p\(index)", data: model))
+                for read in [try await database.read(id: "p\(index)") as FidelityPassthrough?, sync.read(id: "p\(index)") as FidelityPassthrough?] {
+                    let read = try #require(read)
+                    #expect(read.value.same(value) && read.member.same(value), "\(value) read as \(read.value), \(read.member)")
+                    #expect(read.values.count == all.count && zip(read.values, all).allSatisfy { $0.same($1) }, "\(read.values)")
+                    #expect(all.indices.allSatisfy { read.byName["k\($0)"]?.same(all[$0]) == true }, "\(read.byName)")
+                }
+            }
+            // Hand-written models: a string is not a `Double`, and a double not a string's text.
+            for (spelling, number) in zip(Self.nonFiniteSpellings, Self.nonFiniteNumbers) {
+                try await database.write(Record(id: "h", data: FidelityTexts(number: number, text: spelling, texts: Self.nonFiniteSpellings)))
+                let read = try #require(try await database.read(id: "h") as FidelityTexts?)
+                #expect(read.number.bitPattern == number.bitPattern && read.text == spelling && read.texts == Self.nonFiniteSpellings)
+                let stored = read.toDataObject()
+                #expect(stored.get("text") as Double? == nil, "\(spelling)")
+                #expect((stored.get("texts") as [Double]).isEmpty && (stored.get("texts") as [Double?]).allSatisfy { $0 == nil })
+            }
+        }
+        // Other JSON readers read the same strings.
+        let text = try #require(try FidelityPassthrough(value: texts[1], values: texts, byName: [:], member: texts[0])._storedFields().toRawString())
+        let foreign = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(foreign["value"] as? String == "Infinity" && foreign["member"] as? String == "NaN")
+        #expect(foreign["values"] as? [String] == Self.nonFiniteSpellings)
+    }
+
+    /// Records written before strings and doubles were told apart, with NaN and the infinities
+    /// stored as their plain spellings, still read as doubles where a model declares `Double`;
+    /// and a data object read and then changed writes them back as doubles.
+    @Test func nonFiniteDoublesStoredByEarlierVersionsStillReadAsDoubles() async throws {
+        let json = #"{"object":"FidelityDoubles","number":"Infinity","numbers":["NaN","-Infinity","NaN:0x7ff8000000000001",2],"optionalNumber":"-Infinity"}"#
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "old", data: CbRawRecord(json)))
+            let read = try #require(try await database.read(id: "old") as FidelityDoubles?)
+            #expect(read.number == .infinity && read.optionalNumber == -.infinity)
+            #expect(read.numbers.map(\.bitPattern) == [Double.nan, -.infinity, Double(bitPattern: 0x7FF8_0000_0000_0001), 2].map(\.bitPattern))
+        }
+        let old = DataObject(rawString: json)
+        #expect(old.get("number", onFail: 0.0) == .infinity)
+        #expect((old.get("numbers") as [Double]).count == 4)
+        // Changed, its fields are written again from a tree: the doubles stay doubles, strings strings.
+        old.add(key: "note", value: "Infinity")
+        let changed = DataObject(rawString: try #require(old.toRawString()))
+        #expect(changed.get("number", onFail: 0.0) == .infinity && changed.get("optionalNumber", onFail: 0.0) == -.infinity)
+        #expect((changed.get("numbers") as [Double]).count == 4)
+        #expect(changed.get("note") as Double? == nil && changed.get("note", onFail: "") == "Infinity")
+    }
+}

@@ -4,22 +4,32 @@
 extension DataObject {
     /// Stores a nested object under `key`.
     @discardableResult public func add<T: Storable>(key: String, value: T) -> Self {
-        setObject(key, value.toDataObject())
+        nesting(key) { setObject(key, value.toDataObject()) }
     }
 
     /// Stores an optional nested object under `key` (`null` when nil).
     @discardableResult public func add<T: Storable>(key: String, value: T?) -> Self {
-        value.map { setObject(key, $0.toDataObject()) } ?? set(key, .null)
+        nesting(key) { value.map { setObject(key, $0.toDataObject()) } ?? set(key, .null) }
     }
 
     /// Stores an array of nested objects under `key`.
     @discardableResult public func add<T: Storable>(key: String, value: [T]) -> Self {
-        setObjects(key, value.map { $0.toDataObject() })
+        nesting(key) { setObjects(key, value.map { $0.toDataObject() }) }
     }
 
     /// Stores an array of optional nested objects under `key` (nil elements as `null`).
     @discardableResult public func add<T: Storable>(key: String, value: [T?]) -> Self {
-        setObjects(key, value.map { $0?.toDataObject() })
+        nesting(key) { setObjects(key, value.map { $0?.toDataObject() }) }
+    }
+
+    /// `store()`, which stores nested objects under `key` as their `toDataObject()` gives them,
+    /// unless the thread's stack is too low to call it: models nested in one another recurse
+    /// through here, so a chain nested too deeply for the stack (`StackGuard`) is refused when
+    /// written, naming `key`, rather than overflow the stack.
+    @inline(__always)
+    func nesting(_ key: String, _ store: () -> Self) -> Self {
+        guard !ReadScratch.current.stackIsLow else { return set(key, .unencodable(reason: StackGuard.refusal)) }
+        return store()
     }
 
     /// Stores `child` under `key`, as a nested object.

@@ -64,22 +64,22 @@ extension DataObject {
 extension DataObject {
     /// Stores a nested `Storable` object that is also `Encodable` as a `Storable` one.
     @discardableResult public func add<T: Storable & Encodable>(key: String, value: T) -> Self {
-        setObject(key, value.toDataObject())
+        nesting(key) { setObject(key, value.toDataObject()) }
     }
 
     /// Stores an optional nested `Storable` object that is also `Encodable` as a `Storable` one.
     @discardableResult public func add<T: Storable & Encodable>(key: String, value: T?) -> Self {
-        value.map { setObject(key, $0.toDataObject()) } ?? set(key, .null)
+        nesting(key) { value.map { setObject(key, $0.toDataObject()) } ?? set(key, .null) }
     }
 
     /// Stores an array of nested `Storable` objects that are also `Encodable` as `Storable` ones.
     @discardableResult public func add<T: Storable & Encodable>(key: String, value: [T]) -> Self {
-        setObjects(key, value.map { $0.toDataObject() })
+        nesting(key) { setObjects(key, value.map { $0.toDataObject() }) }
     }
 
     /// Stores an array of optional nested `Storable` objects that are also `Encodable`.
     @discardableResult public func add<T: Storable & Encodable>(key: String, value: [T?]) -> Self {
-        setObjects(key, value.map { $0?.toDataObject() })
+        nesting(key) { setObjects(key, value.map { $0?.toDataObject() }) }
     }
 
     /// Stores an enum with a raw value that is also `Encodable` by its raw value.

@@ -193,7 +193,7 @@ public final class DataObject {
         let fields = fields
         let (encoded, failed) = EncodedObject.written(fields)
         if failed, conversionFailure == nil {
-            conversionFailure = JSONWriter.failure(in: fields) ?? (path: "", reason: "it cannot be encoded")
+            conversionFailure = JSONWriter.failure(in: fields) ?? (path: "", reason: StackGuard.refusal)
         }
         storage = .encoded(encoded)
         nextMember = nil

@@ -7,34 +7,41 @@ import Foundation
 /// thread-safe to share. Parsing also accepts SwiftLocal's `yyyy-MM-dd'T'HH:mm:ss.SSSZZZZZ`
 /// strings (any UTC offset, such as `+10:00`), fractions of any length, and no fraction.
 ///
-/// Invariant: `parse(format(date))` is `date`, exactly: its `timeIntervalSinceReferenceDate`.
+/// Invariant: `parse(format(date))` is `date`, exactly: its `timeIntervalSinceReferenceDate`,
+/// bit for bit. `-0.0` (2001-01-01T00:00:00Z, whose sign no calendar time shows) is written with
+/// the offset `-00:00` (RFC 3339's "offset unknown": the same instant to other readers), which
+/// reads back as `-0.0` at that instant.
 enum ISO8601Date {
     /// Formats `date`; nil when it cannot be written (not finite, or more than 2^63 seconds from
     /// 1970, some 292 billion years).
     ///
     /// A date on a whole millisecond has three fraction digits (SwiftLocal's form). Any other
-    /// (`Date()`, mostly) has at least four: the digits of its fraction of a second that read
-    /// back as exactly that fraction, for `parse` to restore the very same date.
+    /// (`Date()`, mostly) has at least four: the digits that read back as exactly that date, for
+    /// `parse` to restore the very same `timeIntervalSinceReferenceDate` (see `exactForm`).
     ///
     /// Years 0 to 9999 have four digits; others use ISO 8601's expanded form, a sign and at
     /// least six digits (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.000Z`).
     static func format(_ date: Date) -> String? {
         guard let (text, parsed) = millisecondForm(date) else { return nil }
-        return parsed == date ? text : exactForm(date)
+        let interval = date.timeIntervalSinceReferenceDate
+        return parsed.bitPattern == interval.bitPattern ? text : exactForm(interval)
     }
 
-    /// `date` to the nearest millisecond, and the date `parse` gives for that text.
-    private static func millisecondForm(_ date: Date) -> (text: String, parsed: Date)? {
+    /// `date` to the nearest millisecond, and the interval since the reference date that `parse`
+    /// gives for that text.
+    private static func millisecondForm(_ date: Date) -> (text: String, parsed: Double)? {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite else { return nil }
         let dayLength: Int64 = 86_400_000
         let days: Int64
         let timeOfDay: Int64
+        // The whole seconds since 1970 and the milliseconds the text will show.
+        let textSeconds: Int64
+        let textMilliseconds: Int64
         let totalMilliseconds = (seconds * 1000).rounded()
-        let parsed: Date
         if abs(totalMilliseconds) < exactMilliseconds {
             (days, timeOfDay) = floorDivision(Int64(totalMilliseconds), dayLength)
-            parsed = Date(timeIntervalSince1970: totalMilliseconds / 1000)
+            (textSeconds, textMilliseconds) = floorDivision(Int64(totalMilliseconds), 1000)
         } else if seconds >= -9.223_372_036_854_775_808e18 && seconds < 9.223_372_036_854_775_808e18 {
             // Here `seconds * 1000` is no longer exact: split the whole seconds from the fraction
             // (both exact) and round the fraction alone.
@@ -47,7 +54,7 @@ enum ISO8601Date {
             }
             let (wholeDays, secondOfDay) = floorDivision(wholeSeconds, 86_400)
             (days, timeOfDay) = (wholeDays, secondOfDay * 1000 + milliseconds)
-            parsed = Date(timeIntervalSince1970: Double(wholeSeconds) + Double(milliseconds) / 1000)
+            (textSeconds, textMilliseconds) = (wholeSeconds, milliseconds)
         } else {
             return nil
         }
@@ -55,38 +62,71 @@ enum ISO8601Date {
         text += "."
         append(timeOfDay % 1000, width: 3, to: &text)
         text += "Z"
-        return (text, parsed)
+        // What `parse` gives for this text, computed as it computes it.
+        return (text, millisecondInstant(seconds: textSeconds, milliseconds: textMilliseconds))
+    }
+
+    /// The interval since the reference date of the date `seconds` after 1970 plus
+    /// `milliseconds` (0 to 999): what `parse` gives for a time with at most three fraction
+    /// digits, and what `format` checks its millisecond form against.
+    private static func millisecondInstant(seconds: Int64, milliseconds: Int64) -> Double {
+        let (wholeMilliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow, abs(Double(wholeMilliseconds) + Double(milliseconds)) < exactMilliseconds else {
+            // Beyond 2^53 ms a double has no room for every millisecond: whole seconds and the
+            // fraction give back the nearest double.
+            return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000).timeIntervalSinceReferenceDate
+        }
+        return Date(timeIntervalSince1970: (Double(wholeMilliseconds) + Double(milliseconds)) / 1000).timeIntervalSinceReferenceDate
     }
 
     /// Seconds between 1970-01-01 and 2001-01-01, the reference date of `Date`.
     private static let referenceOffset: Int64 = 978_307_200
 
-    /// `date` with the digits of its fraction of a second that read back as exactly that
-    /// fraction: whole seconds and the fraction are split from `timeIntervalSinceReferenceDate`
-    /// (both exact), so `parse` adds them back to the very same double. Nil beyond ±2^63 s.
-    private static func exactForm(_ date: Date) -> String? {
-        let reference = date.timeIntervalSinceReferenceDate
+    /// The date `reference` seconds from the reference date, with the fraction digits that
+    /// read back as exactly that date (`parse` reads the whole seconds and the fraction as one
+    /// decimal number, correctly rounded). Nil beyond ±2^63 s.
+    ///
+    /// The digits are those of the shortest decimal that reads back as `reference` (Swift's
+    /// `description`), split at the point: its whole part is `reference`'s whole seconds (the
+    /// integers around a double that is not one are other doubles, outside its rounding
+    /// interval). A calendar time adds a fraction to the second before it, so a negative
+    /// interval's fraction is the decimal's complement: `-0.3` is `…23:59:59.7000Z`, one second
+    /// before the reference date plus 0.7. Splitting the double itself (`reference` less its
+    /// whole seconds) is not exact there: `-2.8e-17` would be 1 s minus 2.8e-17, which rounds to 1.
+    private static func exactForm(_ reference: Double) -> String? {
+        guard reference.isFinite else { return nil }
+        if reference == 0, reference.sign == .minus { return "2001-01-01T00:00:00.000-00:00" }
         let whole = reference.rounded(.down)
         guard let wholeSeconds = Int64(exactly: whole) else { return nil }
-        let fraction = reference - whole
         let (seconds, overflow) = wholeSeconds.addingReportingOverflow(referenceOffset)
         guard !overflow else { return nil }
         let (days, secondOfDay) = floorDivision(seconds, 86_400)
-        var digits = fractionDigits(fraction)
-        if digits.count < 4 { digits += String(repeating: "0", count: 4 - digits.count) }  // Four or more: the exact form.
-        return dateAndTime(days: days, secondOfDay: secondOfDay) + "." + digits + "Z"
+        var digits = whole == reference ? [] : fractionDigits(of: reference.magnitude)
+        if reference < 0, !digits.isEmpty { digits = complement(digits) }
+        if digits.count < 4 { digits += repeatElement(UInt8(ascii: "0"), count: 4 - digits.count) }  // Four or more: the exact form.
+        return dateAndTime(days: days, secondOfDay: secondOfDay) + "." + String(decoding: digits, as: UTF8.self) + "Z"
     }
 
-    /// The digits after the point of the shortest decimal that reads back as `fraction`
-    /// (0 ≤ fraction < 1), written out without an exponent.
-    private static func fractionDigits(_ fraction: Double) -> String {
-        let text = fraction.description  // Shortest round-tripping: "0.123", or "1.25e-05".
+    /// The digits after the point of the shortest decimal that reads back as `value` (positive,
+    /// not a whole number, so below 2^52), written out without an exponent.
+    private static func fractionDigits(of value: Double) -> [UInt8] {
+        let text = value.description  // Shortest round-tripping: "12.5", "0.123", or "1.25e-05".
         guard let exponentMark = text.firstIndex(of: "e") else {
-            return text.split(separator: ".").last.map(String.init) ?? "0"
+            return text.split(separator: ".").last.map { Array($0.utf8) } ?? []
         }
-        let mantissa = text[..<exponentMark].filter { $0 != "." }
-        let exponent = Int(text[text.index(after: exponentMark)...]) ?? 0  // Negative: below 1.
-        return String(repeating: "0", count: max(0, -exponent - 1)) + mantissa
+        // An exponent only below 10^-4: no whole part.
+        let mantissa = text[..<exponentMark].utf8.filter { $0 != UInt8(ascii: ".") }
+        let exponent = Int(text[text.index(after: exponentMark)...]) ?? 0
+        return Array(repeating: UInt8(ascii: "0"), count: max(0, -exponent - 1)) + mantissa
+    }
+
+    /// The fraction digits of 1 - 0.`digits`, as many as `digits` has (which are not all zeros).
+    private static func complement(_ digits: [UInt8]) -> [UInt8] {
+        guard let last = digits.lastIndex(where: { $0 != UInt8(ascii: "0") }) else { return digits }
+        var result = digits
+        for index in 0..<last { result[index] = UInt8(ascii: "9") - (digits[index] - UInt8(ascii: "0")) }
+        result[last] = UInt8(ascii: "0") + 10 - (digits[last] - UInt8(ascii: "0"))
+        return result
     }
 
     /// `yyyy-MM-ddTHH:mm:ss` for a day count since 1970 and a second of that day.
@@ -160,24 +200,22 @@ enum ISO8601Date {
               let second = number(2),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
-        var fraction: Double = 0
-        var fractionDigits = 0
+        // Up to three digits: whole milliseconds; more: the exact form (see `exactForm`).
+        var fraction = 0..<0
+        var milliseconds: Int64 = 0
         if skip(".") {
-            var scale = 0.1
             let start = offset
-            while offset < bytes.count, bytes[offset] &- UInt8(ascii: "0") < 10 {
-                fraction += Double(bytes[offset] - UInt8(ascii: "0")) * scale
-                scale /= 10
-                offset += 1
-            }
-            fractionDigits = offset - start
-            guard fractionDigits > 0 else { return nil }
-            if fractionDigits > 3 {
-                // The exact form: the fraction read correctly rounded, not summed digit by digit.
-                fraction = Double("0." + String(decoding: bytes[start..<offset], as: UTF8.self)) ?? fraction
+            while offset < bytes.count, bytes[offset] &- UInt8(ascii: "0") < 10 { offset += 1 }
+            fraction = start..<offset
+            guard !fraction.isEmpty else { return nil }
+            if fraction.count <= 3 {
+                for index in 0..<3 {
+                    milliseconds = milliseconds * 10 + (index < fraction.count ? Int64(bytes[start + index] - UInt8(ascii: "0")) : 0)
+                }
             }
         }
         var zoneSeconds: Int64 = 0
+        var offsetIsNegativeZero = false
         if skip("Z") || skip("z") {
             zoneSeconds = 0
         } else if offset < bytes.count, bytes[offset] == UInt8(ascii: "+") || bytes[offset] == UInt8(ascii: "-") {
@@ -188,6 +226,7 @@ enum ISO8601Date {
             let zoneMinutes = offset < bytes.count ? number(2) : 0
             guard let zoneMinutes, zoneHours < 24, zoneMinutes < 60 else { return nil }
             zoneSeconds = sign * (zoneHours * 3600 + zoneMinutes * 60)
+            offsetIsNegativeZero = sign < 0 && zoneSeconds == 0
         } else {
             return nil
         }
@@ -200,21 +239,27 @@ enum ISO8601Date {
         guard !overflow else { return nil }
         let (seconds, overflowAdding) = dayBoundary.addingReportingOverflow(days < 0 ? secondOfDay - 86_400 : secondOfDay)
         guard !overflowAdding else { return nil }
-        if fractionDigits > 3 {
-            // Whole seconds since the reference date, plus the fraction: the double `format` split.
+        let interval: Double
+        if fraction.count > 3 {
             let (sinceReference, overflowSubtracting) = seconds.subtractingReportingOverflow(referenceOffset)
             guard !overflowSubtracting else { return nil }
-            return Date(timeIntervalSinceReferenceDate: Double(sinceReference) + fraction)
+            interval = exactInterval(seconds: sinceReference, fraction: Array(bytes[fraction]))
+        } else {
+            interval = millisecondInstant(seconds: seconds, milliseconds: milliseconds)
         }
-        // Round to whole milliseconds so values written by `format` come back exactly.
-        let milliseconds = (fraction * 1000).rounded()
-        let (wholeMilliseconds, overflowMultiplying) = seconds.multipliedReportingOverflow(by: 1000)
-        guard !overflowMultiplying, abs(Double(wholeMilliseconds) + milliseconds) < exactMilliseconds else {
-            // Beyond 2^53 ms a double has no room for every millisecond: whole seconds and the
-            // fraction give back the nearest double, the one `format` was given.
-            return Date(timeIntervalSince1970: Double(seconds) + milliseconds / 1000)
+        return Date(timeIntervalSinceReferenceDate: interval == 0 && offsetIsNegativeZero ? -0.0 : interval)
+    }
+
+    /// The double nearest to `seconds` whole seconds from the reference date plus the fraction
+    /// `0.digits`, read as one decimal number (correctly rounded, once): for a negative number of
+    /// seconds, minus the whole seconds after it and the fraction's complement (see `exactForm`).
+    private static func exactInterval(seconds: Int64, fraction digits: [UInt8]) -> Double {
+        if seconds >= 0 {
+            return Double(String(seconds) + "." + String(decoding: digits, as: UTF8.self)) ?? Double(seconds)
         }
-        return Date(timeIntervalSince1970: (Double(wholeMilliseconds) + milliseconds) / 1000)
+        guard digits.contains(where: { $0 != UInt8(ascii: "0") }) else { return Double(seconds) }
+        let wholeAfter = -(seconds + 1)
+        return Double("-" + String(wholeAfter) + "." + String(decoding: complement(digits), as: UTF8.self)) ?? Double(seconds)
     }
 
     private static func append<Value: BinaryInteger>(_ value: Value, width: Int, to text: inout String) {

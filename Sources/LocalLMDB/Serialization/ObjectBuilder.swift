@@ -27,7 +27,7 @@ final class ObjectBuilder {
     init(className: String) {
         self.className = className
         _ = writer.open(UInt8(ascii: "{"))
-        writer.write(DataObject.classNameKey)
+        writer.write(key: DataObject.classNameKey)
         writer.write(literal: ":")
         writer.write(className)
     }

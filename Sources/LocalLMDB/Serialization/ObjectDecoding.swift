@@ -32,9 +32,11 @@ enum ObjectDecoding {
         case conflict(name: String, owner: StoredClass, requested: StoredClass)
         /// Looking the class up failed.
         case storage(LocalDatabaseError)
+        /// The object is nested too deeply for the reading thread's stack (`StackGuard`).
+        case tooDeep
 
-        /// The error for a read of the record `id`.
-        func error(id: String) -> LocalDatabaseError {
+        /// The error for a read of the record `id`, stored as `className`.
+        func error(id: String, className: String = "") -> LocalDatabaseError {
             switch self {
             case let .mismatch(requested, stored):
                 return .typeMismatch(id: id, requested: requested, stored: stored)
@@ -44,6 +46,8 @@ enum ObjectDecoding {
                 return .classNameConflict(name: name, storedBy: owner.displayName, requestedBy: requested.qualifiedName)
             case let .storage(error):
                 return error
+            case .tooDeep:
+                return .decodingFailed(id: id, className: className, path: "", reason: StackGuard.refusal)
             }
         }
     }
@@ -116,9 +120,17 @@ enum ObjectDecoding {
     /// read under way to throw, and the object is restored as `T` meanwhile (the read will not
     /// return it). Outside a database read (`DataObject(rawString:)`), there is nobody to throw
     /// to: the object is restored as `T`.
+    ///
+    /// Models nested in one another recurse through here: when the thread's stack is too low to
+    /// go deeper (`StackGuard`), the object is restored empty (as from a missing field), and the
+    /// read under way throws.
     static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
         let scratch = ReadScratch.current
+        guard !scratch.stackIsLow else {
+            if scratch.isReading, scratch.failure == nil { scratch.failure = .tooDeep }
+            return requested.init(dataObject: DataObject(fields: JSONObject()))
+        }
         let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
         // Usually the class member comes first and names the requested class as it is spelt.
         let classEnd = object.endOfClassName(spelled: requestedName)

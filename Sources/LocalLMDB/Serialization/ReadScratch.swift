@@ -40,6 +40,24 @@ final class ReadScratch {
 
     /// `Encodable` values being encoded inside one another on this thread (`ModelEncoder.box`).
     @exclusivity(unchecked) var encodingDepth = 0
+    /// The nesting level of the container a nested model being encoded on this thread is stored
+    /// in (0 outside one): the model's object is one level deeper (`ModelEncoder.dataObject`).
+    @exclusivity(unchecked) var encodingLevel = 0
+
+    /// Where this thread's stack is too low to recurse further (`StackGuard`); nil until asked.
+    @exclusivity(unchecked) private var knownStackLimit: UInt?
+
+    /// The address below which this thread's stack is too low for the codec to recurse further.
+    var stackLimit: UInt {
+        if let knownStackLimit { return knownStackLimit }
+        let limit = StackGuard.limitOfCurrentThread()
+        knownStackLimit = limit
+        return limit
+    }
+
+    /// Whether this thread's stack has grown past `stackLimit`.
+    @inline(__always)
+    var stackIsLow: Bool { StackGuard.isLow(stackLimit) }
 
     /// The stored classes met by the encodes under way (kept, emptied, between encodes).
     @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
@@ -92,10 +110,10 @@ final class ReadScratch {
         do {
             restored = try DataObject.restore(type, from: object, spare: &spare)
         } catch {
-            try throwFailure(id: id())
+            try throwFailure(id: id(), className: storedName())
             throw ModelCoding.decodingError(error, id: id(), className: storedName())
         }
-        try throwFailure(id: id())
+        try throwFailure(id: id(), className: storedName())
         return restored
     }
 
@@ -122,11 +140,11 @@ final class ReadScratch {
         isReading && context?.database == serial
     }
 
-    /// Throws and clears the failure recorded while restoring the record `id`.
-    func throwFailure(id: @autoclosure () -> String?) throws(LocalDatabaseError) {
+    /// Throws and clears the failure recorded while restoring the record `id`, stored as `className`.
+    func throwFailure(id: @autoclosure () -> String?, className: @autoclosure () -> String = "") throws(LocalDatabaseError) {
         guard let failure else { return }
         self.failure = nil
-        throw failure.error(id: id() ?? "")
+        throw failure.error(id: id() ?? "", className: className())
     }
 
     // MARK: Stored classes

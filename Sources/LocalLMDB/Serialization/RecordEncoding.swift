@@ -27,7 +27,8 @@ enum RecordEncoding {
             return true
         }
         guard encoded else {
-            let failure = dataObject.encodingFailure ?? (path: "", reason: "it cannot be encoded")
+            // Nothing found on a second look: the write ran out of stack (see `StackGuard`).
+            let failure = dataObject.encodingFailure ?? (path: "", reason: StackGuard.refusal)
             throw .unencodableValue(id: record.id, path: failure.path, reason: failure.reason)
         }
     }

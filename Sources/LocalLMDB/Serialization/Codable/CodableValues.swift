@@ -7,6 +7,7 @@ import Foundation
 // |-------------------------------|---------------------------------------------------------------|
 // | `Int`, `Int8`…`Int64`, `UInt8`…`UInt64`, `UInt` | a number, exact (beyond 2^63 too)           |
 // | `Double`                      | a number; NaN and ±infinity as strings (`NonFiniteDouble`)    |
+// | `String`                      | a string; one spelt as a non-finite double with an escape     |
 // | `Float`                       | a number, its shortest form (`0.1`); NaN and ±infinity as strings |
 // | `Decimal`                     | a number with every digit (`3.14159265358979323846`); NaN as `"NaN"` |
 // | `Date`                        | an ISO 8601 string in UTC, exact (`ISO8601Date`)              |
@@ -38,8 +39,10 @@ extension Float {
 }
 
 extension Decimal {
-    /// Every digit, as a number; NaN (Decimal has no infinities) as the string `"NaN"`.
+    /// Every digit, as a number; NaN (Decimal has no infinities) as `"NaN"`, the form of `Double.nan`
+    /// (a `String` spelt so is written otherwise: see `NonFiniteDouble`).
     var jsonValue: JSONValue {
+        guard !isNaN else { return .double(.nan) }
         let text = description
         var bytes = text
         let isNumber = bytes.withUTF8 { utf8 in
@@ -77,21 +80,31 @@ enum ValueReading {
         return (value, end)
     }
 
+    /// A number that fits a `Float`, or NaN or an infinity as LocalLMDB stores them.
     static func float(_ scanner: JSONScanner, at offset: Int) -> (value: Float, end: Int)? {
-        if let (text, _, end) = scanner.numberText(at: offset) {
-            guard let value = Float(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
-            return (value, end)
-        }
-        guard let (double, end) = Double.read(scanner, at: offset), !double.isFinite else { return nil }
+        if let number = floatNumber(scanner, at: offset) { return number }
+        guard let (double, end) = Double.readNonFinite(scanner, at: offset) else { return nil }
         return (double.isNaN ? Float(nanBitsOf: double) : Float(double), end)
     }
 
+    /// A number that fits a `Float` only: JSON from elsewhere (see `Double.readNumber`).
+    static func floatNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Float, end: Int)? {
+        guard let (text, _, end) = scanner.numberText(at: offset),
+              let value = Float(String(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
+        return (value, end)
+    }
+
+    /// A number that fits a `Decimal`, or NaN as LocalLMDB stores it.
     static func decimal(_ scanner: JSONScanner, at offset: Int) -> (value: Decimal, end: Int)? {
-        if let (text, _, end) = scanner.numberText(at: offset) {
-            return Decimal(string: String(decoding: text, as: UTF8.self), locale: nil).map { ($0, end) }
-        }
+        if let number = decimalNumber(scanner, at: offset) { return number }
         guard let (text, end) = scanner.string(at: offset), text == "NaN" else { return nil }
         return (Decimal.nan, end)
+    }
+
+    /// A number that fits a `Decimal` only: JSON from elsewhere (see `Double.readNumber`).
+    static func decimalNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Decimal, end: Int)? {
+        guard let (text, _, end) = scanner.numberText(at: offset) else { return nil }
+        return Decimal(string: String(decoding: text, as: UTF8.self), locale: nil).map { ($0, end) }
     }
 
     static func data(_ scanner: JSONScanner, at offset: Int) -> (value: Data, end: Int)? {

@@ -48,9 +48,9 @@ struct DateDecoding: CustomStringConvertible {
         case let .formatted(formatter, _):
             return scanner.string(at: offset).flatMap { formatter.date(from: $0.value) }
         case .secondsSince1970:
-            return Double.read(scanner, at: offset).flatMap { $0.value.isFinite ? Date(timeIntervalSince1970: $0.value) : nil }
+            return Double.readNumber(scanner, at: offset).map { Date(timeIntervalSince1970: $0.value) }
         case .millisecondsSince1970:
-            return Double.read(scanner, at: offset).flatMap { $0.value.isFinite ? Date(timeIntervalSince1970: $0.value / 1000) : nil }
+            return Double.readNumber(scanner, at: offset).map { Date(timeIntervalSince1970: $0.value / 1000) }
         case let .custom(parse):
             return scanner.string(at: offset).flatMap { parse($0.value) }
         }

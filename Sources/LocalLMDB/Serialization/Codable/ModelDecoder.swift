@@ -19,7 +19,8 @@ final class ModelDecoder: Decoder {
     private let key: (any CodingKey)?
     let dates: DateDecoding
     /// Decoding JSON from elsewhere: member names are keys as they are (no `FieldKey` mapping,
-    /// and a member `object` is a field like any other).
+    /// and a member `object` is a field like any other), and a string is never a number (as
+    /// for `JSONDecoder`: `"NaN"` is LocalLMDB's stored form of a double, not the server's).
     let foreign: Bool
     /// The data object reading the top-level object (a stored record's), whose member cursor the
     /// keyed container uses; nil below the top.
@@ -100,6 +101,18 @@ final class ModelDecoder: Decoder {
 
     var scanner: JSONScanner { value.scanner }
 
+    /// How this decoder reads a `Double` and a `Decimal` (see `foreign`; the containers choose
+    /// between the readers of single values themselves, so that they inline them).
+    var doubles: (JSONScanner, Int) -> (value: Double, end: Int)? {
+        if foreign { return Double.readNumber }
+        return Double.read
+    }
+
+    var decimals: (JSONScanner, Int) -> (value: Decimal, end: Int)? {
+        if foreign { return ValueReading.decimalNumber }
+        return ValueReading.decimal
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkLive()
         if let fields { return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: fields)) }
@@ -144,7 +157,17 @@ final class ModelDecoder: Decoder {
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, key)
         }
+        try checkStack(key)
         return try type.init(from: nested(at: offset, key: key))
+    }
+
+    /// Throws when the thread's stack is too low to decode a value nested further (the stored
+    /// nesting is limited, but a model's `init(from:)` may recurse more, and a thread's stack
+    /// may be small: see `StackGuard`).
+    func checkStack(_ key: (any CodingKey)?) throws {
+        if ReadScratch.current.stackIsLow {
+            throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: StackGuard.refusal))
+        }
     }
 
     /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
@@ -155,7 +178,7 @@ final class ModelDecoder: Decoder {
         switch ObjectIdentifier(T.self) {
         case ScalarArrays.strings: return ModelCoding.identical(try array(String.self, at: offset, key, String.read), as: type)
         case ScalarArrays.integers: return ModelCoding.identical(try array(Int.self, at: offset, key, Int.read), as: type)
-        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, Double.read), as: type)
+        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, doubles), as: type)
         case ScalarArrays.flags: return ModelCoding.identical(try array(Bool.self, at: offset, key, Bool.read), as: type)
         default: return nil
         }
@@ -182,7 +205,7 @@ final class ModelDecoder: Decoder {
         if T.self == Date.self { return ModelCoding.identical(try date(at: offset, path()), as: type) }
         if T.self == Data.self { return ModelCoding.identical(try scalar(Data.self, at: offset, path(), ValueReading.data).value, as: type) }
         if T.self == URL.self { return ModelCoding.identical(try scalar(URL.self, at: offset, path(), ValueReading.url).value, as: type) }
-        if T.self == Decimal.self { return ModelCoding.identical(try scalar(Decimal.self, at: offset, path(), ValueReading.decimal).value, as: type) }
+        if T.self == Decimal.self { return ModelCoding.identical(try scalar(Decimal.self, at: offset, path(), decimals).value, as: type) }
         return nil
     }
 
@@ -203,6 +226,7 @@ final class ModelDecoder: Decoder {
             // JSON from elsewhere: no class names to resolve, and its own date format.
             if let restored = try decodable.init(from: nested(at: offset, key: key)) as? T { return restored }
         }
+        try checkStack(key)
         let path = path(key)
         let object = value.nestedObject(at: offset)
         var restoreAs = requested
@@ -320,8 +344,13 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(key, Bool.read) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(key, String.read) }
-    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(key, Double.read) }
-    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(key, ValueReading.float) }
+    // Each reader passed as it is, to be inlined (see `ModelDecoder.doubles`).
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        decoder.foreign ? try read(key, Double.readNumber) : try read(key, Double.read)
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        decoder.foreign ? try read(key, ValueReading.floatNumber) : try read(key, ValueReading.float)
+    }
     func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(key, Int.read) }
     func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(key) { ValueReading.integer(Int8.self, $0, at: $1) } }
     func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(key) { ValueReading.integer(Int16.self, $0, at: $1) } }
@@ -339,7 +368,9 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(key, Bool.read) }
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try readIfPresent(key, String.read) }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try readIfPresent(key, Double.read) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        decoder.foreign ? try readIfPresent(key, Double.readNumber) : try readIfPresent(key, Double.read)
+    }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(key, Int.read) }
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
@@ -364,7 +395,9 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     private func nestedDecoder(_ key: Key) throws -> ModelDecoder {
-        decoder.nested(at: try member(key), key: key)
+        let offset = try member(key)
+        try decoder.checkStack(key)
+        return decoder.nested(at: offset, key: key)
     }
 
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
@@ -373,6 +406,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let found = find(key) else {
             return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
         }
+        try decoder.checkStack(key)
         return decoder.nested(at: found.value, key: key)
     }
 }
@@ -424,8 +458,12 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
 
     mutating func decode(_ type: Bool.Type) throws -> Bool { try read(Bool.read) }
     mutating func decode(_ type: String.Type) throws -> String { try read(String.read) }
-    mutating func decode(_ type: Double.Type) throws -> Double { try read(Double.read) }
-    mutating func decode(_ type: Float.Type) throws -> Float { try read(ValueReading.float) }
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        decoder.foreign ? try read(Double.readNumber) : try read(Double.read)
+    }
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        decoder.foreign ? try read(ValueReading.floatNumber) : try read(ValueReading.float)
+    }
     mutating func decode(_ type: Int.Type) throws -> Int { try read(Int.read) }
     mutating func decode(_ type: Int8.Type) throws -> Int8 { try read { ValueReading.integer(Int8.self, $0, at: $1) } }
     mutating func decode(_ type: Int16.Type) throws -> Int16 { try read { ValueReading.integer(Int16.self, $0, at: $1) } }
@@ -446,6 +484,7 @@ struct ModelUnkeyedDecoding: UnkeyedDecodingContainer {
 
     private mutating func nestedDecoder(_ type: Any.Type) throws -> ModelDecoder {
         let offset = try element(type)
+        try decoder.checkStack(indexKey)
         let nested = decoder.nested(at: offset, key: indexKey)
         advance(pastValueEndingAt: decoder.scanner.end(ofValueAt: offset))
         return nested
@@ -476,8 +515,12 @@ struct ModelSingleValueDecoding: SingleValueDecodingContainer {
     func decodeNil() -> Bool { decoder.isLive && decoder.scanner.byte(at: 0) == UInt8(ascii: "n") }
     func decode(_ type: Bool.Type) throws -> Bool { try read(Bool.read) }
     func decode(_ type: String.Type) throws -> String { try read(String.read) }
-    func decode(_ type: Double.Type) throws -> Double { try read(Double.read) }
-    func decode(_ type: Float.Type) throws -> Float { try read(ValueReading.float) }
+    func decode(_ type: Double.Type) throws -> Double {
+        decoder.foreign ? try read(Double.readNumber) : try read(Double.read)
+    }
+    func decode(_ type: Float.Type) throws -> Float {
+        decoder.foreign ? try read(ValueReading.floatNumber) : try read(ValueReading.float)
+    }
     func decode(_ type: Int.Type) throws -> Int { try read(Int.read) }
     func decode(_ type: Int8.Type) throws -> Int8 { try read { ValueReading.integer(Int8.self, $0, at: $1) } }
     func decode(_ type: Int16.Type) throws -> Int16 { try read { ValueReading.integer(Int16.self, $0, at: $1) } }

@@ -7,23 +7,40 @@ import Foundation
 /// Containers handed out for later (`nestedContainer`, `superEncoder`) fill a node of their
 /// own, which replaces a placeholder in its parent when the value is finished, so members keep
 /// the order they were encoded in.
+///
+/// Nesting: every container knows its level, and none is handed out deeper than a reader
+/// accepts (`JSONValidator.maxDepth`), however it is reached: nested keyed or unkeyed
+/// containers, super encoders, nested `Encodable` values or models. Beyond it, a container is
+/// cut off (what is written into it is dropped, and it links to nothing, so a loop nesting
+/// containers without end holds no more than the last ones) and the encoding fails. The
+/// recursion into nested values also stops when the thread's stack runs low (`StackGuard`).
 final class ModelEncoder: Encoder {
     /// The encoder this one was made by, and the key it was made for (nil: the same path): the
     /// coding path is built from them only when asked for, not per value.
     private let parent: ModelEncoder?
     private let key: (any CodingKey)?
     let node: EncodingNode
-    /// The first misuse of the containers (two kinds asked of one encoder), thrown at the end:
-    /// the protocol's methods that hand out containers cannot throw.
+    /// The first misuse of the containers (two kinds asked of one encoder, nesting too deep),
+    /// thrown at the end: the protocol's methods that hand out containers cannot throw.
     let state: EncodingState
+    /// The nesting level of the container this encoder's value is, if it is one: 1 for a
+    /// record's object.
+    let level: Int
+    /// The type whose `encode(to:)` this encoder was made for (`box`), if known.
+    let valueType: ObjectIdentifier?
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(below parent: ModelEncoder?, key: (any CodingKey)?, node: EncodingNode = EncodingNode(), state: EncodingState) {
+    init(
+        below parent: ModelEncoder?, key: (any CodingKey)?, node: EncodingNode = EncodingNode(), state: EncodingState, level: Int,
+        valueType: ObjectIdentifier? = nil
+    ) {
         self.parent = parent
         self.key = key
         self.node = node
         self.state = state
+        self.level = level
+        self.valueType = valueType
     }
 
     var codingPath: [any CodingKey] {
@@ -45,7 +62,8 @@ final class ModelEncoder: Encoder {
         node.shape = .object
         node.object.members.reserveCapacity(16)
         node.object.members.append(JSONObject.Member(key: DataObject.classNameKey, value: .string(DataObject.className(of: model))))
-        let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState())
+        // A nested model's object is a level below the container holding it.
+        let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState(), level: ReadScratch.current.encodingLevel + 1)
         try model.encode(to: encoder)
         if let failure = encoder.state.failure { throw failure }
         guard case let .object(fields) = node.value() else {
@@ -56,7 +74,8 @@ final class ModelEncoder: Encoder {
 
     /// `value` on its own, for `DataObject.add(key:value:)`.
     static func jsonValue<T: Encodable>(of value: T, at key: String) throws -> JSONValue {
-        let encoder = ModelEncoder(below: nil, key: nil, state: EncodingState())
+        // The encoder stands for the data object: its level, when it is a nested model's.
+        let encoder = ModelEncoder(below: nil, key: nil, state: EncodingState(), level: ReadScratch.current.encodingLevel + 1)
         let boxed = try encoder.box(value, at: ModelKey(stringValue: key))
         if let failure = encoder.state.failure { throw failure }
         return boxed
@@ -67,18 +86,24 @@ final class ModelEncoder: Encoder {
         if let special = Self.specialValue(value) { return special }
         if let array = Self.scalarArray(value) { return array }
         // Nothing deeper than a reader accepts is written, so the recursion into `encode(to:)`
-        // stops there too (nested models included: the count is the thread's), long before
-        // the stack could run out.
+        // stops there too (nested models included: the count is the thread's, and it counts
+        // values passed on through single value containers, which nest no container), or
+        // sooner when the thread's stack runs low.
         let scratch = ReadScratch.current
-        guard scratch.encodingDepth < JSONValidator.maxDepth else {
+        guard scratch.encodingDepth < JSONValidator.maxDepth, !scratch.stackIsLow else {
             throw EncodingError.invalidValue(value, .init(
                 codingPath: path(key),
-                debugDescription: "nested deeper than \(JSONValidator.maxDepth) levels"))
+                debugDescription: scratch.encodingDepth < JSONValidator.maxDepth ? StackGuard.refusal : Self.tooDeep))
         }
         scratch.encodingDepth += 1
         defer { scratch.encodingDepth -= 1 }
+        // Under a key, a level below this encoder's; from a single value container, in its place.
+        let childLevel = key == nil ? level : level + 1
         if let model = value as? any Persistable {
             // A nested model is stored as hand-written models store theirs: with its class name.
+            let outerLevel = scratch.encodingLevel
+            scratch.encodingLevel = childLevel - 1
+            defer { scratch.encodingLevel = outerLevel }
             do {
                 return .object(try model._storedFields().fields)
             } catch {
@@ -86,10 +111,12 @@ final class ModelEncoder: Encoder {
                 throw ModelCoding.prefixing(error, with: path(key))
             }
         }
-        let child = ModelEncoder(below: self, key: key, state: state)
+        let child = ModelEncoder(below: self, key: key, state: state, level: childLevel, valueType: ObjectIdentifier(T.self))
         try value.encode(to: child)
         return child.node.value()
     }
+
+    static let tooDeep = "nested deeper than \(JSONValidator.maxDepth) levels"
 
     /// Arrays of `String`, `Int`, `Double` and `Bool`, written in one loop: through
     /// `Array.encode(to:)`, each element would cost an encoder of its own.
@@ -112,15 +139,21 @@ final class ModelEncoder: Encoder {
         return nil
     }
 
-    /// Records a misuse; the first one is thrown when encoding ends.
-    func fail(_ reason: String) {
+    /// Records a misuse at `path` (this encoder's own when nil); the first one is thrown when
+    /// encoding ends.
+    func fail(_ reason: String, at path: [any CodingKey]? = nil) {
         if state.failure == nil {
-            state.failure = EncodingError.invalidValue(reason, .init(codingPath: codingPath, debugDescription: reason))
+            state.failure = EncodingError.invalidValue(reason, .init(codingPath: path ?? codingPath, debugDescription: reason))
         }
     }
 
-    /// Claims this encoder's node for `shape`; false (and a failure) when it has another.
+    /// Claims this encoder's node for `shape`; false (and a failure) when it has another, or when
+    /// it would be a container nested too deep (a single value nests nothing).
     func claim(_ shape: EncodingNode.Shape) -> Bool {
+        guard level <= JSONValidator.maxDepth || shape == .single else {
+            fail(Self.tooDeep)
+            return false
+        }
         if node.shape == .empty { node.shape = shape }
         guard node.shape == shape else {
             fail("encode(to:) asked one encoder for two kinds of container (\(node.shape) and \(shape))")
@@ -129,14 +162,37 @@ final class ModelEncoder: Encoder {
         return true
     }
 
+    /// Whether a container may be nested under `key` (a level below this encoder's); when not,
+    /// the encoding fails.
+    func mayNest(under key: any CodingKey) -> Bool {
+        guard level < JSONValidator.maxDepth else {
+            fail(Self.tooDeep, at: path(key))
+            return false
+        }
+        return true
+    }
+
+    /// An encoder whose containers are written nowhere: for a container that cannot be (nested too
+    /// deep, or of a second kind). It links to no other encoder or node, so containers nested in
+    /// it, however many, are let go as they are left.
+    func cutOff() -> ModelEncoder {
+        ModelEncoder(below: nil, key: nil, state: state, level: JSONValidator.maxDepth + 1)
+    }
+
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        _ = claim(.object)
-        return KeyedEncodingContainer(ModelKeyedEncoding<Key>(encoder: self, node: node.shape == .object ? node : EncodingNode()))
+        guard claim(.object) else {
+            let cutOff = cutOff()
+            return KeyedEncodingContainer(ModelKeyedEncoding<Key>(encoder: cutOff, node: cutOff.node))
+        }
+        return KeyedEncodingContainer(ModelKeyedEncoding<Key>(encoder: self, node: node))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        _ = claim(.array)
-        return ModelUnkeyedEncoding(encoder: self, node: node.shape == .array ? node : EncodingNode())
+        guard claim(.array) else {
+            let cutOff = cutOff()
+            return ModelUnkeyedEncoding(encoder: cutOff, node: cutOff.node)
+        }
+        return ModelUnkeyedEncoding(encoder: self, node: node)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -150,6 +206,12 @@ final class EncodingState {
 }
 
 /// A container's contents while it is being encoded.
+///
+/// A member is written as `JSONEncoder` writes it: the last write wins, whether a value (`null`
+/// and `Encodable`s included), a nested container or a super encoder; a nested container asked
+/// for a member that holds an object (for a keyed one) or an array (for an unkeyed one)
+/// continues it; and a container or super encoder whose member was written again is cut off,
+/// so what is written into it afterwards is not stored.
 final class EncodingNode {
     enum Shape { case empty, object, array, single }
     var shape = Shape.empty
@@ -158,19 +220,102 @@ final class EncodingNode {
     var single = JSONValue.null
     /// Nodes handed out for later, with the member (`key`) or element (`index`) they fill.
     var deferred: [(key: String?, index: Int, node: EncodingNode)] = []
+    /// The members that nodes handed out will fill: each node's position in `deferred`. A
+    /// member written again since is not here (or names another node), and its node is left out.
+    private var pendingMembers: [String: Int] = [:]
 
     /// The finished value; a value that encoded nothing is an empty object.
     func value() -> JSONValue {
-        for (key, index, node) in deferred {
-            if let key { object.set(key, node.value()) } else if index < elements.count { elements[index] = node.value() }
-        }
-        deferred = []
+        if !deferred.isEmpty { finishDeferred() }
+        return ownValue
+    }
+
+    /// The value, the deferred nodes' values in place.
+    private var ownValue: JSONValue {
         switch shape {
         case .empty: return .object(JSONObject())
         case .object: return .object(object)
         case .array: return .array(elements)
         case .single: return single
         }
+    }
+
+    /// Puts each deferred node's value in its place, those of the nodes deferred in it first:
+    /// depth first, without recursion (containers nest as deep as the limit).
+    private func finishDeferred() {
+        var path: [(node: EncodingNode, next: Int)] = [(self, 0)]
+        while let (node, next) = path.last {
+            if next < node.deferred.count {
+                path[path.count - 1].next = next + 1
+                guard node.fills(next) else { continue }
+                let child = node.deferred[next].node
+                if child.deferred.isEmpty {
+                    node.fill(next, with: child.ownValue)
+                } else {
+                    path.append((child, 0))
+                }
+            } else {
+                path.removeLast()
+                node.deferred = []
+                node.pendingMembers = [:]
+                if let (parent, filled) = path.last { parent.fill(filled - 1, with: node.ownValue) }
+            }
+        }
+    }
+
+    /// Whether the deferred node at `position` still fills its member or element.
+    private func fills(_ position: Int) -> Bool {
+        deferred[position].key.map { pendingMembers[$0] == position } ?? true
+    }
+
+    /// Puts `value` where the deferred node at `position` goes.
+    private func fill(_ position: Int, with value: JSONValue) {
+        let (key, index, _) = deferred[position]
+        if let key {
+            object.set(key, value)
+        } else if index < elements.count {
+            elements[index] = value
+        }
+    }
+
+    /// Stores `value` as the member `key`, in place of what it held.
+    @inline(__always)
+    func set(_ key: String, _ value: JSONValue) {
+        object.set(key, value)
+        if !pendingMembers.isEmpty { pendingMembers[key] = nil }
+    }
+
+    /// The node that fills the member `key` with a container of `shape` (`.empty` for a super
+    /// encoder's, which always replaces): the node already handed out for it when it has that
+    /// shape, else a new one, which continues the object or array the member holds.
+    func member(_ key: String, as shape: EncodingNode.Shape) -> EncodingNode {
+        if let position = pendingMembers[key] {
+            let pending = deferred[position].node
+            if shape != .empty, pending.shape == shape { return pending }
+        }
+        let child = EncodingNode()
+        child.shape = shape
+        if pendingMembers[key] == nil {
+            switch (shape, object[key]) {
+            case let (.object, .object(held)?): child.object = held
+            case let (.array, .array(held)?): child.elements = held
+            default: break
+            }
+        }
+        object.set(key, .null)  // Holds the member's place until the child is finished.
+        pendingMembers[key] = deferred.count
+        deferred.append((key, 0, child))
+        return child
+    }
+
+    /// A node to fill the next element with a container of `shape`, and its index.
+    func element(as shape: EncodingNode.Shape) -> (node: EncodingNode, index: Int) {
+        let child = EncodingNode()
+        child.shape = shape
+        let index = elements.count
+        elements.append(.null)  // Holds the element's place until the child is finished.
+        deferred.append((nil, index, child))
+        return (child, index)
     }
 }
 
@@ -180,7 +325,7 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     var codingPath: [any CodingKey] { encoder.codingPath }
 
     private func set(_ value: JSONValue, _ key: Key) {
-        node.object.set(FieldKey.stored(key.stringValue), value)
+        node.set(FieldKey.stored(key.stringValue), value)
     }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
@@ -211,21 +356,20 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     }
 
     private func deferred(_ shape: EncodingNode.Shape, _ key: Key) -> EncodingNode {
-        let child = EncodingNode()
-        child.shape = shape
-        let stored = FieldKey.stored(key.stringValue)
-        node.object.set(stored, .null)  // Holds the member's place until the child is finished.
-        node.deferred.append((stored, 0, child))
-        return child
+        node.member(FieldKey.stored(key.stringValue), as: shape)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
-        let child = ModelEncoder(below: encoder, key: key, node: deferred(.object, key), state: encoder.state)
+        let child = encoder.mayNest(under: key)
+            ? ModelEncoder(below: encoder, key: key, node: deferred(.object, key), state: encoder.state, level: encoder.level + 1)
+            : encoder.cutOff()
         return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: child, node: child.node))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let child = ModelEncoder(below: encoder, key: key, node: deferred(.array, key), state: encoder.state)
+        let child = encoder.mayNest(under: key)
+            ? ModelEncoder(below: encoder, key: key, node: deferred(.array, key), state: encoder.state, level: encoder.level + 1)
+            : encoder.cutOff()
         return ModelUnkeyedEncoding(encoder: child, node: child.node)
     }
 
@@ -237,12 +381,11 @@ struct ModelKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
         superEncoder(key: key)
     }
 
+    /// The super encoder's own containers check their level.
     private func superEncoder(key: any CodingKey) -> any Encoder {
-        let child = EncodingNode()
-        let stored = FieldKey.stored(key.stringValue)
-        node.object.set(stored, .null)
-        node.deferred.append((stored, 0, child))
-        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
+        ModelEncoder(
+            below: encoder, key: key, node: node.member(FieldKey.stored(key.stringValue), as: .empty), state: encoder.state,
+            level: encoder.level + 1)
     }
 }
 
@@ -274,28 +417,31 @@ struct ModelUnkeyedEncoding: UnkeyedEncodingContainer {
     }
 
     private func deferred(_ shape: EncodingNode.Shape) -> (node: EncodingNode, key: ModelKey) {
-        let child = EncodingNode()
-        child.shape = shape
-        let index = count
-        append(.null)  // Holds the element's place until the child is finished.
-        node.deferred.append((nil, index, child))
+        let (child, index) = node.element(as: shape)
         return (child, ModelKey(intValue: index))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-        let (child, key) = deferred(.object)
-        let childEncoder = ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
-        return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: childEncoder, node: child))
+        let child = nested(.object)
+        return KeyedEncodingContainer(ModelKeyedEncoding<NestedKey>(encoder: child, node: child.node))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-        let (child, key) = deferred(.array)
-        return ModelUnkeyedEncoding(encoder: ModelEncoder(below: encoder, key: key, node: child, state: encoder.state), node: child)
+        let child = nested(.array)
+        return ModelUnkeyedEncoding(encoder: child, node: child.node)
     }
 
     mutating func superEncoder() -> any Encoder {
         let (child, key) = deferred(.empty)
-        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state)
+        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state, level: encoder.level + 1)
+    }
+
+    /// The encoder of a container of `shape` nested as the next element; a cut-off one when it
+    /// would be nested too deep.
+    private func nested(_ shape: EncodingNode.Shape) -> ModelEncoder {
+        guard encoder.mayNest(under: ModelKey(intValue: count)) else { return encoder.cutOff() }
+        let (child, key) = deferred(shape)
+        return ModelEncoder(below: encoder, key: key, node: child, state: encoder.state, level: encoder.level + 1)
     }
 }
 
@@ -324,8 +470,14 @@ struct ModelSingleValueEncoding: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt32) throws { set(.int(Int64(value))) }
     mutating func encode(_ value: UInt64) throws { set(value.jsonValue) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        // `Optional.encode(to:)` passes a nil here only for an optional holding a nil optional.
-        if let optional = value as? any NestedOptional, optional.isNone { throw NestedOptionals.refusal(codingPath) }
+        if let optional = value as? any NestedOptional, optional.isNone {
+            // `Optional.encode(to:)` passes its wrapped nil here for an optional holding a nil
+            // optional (`.some(nil)`), which JSON cannot tell from nil: refused. Any other
+            // value encoding a nil optional (a generic property wrapper's `wrappedValue`) is
+            // `null`, as `JSONEncoder` writes it, and reads back as nil.
+            if encoder.valueType == ObjectIdentifier(T?.self) { throw NestedOptionals.refusal(codingPath) }
+            return set(.null)
+        }
         set(try encoder.box(value, at: nil))
     }
 }

@@ -15,6 +15,11 @@ import Foundation
 /// breaks this is, by default, left out and reported in `ImportResult.skipped` with its index,
 /// coding path and reason, and the others are built (one bad element does not lose a response);
 /// with `ImportOptions.invalidElements` `.fail`, the call throws instead.
+///
+/// Numbers are read as `JSONDecoder` reads them: a JSON string is never a `Double`, `Float` or
+/// `Decimal` (`"NaN"` and `"Infinity"` are LocalLMDB's stored forms of those doubles, not a web
+/// service's). A number beyond `Double`'s range (`1e400`) in a field the model reads is a
+/// mistyped field (never infinity); in a member it does not read, it is no error.
 public enum ModelFactory {
     /// Every element of the JSON array `json` as a `T`.
     /// - Throws: `LocalDatabaseError.invalidJSON` when `json` is not a JSON array;
@@ -66,10 +71,13 @@ public enum ModelFactory {
         init(_ json: Data) throws(LocalDatabaseError) {
             let buffer = json.withUnsafeBytes { JSONBuffer(copying: $0) }
             let bytes = UnsafeRawBufferPointer(buffer.bytes)
-            let summary = try JSONValidator.validate(bytes)
+            // A number beyond `Double`'s range is refused where a model reads it, not here.
+            let summary = try JSONValidator.validate(bytes, numbersInRange: false)
             if summary.mayRepeatKeys {
                 var writer = JSONWriter()
                 writer.write(JSONScanner(bytes).value(at: summary.start, mayRepeatKeys: true).value)
+                // Only a tree nested deeper than the thread's stack allows cannot be written back.
+                guard !writer.failed else { throw .invalidJSON(reason: StackGuard.refusal, offset: summary.start) }
                 let rewritten = JSONBuffer.copying(writer.bytes)
                 value = EncodedObject(bytes: UnsafeRawBufferPointer(rewritten.bytes), owner: rewritten)
             } else {

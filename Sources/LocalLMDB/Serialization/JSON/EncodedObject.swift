@@ -130,7 +130,10 @@ struct EncodedObject {
             return EncodedObject(bytes: UnsafeRawBufferPointer(rebasing: json[summary.start...]), owner: owner)
         }
         let object = JSONScanner(json).object(at: summary.start, mayRepeatKeys: true).object
-        return EncodedObject(writing: object)
+        let (rewritten, failed) = written(object)
+        // Only a tree nested deeper than the thread's stack allows cannot be written back.
+        guard !failed else { throw .invalidJSON(reason: StackGuard.refusal, offset: summary.start) }
+        return rewritten
     }
 
     /// The bytes of `object` as written by `JSONWriter`, owned.

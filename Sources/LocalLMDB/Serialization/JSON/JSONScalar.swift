@@ -46,8 +46,17 @@ extension Int: JSONScalar {
 extension Double: JSONScalar {
     var jsonValue: JSONValue { .double(self) }
     func write(to writer: inout JSONWriter) { writer.write(self) }
+    /// A number, or NaN or an infinity as LocalLMDB stores them (`NonFiniteDouble`).
     @inline(__always)
     static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+        if let number = readNumber(scanner, at: offset) { return number }
+        return readNonFinite(scanner, at: offset)
+    }
+
+    /// A number only (nil for one beyond `Double`'s range): how JSON from elsewhere is read, where
+    /// a string is never a number (as for `JSONDecoder`).
+    @inline(__always)
+    static func readNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         // The common number read straight into the type: the value `number(at:)` would give.
         if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
             guard number.fractionDigits > 0 else { return Double(exactly: number.integer).map { ($0, number.end) } }
@@ -56,12 +65,20 @@ extension Double: JSONScalar {
         switch scanner.longNumber(at: offset) {
         case let (.double(number), end)?: return (number, end)
         case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
-        default:
-            // NaN and the infinities are stored as strings (see `NonFiniteDouble`).
-            guard scanner.byte(at: offset) == UInt8(ascii: "\""), let (text, end) = scanner.string(at: offset),
-                  let value = NonFiniteDouble.value(of: text) else { return nil }
-            return (value, end)
+        default: return nil
         }
+    }
+
+    /// NaN or an infinity, stored as a string spelt exactly as `NonFiniteDouble` writes it, with
+    /// no escape (a `String` spelt the same has one: it is not a double).
+    @inline(never)
+    static func readNonFinite(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+        guard scanner.byte(at: offset) == UInt8(ascii: "\"") else { return nil }
+        let (end, hasEscapes) = scanner.endOfString(at: offset)
+        guard !hasEscapes, let value = NonFiniteDouble.value(spelledBy: scanner.bytes((offset + 1)..<max(offset + 1, end - 1))) else {
+            return nil
+        }
+        return (value, end)
     }
 }
 

@@ -260,25 +260,37 @@ struct JSONScanner {
     // MARK: Trees
 
     /// The value at `offset` as a tree, and the offset past it. Repeated keys keep the last value
-    /// when `mayRepeatKeys` (otherwise there are none to find).
+    /// when `mayRepeatKeys` (otherwise there are none to find). A container nested deeper than
+    /// the thread's stack allows (`StackGuard`) is `.unencodable`, which refuses to be written.
     func value(at offset: Int, mayRepeatKeys: Bool) -> (value: JSONValue, end: Int) {
+        value(at: offset, mayRepeatKeys: mayRepeatKeys, stackLimit: ReadScratch.current.stackLimit)
+    }
+
+    private func value(at offset: Int, mayRepeatKeys: Bool, stackLimit: UInt) -> (value: JSONValue, end: Int) {
         switch byte(at: offset) {
         case UInt8(ascii: "{"):
-            let (object, end) = object(at: offset, mayRepeatKeys: mayRepeatKeys)
+            let (object, end) = object(at: offset, mayRepeatKeys: mayRepeatKeys, stackLimit: stackLimit)
             return (.object(object), end)
         case UInt8(ascii: "["):
+            if StackGuard.isLow(stackLimit) { return (.unencodable(reason: StackGuard.refusal), end(ofValueAt: offset)) }
             var elements: [JSONValue] = []
             var next = firstElement(ofArrayAt: offset)
             var end = skipWhitespace(from: offset + 1) + 1
             while let element = next {
-                let (value, valueEnd) = value(at: element, mayRepeatKeys: mayRepeatKeys)
+                let (value, valueEnd) = value(at: element, mayRepeatKeys: mayRepeatKeys, stackLimit: stackLimit)
                 elements.append(value)
                 end = skipWhitespace(from: valueEnd) + 1
                 next = nextElement(after: valueEnd)
             }
             return (.array(elements), end)
         case UInt8(ascii: "\""):
-            return string(at: offset).map { (.string($0.value), $0.end) } ?? (.null, end(ofValueAt: offset))
+            // A non-finite double's stored form, with no escape, is the double (as `Double.read`
+            // reads it), so that a tree written out again keeps it a double, and strings strings.
+            let (end, hasEscapes) = endOfString(at: offset)
+            if !hasEscapes, let number = NonFiniteDouble.value(spelledBy: bytes((offset + 1)..<max(offset + 1, end - 1))) {
+                return (.double(number), end)
+            }
+            return string(at: offset).map { (.string($0.value), $0.end) } ?? (.null, end)
         case UInt8(ascii: "t"), UInt8(ascii: "f"):
             return bool(at: offset).map { (.bool($0.value), $0.end) } ?? (.null, end(ofValueAt: offset))
         case UInt8(ascii: "n"):
@@ -290,9 +302,12 @@ struct JSONScanner {
 
     /// The number at `offset` for a tree: as `number(at:)`, except that a number a `Double`
     /// would not write back the same (more digits than a `Double` holds, an exponent, trailing
-    /// zeros) is kept as its text, so a tree written out again never changes it.
+    /// zeros, or beyond its range, which JSON from elsewhere may hold) is kept as its text, so a
+    /// tree written out again never changes it.
     private func treeNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
-        guard let (value, end) = number(at: offset) else { return nil }
+        guard let (value, end) = number(at: offset) else {
+            return numberText(at: offset).map { (.number(String(decoding: $0.text, as: UTF8.self)), $0.end) }
+        }
         guard case let .double(double) = value else { return (value, end) }
         let text = bytes(offset..<end)
         var written = double.description
@@ -309,8 +324,17 @@ struct JSONScanner {
         return (bytes(offset..<shape.end), shape.isInteger, shape.end)
     }
 
-    /// The object whose `{` is at `offset` as a tree, and the offset past it.
+    /// The object whose `{` is at `offset` as a tree, and the offset past it. Its members nested
+    /// deeper than the thread's stack allows are `.unencodable` (see `value(at:mayRepeatKeys:)`).
     func object(at offset: Int, mayRepeatKeys: Bool) -> (object: JSONObject, end: Int) {
+        object(at: offset, mayRepeatKeys: mayRepeatKeys, stackLimit: ReadScratch.current.stackLimit)
+    }
+
+    private func object(at offset: Int, mayRepeatKeys: Bool, stackLimit: UInt) -> (object: JSONObject, end: Int) {
+        if StackGuard.isLow(stackLimit) {
+            let tooDeep = JSONObject.Member(key: "", value: .unencodable(reason: StackGuard.refusal))
+            return (JSONObject(members: [tooDeep]), end(ofValueAt: offset))
+        }
         var object = JSONObject()
         var members: [JSONObject.Member] = []
         members.reserveCapacity(16)
@@ -321,7 +345,7 @@ struct JSONScanner {
             let key = member.keyHasEscapes
                 ? Self.unescape(bytes(member.key))
                 : String(decoding: bytes(member.key), as: UTF8.self)
-            let (value, valueEnd) = value(at: member.value, mayRepeatKeys: mayRepeatKeys)
+            let (value, valueEnd) = value(at: member.value, mayRepeatKeys: mayRepeatKeys, stackLimit: stackLimit)
             if mayRepeatKeys {
                 object.set(key, value)  // A repeated key: the last value wins, in the first one's place.
             } else {

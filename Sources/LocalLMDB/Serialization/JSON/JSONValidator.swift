@@ -2,9 +2,10 @@
 ///
 /// Strict: the whole input must be one value with optional surrounding whitespace; strings
 /// must be valid UTF-8 with no raw control characters and no lone surrogate escapes; numbers
-/// must be within `Double`'s range; nesting is limited to `maxDepth` so hostile input cannot
-/// exhaust the stack. It allocates nothing, so a stored record is checked in one pass before
-/// `JSONScanner` reads fields out of it in place.
+/// must be within `Double`'s range (unless asked otherwise, for JSON from elsewhere); nesting is limited to `maxDepth`, and stops sooner when the
+/// thread's stack runs low (`StackGuard`), so hostile input cannot exhaust the stack. It
+/// allocates nothing, so a stored record is checked in one pass before `JSONScanner` reads
+/// fields out of it in place.
 struct JSONValidator {
     /// The deepest nesting of arrays and objects accepted.
     static let maxDepth = 512
@@ -22,21 +23,33 @@ struct JSONValidator {
     private var offset = 0
     private var depth = 0
     private var mayRepeatKeys = false
+    /// Where the thread's stack is too low to open another container (`StackGuard`).
+    private let stackLimit: UInt
+    /// Numbers beyond `Double`'s range are refused.
+    private let numbersInRange: Bool
 
-    private init(_ input: UnsafeRawBufferPointer) {
+    private init(_ input: UnsafeRawBufferPointer, numbersInRange: Bool) {
         self.input = input
+        self.numbersInRange = numbersInRange
+        stackLimit = ReadScratch.current.stackLimit
     }
 
-    /// Checks one complete document.
+    /// Checks one complete document. `numbersInRange`: numbers beyond `Double`'s range are
+    /// refused (they are for stored records and data objects; JSON from elsewhere may hold
+    /// them where nothing reads them, and reading one is then a mistyped field).
     /// - Throws: `LocalDatabaseError.invalidJSON`, with the offset of the problem.
-    static func validate(_ input: UnsafeRawBufferPointer) throws(LocalDatabaseError) -> Summary {
-        var validator = JSONValidator(input)
-        validator.skipWhitespace()
-        let start = validator.offset
-        try validator.value()
-        validator.skipWhitespace()
-        guard validator.offset == input.count else { throw validator.failure("unexpected data after the document") }
-        return Summary(start: start, mayRepeatKeys: validator.mayRepeatKeys)
+    static func validate(_ input: UnsafeRawBufferPointer, numbersInRange: Bool = true) throws(LocalDatabaseError) -> Summary {
+        var validator = JSONValidator(input, numbersInRange: numbersInRange)
+        do throws(Invalid) {
+            validator.skipWhitespace()
+            let start = validator.offset
+            try validator.value()
+            validator.skipWhitespace()
+            guard validator.offset == input.count else { throw validator.failure("unexpected data after the document") }
+            return Summary(start: start, mayRepeatKeys: validator.mayRepeatKeys)
+        } catch {
+            throw .invalidJSON(reason: error.reason, offset: error.offset)
+        }
     }
 
     /// Checks one complete document that must be an object.
@@ -48,8 +61,16 @@ struct JSONValidator {
         return summary
     }
 
-    private func failure(_ reason: String) -> LocalDatabaseError {
-        .invalidJSON(reason: reason, offset: offset)
+    /// Why and where the document is invalid: what the checks below throw (small, so that each
+    /// level of nesting takes little stack: an unoptimized build keeps room in a frame for the
+    /// error of every call in it that throws), and `validate` turns into `invalidJSON`.
+    private struct Invalid: Error {
+        let reason: String
+        let offset: Int
+    }
+
+    private func failure(_ reason: String) -> Invalid {
+        Invalid(reason: reason, offset: offset)
     }
 
     private var current: UInt8? { offset < input.count ? input[offset] : nil }
@@ -58,7 +79,7 @@ struct JSONValidator {
         while offset < input.count, JSONGrammar.isWhitespace(input[offset]) { offset += 1 }
     }
 
-    private mutating func literal(_ text: StaticString) throws(LocalDatabaseError) {
+    private mutating func literal(_ text: StaticString) throws(Invalid) {
         let count = text.utf8CodeUnitCount
         guard input.count - offset >= count else { throw failure("invalid literal") }
         for index in 0..<count where input[offset + index] != text.utf8Start[index] {
@@ -67,7 +88,7 @@ struct JSONValidator {
         offset += count
     }
 
-    private mutating func value() throws(LocalDatabaseError) {
+    private mutating func value() throws(Invalid) {
         guard let byte = current else { throw failure("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"): try object()
@@ -83,9 +104,10 @@ struct JSONValidator {
 
     /// Moves past an opening `{` or `[`; and past `closing` too when the container is empty.
     /// - Returns: Whether the container was empty.
-    private mutating func enterContainer(closing: UInt8) throws(LocalDatabaseError) -> Bool {
+    private mutating func enterContainer(closing: UInt8) throws(Invalid) -> Bool {
         depth += 1
         guard depth <= Self.maxDepth else { throw failure("nesting deeper than \(Self.maxDepth) levels") }
+        guard !StackGuard.isLow(stackLimit) else { throw failure(StackGuard.refusal) }
         offset += 1
         skipWhitespace()
         guard current == closing else { return false }
@@ -96,7 +118,7 @@ struct JSONValidator {
 
     /// Moves past what follows a member or element: a `,` (another follows) or `closing`.
     /// - Returns: Whether the container ended.
-    private mutating func endOfEntry(closing: UInt8) throws(LocalDatabaseError) -> Bool {
+    private mutating func endOfEntry(closing: UInt8) throws(Invalid) -> Bool {
         skipWhitespace()
         switch current {
         case UInt8(ascii: ","):
@@ -112,7 +134,7 @@ struct JSONValidator {
         }
     }
 
-    private mutating func object() throws(LocalDatabaseError) {
+    private mutating func object() throws(Invalid) {
         let objectStart = offset
         if try enterContainer(closing: UInt8(ascii: "}")) { return }
         // Repeated keys, found exactly and in linear time. Keys compare as Swift strings do
@@ -121,38 +143,52 @@ struct JSONValidator {
         // 64-bit filter of the keys seen allocates nothing: only a key whose bit is already set
         // can be a repeat, and only then are earlier keys compared. A wide object, or one with
         // a key that is escaped or not ASCII, keeps its keys in a set instead.
-        var seenKeys: UInt64 = 0
-        var keySet: Set<String>?
-        var memberCount = 0
+        // (The work is in `member`, outside this function, whose frame is kept small: it is
+        // on the stack once per level of nesting.)
+        var keys = Keys()
         while true {
-            guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
-            let keyStart = offset
-            let (keyHasEscapes, isPlain) = try string()
-            memberCount += 1
-            if !mayRepeatKeys {
-                let key = UnsafeRawBufferPointer(rebasing: input[(keyStart + 1)..<(offset - 1)])
-                if keySet == nil, !isPlain || memberCount > Self.filterLimit {
-                    keySet = earlierKeys(inObjectAt: objectStart, before: keyStart)
-                }
-                if var keys = keySet {
-                    keySet = nil  // Keep the set uniquely referenced while it grows.
-                    let decoded = keyHasEscapes ? JSONScanner.unescape(key) : String(decoding: key, as: UTF8.self)
-                    if !keys.insert(decoded).inserted { mayRepeatKeys = true }
-                    keySet = keys
-                } else {
-                    let bit = Self.filterBit(key)
-                    if seenKeys & bit != 0, isRepeat(key, inObjectAt: objectStart, before: keyStart) {
-                        mayRepeatKeys = true
-                    }
-                    seenKeys |= bit
-                }
-            }
+            try member(of: objectStart, keys: &keys)
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw failure("expected ':'") }
             offset += 1
             skipWhitespace()
             try value()
             if try endOfEntry(closing: UInt8(ascii: "}")) { return }
+        }
+    }
+
+    /// The keys of an object met so far, for finding a repeated one (see `object()`).
+    private struct Keys {
+        /// The filter's bits of the keys seen.
+        var seen: UInt64 = 0
+        /// The keys seen, once the filter is not enough.
+        var set: Set<String>?
+        var count = 0
+    }
+
+    /// Checks the member name at `offset`, in the object at `objectStart`, and moves past it;
+    /// notes when it repeats a key of `keys`, which it joins.
+    private mutating func member(of objectStart: Int, keys: inout Keys) throws(Invalid) {
+        guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
+        let keyStart = offset
+        let (keyHasEscapes, isPlain) = try string()
+        keys.count += 1
+        guard !mayRepeatKeys else { return }
+        let key = UnsafeRawBufferPointer(rebasing: input[(keyStart + 1)..<(offset - 1)])
+        if keys.set == nil, !isPlain || keys.count > Self.filterLimit {
+            keys.set = earlierKeys(inObjectAt: objectStart, before: keyStart)
+        }
+        if var set = keys.set {
+            keys.set = nil  // Keep the set uniquely referenced while it grows.
+            let decoded = keyHasEscapes ? JSONScanner.unescape(key) : String(decoding: key, as: UTF8.self)
+            if !set.insert(decoded).inserted { mayRepeatKeys = true }
+            keys.set = set
+        } else {
+            let bit = Self.filterBit(key)
+            if keys.seen & bit != 0, isRepeat(key, inObjectAt: objectStart, before: keyStart) {
+                mayRepeatKeys = true
+            }
+            keys.seen |= bit
         }
     }
 
@@ -194,7 +230,7 @@ struct JSONValidator {
         return keys
     }
 
-    private mutating func array() throws(LocalDatabaseError) {
+    private mutating func array() throws(Invalid) {
         if try enterContainer(closing: UInt8(ascii: "]")) { return }
         while true {
             try value()
@@ -202,7 +238,7 @@ struct JSONValidator {
         }
     }
 
-    private mutating func number() throws(LocalDatabaseError) {
+    private mutating func number() throws(Invalid) {
         guard let shape = JSONGrammar.numberShape(in: input, at: offset) else {
             // Point at the offending byte: past the sign and digits that were fine.
             while let byte = current, JSONGrammar.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") { offset += 1 }
@@ -213,15 +249,15 @@ struct JSONValidator {
         // Without an exponent, fewer than 300 integer digits cannot leave Double's range.
         let text = UnsafeRawBufferPointer(rebasing: input[start..<shape.end])
         let mayOverflow = text.count >= 300 || shape.hasExponent
-        if mayOverflow, JSONGrammar.numberValue(text, isInteger: shape.isInteger) == nil {
-            throw LocalDatabaseError.invalidJSON(reason: "number out of range", offset: start)
+        if numbersInRange, mayOverflow, JSONGrammar.numberValue(text, isInteger: shape.isInteger) == nil {
+            throw Invalid(reason: "number out of range", offset: start)
         }
     }
 
     /// Checks the string whose opening quote is at `offset` and moves past its closing quote.
     /// - Returns: Whether it contains escapes, and whether it is plain: printable ASCII with
     ///   no escapes, spelt as it reads.
-    private mutating func string() throws(LocalDatabaseError) -> (hasEscapes: Bool, isPlain: Bool) {
+    private mutating func string() throws(Invalid) -> (hasEscapes: Bool, isPlain: Bool) {
         offset += 1
         var hasEscapes = false
         var isPlain = true

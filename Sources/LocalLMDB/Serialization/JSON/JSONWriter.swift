@@ -1,9 +1,9 @@
 /// Writes `JSONValue`s as compact, standards-compliant JSON (RFC 8259) into a byte buffer.
 ///
-/// Strings are written as UTF-8 with only the required escapes; integers exactly; finite
-/// doubles in Swift's shortest round-tripping form. JSON has no NaN or infinity: those are
-/// written as the strings of `NonFiniteDouble`, which reading a `Double` turns back into the
-/// same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
+/// Strings are written as UTF-8 with only the required escapes (and one more for a string
+/// spelt as a stored non-finite double: see `write(_:)`); integers exactly; finite doubles in
+/// Swift's shortest round-tripping form. JSON has no NaN or infinity: those are written as the
+/// strings of `NonFiniteDouble`, which reading a `Double` turns back into the same value. Nothing is written past `JSONValidator.maxDepth` levels of nesting, and an
 /// `.unencodable` value is not written: either sets `failed`, and the bytes must not be stored.
 ///
 /// Ownership: the output is memory the writer owns (so it is not copyable), taken from and
@@ -21,6 +21,8 @@ struct JSONWriter: ~Copyable {
     private var depth = 0
     /// The deepest nesting written so far (1 for an object holding only scalars).
     private(set) var deepest = 0
+    /// Where the thread's stack is too low to write another container (`StackGuard`).
+    private let stackLimit: UInt
 
     /// Output memory kept for the thread's next writer is at most this large.
     private static let keptCapacity = 64 << 10
@@ -33,6 +35,7 @@ struct JSONWriter: ~Copyable {
     init(prefix: [UInt8] = []) {
         let needed = prefix.count + Self.startingRoom
         let scratch = ReadScratch.current
+        stackLimit = scratch.stackLimit
         if let kept = scratch.writerBuffers.last, kept.capacity >= needed {
             scratch.writerBuffers.removeLast()
             (base, capacity) = kept
@@ -193,7 +196,7 @@ struct JSONWriter: ~Copyable {
         let members = object.members
         for index in members.indices {
             if index > 0 { append(UInt8(ascii: ",")) }
-            write(members[index].key)
+            write(key: members[index].key)
             append(UInt8(ascii: ":"))
             write(members[index].value)
         }
@@ -202,10 +205,11 @@ struct JSONWriter: ~Copyable {
     }
 
     /// Opens a container; false (and `failed`) past the reader's nesting limit, which the
-    /// writer does not go beyond either (so no input can exhaust its stack).
+    /// writer does not go beyond either, or when the thread's stack runs low (so no input can
+    /// exhaust its stack).
     private mutating func enter() -> Bool {
         depth += 1
-        guard depth <= JSONValidator.maxDepth else {
+        guard depth <= JSONValidator.maxDepth, !StackGuard.isLow(stackLimit) else {
             depth -= 1
             failed = true
             append("null")
@@ -216,17 +220,19 @@ struct JSONWriter: ~Copyable {
     }
 
     /// Where and why `object` cannot be written: the path of the first value that is too deep
-    /// or unencodable (`address.tags[3]`), and the reason; nil when it can be. Walks the tree
-    /// again, so only a failed write pays for it.
+    /// or unencodable (`address.tags[3]`), and the reason; nil when it can be (a write that
+    /// failed all the same ran out of stack: see `StackGuard`). Walks the tree again, so only a
+    /// failed write pays for it.
     static func failure(in object: JSONObject) -> (path: String, reason: String)? {
         var path: [String] = []
-        return failure(in: .object(object), depth: 0, path: &path)
+        return failure(in: .object(object), depth: 0, path: &path, stackLimit: ReadScratch.current.stackLimit)
     }
 
-    private static func failure(in value: JSONValue, depth: Int, path: inout [String]) -> (path: String, reason: String)? {
+    private static func failure(in value: JSONValue, depth: Int, path: inout [String], stackLimit: UInt) -> (path: String, reason: String)? {
         func found(_ reason: String) -> (path: String, reason: String) {
             (String(path.joined().trimmingPrefix(".")), reason)
         }
+        if StackGuard.isLow(stackLimit) { return found(StackGuard.refusal) }
         switch value {
         case let .unencodable(reason):
             return found(reason)
@@ -235,14 +241,14 @@ struct JSONWriter: ~Copyable {
             for (index, element) in elements.enumerated() {
                 path.append("[\(index)]")
                 defer { path.removeLast() }
-                if let failure = failure(in: element, depth: depth + 1, path: &path) { return failure }
+                if let failure = failure(in: element, depth: depth + 1, path: &path, stackLimit: stackLimit) { return failure }
             }
         case let .object(object):
             guard depth < JSONValidator.maxDepth else { return found("nested deeper than \(JSONValidator.maxDepth) levels") }
             for member in object.members {
                 path.append("." + FieldKey.field(fromStored: member.key))  // Field keys, as the model named them.
                 defer { path.removeLast() }
-                if let failure = failure(in: member.value, depth: depth + 1, path: &path) { return failure }
+                if let failure = failure(in: member.value, depth: depth + 1, path: &path, stackLimit: stackLimit) { return failure }
             }
         default:
             break
@@ -266,29 +272,62 @@ struct JSONWriter: ~Copyable {
     }
 
     mutating func write(_ number: Double) {
-        guard number.isFinite else { return write(NonFiniteDouble.text(for: number)) }
+        guard number.isFinite else {
+            var text = NonFiniteDouble.text(for: number)
+            return text.withUTF8 { writeString(UnsafeRawBufferPointer($0)) }
+        }
         var text = number.description
         text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
+    /// Writes the string value `text`. A string spelt exactly as a non-finite double is stored
+    /// (`"NaN"`, `"Infinity"`…: `NonFiniteDouble`) has its first character escaped
+    /// (`"\u0049nfinity"`): every JSON reader reads the same text, and no `Double` read takes it
+    /// for the double.
     mutating func write(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in
             let raw = UnsafeRawBufferPointer(utf8)
-            // Room for the quotes and the text as it is; escapes reserve their own.
-            reserve(raw.count + 2)
-            append(UInt8(ascii: "\""))
-            var runStart = 0
-            for index in 0..<raw.count {
-                let byte = raw[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                append(UnsafeRawBufferPointer(rebasing: raw[runStart..<index]))
-                appendEscape(for: byte)
-                runStart = index + 1
+            if NonFiniteDouble.value(spelledBy: raw) != nil {
+                // Printable ASCII, nothing else to escape.
+                append("\"\\u00")
+                appendHex(raw[0])
+                append(UnsafeRawBufferPointer(rebasing: raw[1...]))
+                append(UInt8(ascii: "\""))
+            } else {
+                writeString(raw)
             }
-            append(UnsafeRawBufferPointer(rebasing: raw[runStart...]))
-            append(UInt8(ascii: "\""))
         }
+    }
+
+    /// Writes the member name `key`.
+    mutating func write(key: String) {
+        var key = key
+        key.withUTF8 { writeString(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Writes the UTF-8 text `raw` as a JSON string, escaping what JSON requires.
+    private mutating func writeString(_ raw: UnsafeRawBufferPointer) {
+        // Room for the quotes and the text as it is; escapes reserve their own.
+        reserve(raw.count + 2)
+        append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in 0..<raw.count {
+            let byte = raw[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            append(UnsafeRawBufferPointer(rebasing: raw[runStart..<index]))
+            appendEscape(for: byte)
+            runStart = index + 1
+        }
+        append(UnsafeRawBufferPointer(rebasing: raw[runStart...]))
+        append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the two lowercase hexadecimal digits of `byte`.
+    private mutating func appendHex(_ byte: UInt8) {
+        let hex: StaticString = "0123456789abcdef"
+        append(hex.utf8Start[Int(byte >> 4)])
+        append(hex.utf8Start[Int(byte & 0xF)])
     }
 
     private mutating func appendEscape(for byte: UInt8) {
@@ -302,10 +341,8 @@ struct JSONWriter: ~Copyable {
         case 0x08: append(UInt8(ascii: "b"))
         case 0x0C: append(UInt8(ascii: "f"))
         default:
-            let hex: StaticString = "0123456789abcdef"
             append("u00")
-            append(hex.utf8Start[Int(byte >> 4)])
-            append(hex.utf8Start[Int(byte & 0xF)])
+            appendHex(byte)
         }
     }
 }
