@@ -15,6 +15,9 @@ import LocalLMDBTestSupport
 //   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
 //   helper hold-reader DIR           opens DIR with raw LMDB, begins a read transaction, prints
 //                                    "holding" and sleeps until killed
+//   helper looping-readers DIR       runs 20 transactions beside tasks looping on reads, printing
+//                                    "elapsed <s> deadline-hit <loops> notes <n>"
+//   (HELPER_BUSY_SECONDS in the environment sets the busy timeout of the commands below)
 //   helper read-note DIR ID          reads Note ID and prints its text, or "missing"
 //   helper unpublish DIR ID          writes Note ID, then leaves its commit unpublished and dies
 //                                    holding LMDB's writer lock, as a writer killed mid-commit
@@ -152,9 +155,51 @@ default:
     break
 }
 
+/// A flag shared by the tasks of `looping-readers`.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}
+
 do {
-    let database = try LocalDatabase(directory: directory)
+    var configuration = DatabaseConfiguration()
+    // HELPER_BUSY_SECONDS: a longer busy timeout, for children that wait for a long transaction of the test's.
+    if let seconds = ProcessInfo.processInfo.environment["HELPER_BUSY_SECONDS"].flatMap(Int.init) {
+        configuration.busyTimeout = .seconds(seconds)
+    }
+    let database = try LocalDatabase(directory: directory, configuration: configuration)
     switch arguments[1] {
+    case "looping-readers":
+        // Tasks that loop on reads, one more than the cooperative pool has threads, beside a task
+        // that runs 20 transactions; prints how long those took and how many loops ran until
+        // their deadline (20 s) instead of being stopped once the transactions were done.
+        try await database.write(Record(id: "r", data: Note(text: "r")))
+        let stop = Flag()
+        let deadline = ContinuousClock.now + .seconds(20)
+        let loops = (0..<(ProcessInfo.processInfo.activeProcessorCount + 1)).map { _ in
+            Task { () -> Bool in
+                while !stop.isSet {
+                    if ContinuousClock.now > deadline { return false }
+                    let note: Note? = try await database.read(id: "r")
+                    guard note?.text == "r" else { fail("read \(String(describing: note?.text))") }
+                }
+                return true
+            }
+        }
+        let started = ContinuousClock.now
+        for round in 0..<20 {
+            try await database.startTransaction()
+            try await database.write(Record(id: "t\(round)", data: Note(text: "t")))
+            try await database.delete(id: "missing")
+            try await database.rollbackTransaction()
+        }
+        let elapsed = ContinuousClock.now - started
+        stop.set()
+        var deadlineHit = 0
+        for loop in loops where !(try await loop.value) { deadlineHit += 1 }
+        say("elapsed \(elapsed.components.seconds) deadline-hit \(deadlineHit) notes \(try await database.count(Note.self))")
     case "write-loop":
         let prefix = arguments.count > 3 ? arguments[3] : "child"
         var sequence = 0

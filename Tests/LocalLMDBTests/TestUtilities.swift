@@ -217,3 +217,7 @@ func onThread<R: Sendable>(stackSize: Int = 512 << 10, _ body: @escaping @Sendab
         thread.start()
     }
 }
+
+/// Whether this process runs under ThreadSanitizer (`scripts/test`'s second run), whose frames
+/// take several times the stack of an ordinary build.
+let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
