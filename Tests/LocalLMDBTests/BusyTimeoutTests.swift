@@ -17,7 +17,9 @@ struct BusyTimeoutTests {
             try await first.startTransaction()
             try await first.write(Record(id: "mine", data: Entry(sequence: 1, payload: "in the transaction")))
             // This task holds the first database's transaction: waiting for it cannot end on its own.
-            try await withTimeout(seconds: 20) {
+            // (The bound catches a hang; under ThreadSanitizer, with the whole suite sharing two
+            // cores, the three 200 ms waits have taken over 20 s to come back.)
+            try await withTimeout(seconds: 180) {
                 await expectError(\.isBusy) { try await second.write(Record(id: "other", data: Entry(sequence: 2, payload: "p"))) }
                 await expectError(\.isBusy) { try await second.startTransaction() }
                 await expectError(\.isBusy) { try await second.clearDatabase() }
