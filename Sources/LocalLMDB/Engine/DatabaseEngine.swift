@@ -13,7 +13,7 @@ final class DatabaseEngine: Sendable {
     let configuration: DatabaseConfiguration
     let store: RecordStore
     /// The writer thread; for a read-only engine, one thread shared by every read-only engine
-    /// in the process (it runs the actor's few isolated jobs, and never a write).
+    /// in the process (it answers the few jobs a read-only session sends, and never writes).
     let thread: WriterThread
     let coordinator: TransactionCoordinator
     /// Wakes observers after commits (this process's at once, others' by polling).

@@ -5,21 +5,16 @@ import Glibc
 import Darwin
 #endif
 
-/// A serial executor that runs every job on one dedicated OS thread.
+/// One dedicated OS thread that runs closures (`submit`) in order: every write of an engine.
 ///
 /// Why: an LMDB write transaction must end on the thread that began it (its writer lock is a
-/// mutex owned by that thread), while a Swift actor normally resumes on any thread of the
-/// cooperative pool after an `await`. Running `LocalDatabase` on this executor keeps a
-/// transaction on its thread across awaits, so it can span tasks. The thread may block on
-/// LMDB's cross-process writer lock without starving the cooperative pool.
-///
-/// Besides actor jobs it runs plain closures (`submit`), used to schedule group commits and to
-/// end a transaction abandoned by a deinitialized database.
-final class WriterThread: SerialExecutor, @unchecked Sendable {
-    private enum Work {
-        case job(UnownedJob)
-        case closure(@Sendable () -> Void)
-    }
+/// mutex owned by that thread), while a task resumes on any thread of the cooperative pool
+/// after an `await`. Running every write transaction's work here keeps a transaction on its
+/// thread across its owner's awaits, so it can span tasks; callers reach it through `Session`
+/// and are resumed from it. The thread may block on the cross-process writer locks without
+/// starving the cooperative pool.
+final class WriterThread: @unchecked Sendable {
+    private typealias Work = @Sendable () -> Void
 
     // Guarded by `condition`.
     private let condition = NSCondition()
@@ -49,13 +44,9 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
         pthread_equal(threadID, pthread_self()) != 0
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
-        push(.job(UnownedJob(job)))
-    }
-
     /// Runs `body` on the thread, after everything already queued.
     func submit(_ body: @escaping @Sendable () -> Void) {
-        push(.closure(body))
+        push(body)
     }
 
     /// Runs `body` on the thread once `delay` has passed (or later, behind queued work).
@@ -68,14 +59,6 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
-    }
-
-    func isIsolatingCurrentContext() -> Bool? {
-        isCurrent
-    }
-
     /// Lets the thread exit once its queue is empty.
     func stop() {
         condition.lock()
@@ -84,7 +67,7 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    private func push(_ work: Work) {
+    private func push(_ work: @escaping Work) {
         condition.lock()
         queue.append(work)
         condition.signal()
@@ -92,13 +75,12 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
     }
 
     private func runLoop() {
-        let executor = asUnownedSerialExecutor()
         while true {
             condition.lock()
             while true {
                 let now = ContinuousClock.now
                 while let first = delayed.first, first.deadline <= now {
-                    queue.append(.closure(first.body))
+                    queue.append(first.body)
                     delayed.removeFirst()
                 }
                 if !queue.isEmpty || (stopping && delayed.isEmpty) { break }
@@ -116,12 +98,7 @@ final class WriterThread: SerialExecutor, @unchecked Sendable {
             let batch = queue
             queue.removeAll(keepingCapacity: true)
             condition.unlock()
-            for work in batch {
-                switch work {
-                case let .job(job): job.runSynchronously(on: executor)
-                case let .closure(body): body()
-                }
-            }
+            for work in batch { work() }
         }
     }
 }
