@@ -564,6 +564,7 @@ struct CodableModelTests {
             try await database.write(Record(id: "old", data: CbLegacyOld(title: "first")))
             try await database.write(Record(id: "new", data: CbLegacyNew(title: "second", extra: 2)))
             Legacy.addClassRefactor(old: "CbLegacyOld", new: "CbLegacyNew")
+            defer { Legacy.removeClassRefactor(old: "CbLegacyOld") }
             let old = try #require(try await database.read(id: "old") as CbLegacyNew?)
             #expect(old.title == "first" && old.extra == nil)
             let all: [CbLegacyNew] = try await database.read()

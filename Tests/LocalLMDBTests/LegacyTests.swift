@@ -1,5 +1,5 @@
 import Foundation
-import LocalLMDB
+@testable import LocalLMDB
 import Testing
 
 // Classes named for these tests alone: Legacy's registry is process-wide.
@@ -39,7 +39,9 @@ struct LegacyTests {
             try await database.write(Record(id: "two", data: GadgetV2(title: "second")))
             try await database.write(Record(id: "three", data: GadgetV3(name: "third")))
             Legacy.addClassRefactor(old: "GadgetV1", new: "GadgetV2")
+            defer { Legacy.removeClassRefactor(old: "GadgetV1") }
             Legacy.addClassRefactor(old: "GadgetV2", new: "GadgetV3")
+            defer { Legacy.removeClassRefactor(old: "GadgetV2") }
 
             let one: GadgetV3? = try await database.read(id: "one")
             #expect(one?.name == "first")
@@ -55,13 +57,16 @@ struct LegacyTests {
     @Test func nestedObjectsFollowRenames() async throws {
         let legacyJSON = #"{"object":"Holder","gadget":{"object":"GadgetLegacyName","title":"nested"}}"#
         Legacy.addClassRefactor(old: "GadgetLegacyName", new: "GadgetV3")
+        defer { Legacy.removeClassRefactor(old: "GadgetLegacyName") }
         let holder = Holder(dataObject: DataObject(rawString: legacyJSON))
         #expect(holder.gadget?.name == "nested")
     }
 
     @Test func cyclesDoNotHang() {
         Legacy.addClassRefactor(old: "CycleA", new: "CycleB")
+        defer { Legacy.removeClassRefactor(old: "CycleA") }
         Legacy.addClassRefactor(old: "CycleB", new: "CycleA")
+        defer { Legacy.removeClassRefactor(old: "CycleB") }
         let object = DataObject(rawString: #"{"object":"Holder","gadget":{"object":"CycleA","name":"x"}}"#)
         #expect(Holder(dataObject: object).gadget?.name == "x")
     }
@@ -72,7 +77,10 @@ struct LegacyTests {
                 group.addTask {
                     for step in 0..<200 {
                         Legacy.addClassRefactor(old: "Thread\(index)Old\(step)", new: "Thread\(index)New")
-                        _ = DataObject(rawString: #"{"object":"Holder","gadget":{"object":"Thread\#(index)Old\#(step)"}}"#)
+                        defer { Legacy.removeClassRefactor(old: "Thread\(index)Old\(step)") }
+                        _ = Holder(dataObject: DataObject(rawString: #"{"object":"Holder","gadget":{"object":"Thread\#(index)Old\#(step)","name":"n"}}"#))
+                        // The rename is seen at once, by this thread and through a nested object's class.
+                        #expect(Legacy.currentName(of: "Thread\(index)Old\(step)") == "Thread\(index)New")
                     }
                 }
             }
@@ -108,6 +116,7 @@ struct LegacyCacheTests {
             let before: [GizmoNew] = database.read()
             #expect(before.map(\.label) == ["after"])
             Legacy.addClassRefactor(old: "GizmoOld", new: "GizmoNew")
+            defer { Legacy.removeClassRefactor(old: "GizmoOld") }
             #expect(database.count(GizmoNew.self) == 2)
             let after: [GizmoNew] = database.read()
             #expect(Set(after.map(\.label)) == ["before the rename", "after"])

@@ -212,6 +212,7 @@ struct StoredValueTests {
             let when = Date(timeIntervalSince1970: 1_000.5)
             try await database.write(Record(id: "old", data: CbReplacedByHand(title: "t", when: when)))
             Legacy.addClassRefactor(old: "CbReplacedByHand", new: "CbReplacedByCodable")
+            defer { Legacy.removeClassRefactor(old: "CbReplacedByHand") }
             let read = try #require(try await database.read(id: "old") as CbReplacedByCodable?)
             #expect(read.title == "t" && read.when == when)
             #expect(try await database.count(CbReplacedByCodable.self) == 1)
