@@ -23,8 +23,8 @@ struct DurabilityTests {
                 try await database.startTransaction()
                 try await database.write(Record(id: "c", data: Note(text: "three")))
                 try await database.rollbackTransaction()
+                await database.close()  // returns once the engine has closed: reopen with other options
             }
-            try await Task.sleep(nanoseconds: 50_000_000)  // let the engine close
             let reopened = try LocalDatabase(directory: url, durability: durability)
             #expect(Set(try await reopened.readIDs(Note.self)) == ["a", "b"])
         }
