@@ -32,17 +32,38 @@ final class LineCollector: Sendable {
 
     /// Waits (polling) until `condition` holds for the lines, for at most `seconds`.
     func wait(seconds: Double = 30, until condition: ([String]) -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition(all) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return condition(all)
+        await waitUntil(seconds: seconds) { condition(all) }
     }
 
     /// Waits for the end of the output (the process ended), for at most `seconds`.
     func waitForEnd(seconds: Double = 30) -> Bool {
-        finished.wait(timeout: .now() + seconds) == .success
+        guard finished.wait(timeout: .now() + seconds) == .success else { return false }
+        finished.signal()  // Later waits return at once.
+        return true
+    }
+}
+
+/// A `write-loop` helper writing to a database as long as it lives, waiting for the test's
+/// transactions as long as they take (a slow run), its output collected.
+final class WritingChild: Sendable {
+    let process: Process
+    let lines: LineCollector
+
+    init(_ directory: URL) throws {
+        let (process, output) = try launchHelper(["write-loop", directory.path, "c"], environment: ["HELPER_BUSY_SECONDS": "600"])
+        self.process = process
+        lines = LineCollector(output)
+    }
+
+    /// The ids it was told are stored.
+    var acknowledged: [String] { acknowledgedIDs(lines.all) }
+
+    /// Kills it and waits for it and its output to end (again: nothing).
+    @discardableResult
+    func stop() -> Bool {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        return lines.waitForEnd()
     }
 }
 
@@ -65,13 +86,9 @@ struct DataSafetyTests {
         try await withDatabase { database, directory in
             try await database.write(Record(id: "start", data: Note(text: "x")))
             let start = try database.changeToken()
-            // The child waits for this process's transactions as long as they take (a slow run).
-            let (child, output) = try launchHelper(["write-loop", directory.path, "c"], environment: ["HELPER_BUSY_SECONDS": "600"])
-            defer {
-                kill(child.processIdentifier, SIGKILL)
-                child.waitUntilExit()
-            }
-            let lines = LineCollector(output)
+            let child = try WritingChild(directory)
+            defer { child.stop() }
+            let lines = child.lines
             #expect(await lines.wait { acknowledgedIDs($0).count >= 20 })
             let payload = String(repeating: "m", count: 1 << 20)
             for round in 0..<2 {
@@ -87,9 +104,7 @@ struct DataSafetyTests {
                 let acknowledged = acknowledgedIDs(lines.all).count
                 #expect(await lines.wait(seconds: 120) { acknowledgedIDs($0).count >= acknowledged + 10 }, "the child stopped: \(lines.all.suffix(3))")
             }
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-            #expect(lines.waitForEnd())
+            #expect(child.stop())
             // Every record the child was told is stored is there, unless a later commit of this
             // process deleted it: replay the log to tell which.
             let feed = try database.changes(since: start)
@@ -155,12 +170,9 @@ struct DataSafetyTests {
     /// while another process writes to the database all along.
     @Test func readsSeeTheirOwnWritesWhileTheTransactionCommits() async throws {
         try await withDatabase { database, directory in
-            let (child, output) = try launchHelper(["write-loop", directory.path, "c"], environment: ["HELPER_BUSY_SECONDS": "600"])
-            defer {
-                kill(child.processIdentifier, SIGKILL)
-                child.waitUntilExit()
-            }
-            let lines = LineCollector(output)
+            let child = try WritingChild(directory)
+            defer { child.stop() }
+            let lines = child.lines
             #expect(await lines.wait { acknowledgedIDs($0).count >= 5 })
             for round in 0..<8 {
                 try await database.startTransaction()
@@ -180,9 +192,7 @@ struct DataSafetyTests {
                 try await commit.value
                 #expect(missing == 0, "round \(round)")
             }
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-            #expect(lines.waitForEnd())
+            #expect(child.stop())
             // The other process's acknowledged writes are all there.
             let stored = Set(try await database.readIDs(Entry.self))
             #expect(Set(acknowledgedIDs(lines.all)).isSubset(of: stored))

@@ -14,12 +14,7 @@ final class Collected<Element: Sendable>: Sendable {
 
     /// Waits (polling) until `condition` holds for the elements, for at most `seconds`.
     func wait(seconds: Double = 10, until condition: ([Element]) -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition(elements) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return condition(elements)
+        await waitUntil(seconds: seconds) { condition(elements) }
     }
 }
 

@@ -221,3 +221,14 @@ func onThread<R: Sendable>(stackSize: Int = 512 << 10, _ body: @escaping @Sendab
 /// Whether this process runs under ThreadSanitizer (`scripts/test`'s second run), whose frames
 /// take several times the stack of an ordinary build.
 let runningUnderThreadSanitizer: Bool = dlsym(nil, "__tsan_init") != nil
+
+/// Checks `condition` every 2 ms until it holds, for at most `seconds`; whether it held. For
+/// events seen only as state (another process's output, elements collected by a task).
+func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return condition()
+}
