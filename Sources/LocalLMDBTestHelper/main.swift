@@ -47,6 +47,27 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+/// Puts `key` = `value` into the named database with raw LMDB in one transaction, then closes.
+func rawPut(database name: String, create: Bool, key: [UInt8], value: [UInt8]) {
+    let env = openRawEnvironment()
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    guard mdb_txn_begin(env, nil, 0, &txn) == 0, mdb_dbi_open(txn, name, UInt32(create ? MDB_CREATE : 0), &dbi) == 0 else {
+        fail("cannot open \(name)")
+    }
+    var key = key
+    var value = value
+    let code = key.withUnsafeMutableBytes { keyBytes in
+        value.withUnsafeMutableBytes { valueBytes in
+            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
+            var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
+            return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
+        }
+    }
+    guard code == 0, mdb_txn_commit(txn) == 0 else { fail("cannot write \(name)") }
+    mdb_env_close(env)
+}
+
 let arguments = CommandLine.arguments
 if arguments.count == 2, arguments[1] == "default-serialization" {
     let database = SerializationDatabase()
@@ -81,21 +102,8 @@ case "hold-writer":
     while true { sleep(60) }
 case "set-owner":
     guard arguments.count > 4 else { fail("set-owner needs NAME MANGLED") }
-    let env = openRawEnvironment()
-    var txn: OpaquePointer?
-    var dbi: MDB_dbi = 0
-    guard mdb_txn_begin(env, nil, 0, &txn) == 0, mdb_dbi_open(txn, "classes", 0, &dbi) == 0 else { fail("cannot open classes") }
-    var key = Array(arguments[3].utf8)
-    var value = Array(arguments[3].utf8) + [0] + Array(arguments[4].utf8) + [0] + Array("Moved.\(arguments[3])".utf8)
-    let code = key.withUnsafeMutableBytes { keyBytes in
-        value.withUnsafeMutableBytes { valueBytes in
-            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
-            var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
-            return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
-        }
-    }
-    guard code == 0, mdb_txn_commit(txn) == 0 else { fail("cannot write classes") }
-    mdb_env_close(env)
+    let value = Array(arguments[3].utf8) + [0] + Array(arguments[4].utf8) + [0] + Array("Moved.\(arguments[3])".utf8)
+    rawPut(database: "classes", create: false, key: Array(arguments[3].utf8), value: value)
     say("done")
     exit(0)
 case "open":
@@ -111,20 +119,7 @@ case "raw-put":
     // Puts KEY = VALUE into the named database DB (created if missing) with raw LMDB, as another
     // LMDB program would, without LocalLMDB's writer lock.
     guard arguments.count > 5 else { fail("raw-put needs DB KEY VALUE") }
-    let env = openRawEnvironment()
-    var txn: OpaquePointer?
-    var dbi: MDB_dbi = 0
-    guard mdb_txn_begin(env, nil, 0, &txn) == 0, mdb_dbi_open(txn, arguments[3], UInt32(MDB_CREATE), &dbi) == 0 else { fail("raw-put: begin failed") }
-    var key = Array(arguments[4].utf8)
-    var value = Array(arguments[5].utf8)
-    let code = key.withUnsafeMutableBytes { keyBytes in
-        value.withUnsafeMutableBytes { valueBytes in
-            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
-            var dataValue = MDB_val(mv_size: valueBytes.count, mv_data: valueBytes.baseAddress)
-            return mdb_put(txn, dbi, &keyValue, &dataValue, 0)
-        }
-    }
-    guard code == 0, mdb_txn_commit(txn) == 0 else { fail("raw-put: put or commit failed") }
+    rawPut(database: arguments[3], create: true, key: Array(arguments[4].utf8), value: Array(arguments[5].utf8))
     say("done")
     exit(0)
 case "stale-readers":

@@ -181,7 +181,7 @@ struct CbPassThroughModel: Encodable, Persistable {
 }
 
 /// A chain of hand-written models, as deep as `length`.
-final class CbHandWrittenLink: Storable {
+final class CbHandWrittenLink: Storable, CbChain {
     let next: CbHandWrittenLink?
     init(length: Int) {
         next = length > 1 ? CbHandWrittenLink(length: length - 1) : nil
@@ -190,15 +190,6 @@ final class CbHandWrittenLink: Storable {
         next = dataObject.getObjectOptional("next", type: CbHandWrittenLink.self)
     }
     func toDataObject() -> DataObject { DataObject(self).add(key: "next", value: next) }
-    var length: Int {
-        var count = 1
-        var link = self
-        while let next = link.next {
-            count += 1
-            link = next
-        }
-        return count
-    }
 }
 
 /// Hand-written models nested `remaining` deep, each made as it is stored (as `CbLevels`).
