@@ -64,7 +64,7 @@ final class Environment: @unchecked Sendable {
             try LMDBStatus.check(mdb_env_set_mapsize(env, min(initialMapSize, maximumMapSize)), "set map size")
             let flags = UInt32(MDB_NOTLS | syncFlags | (readOnly ? MDB_RDONLY : 0))
             try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
-            try Self.checkDataFileLength(env, path: path)
+            try DataFileCheck.check(env, path: path)
             writerLock = readOnly ? nil : try WriterLock(directory: path)
         } catch {
             mdb_env_close(env)
@@ -85,28 +85,6 @@ final class Environment: @unchecked Sendable {
 
     deinit {
         close()
-    }
-
-    /// Refuses a data file shorter than its last commit says it is (truncated by a copy cut
-    /// short, a full disk or a hand): LMDB reads pages through a map of the file, and a page
-    /// past the file's end kills the process with SIGBUS at the first read. LMDB has read only
-    /// the two meta pages so far, with `read`, so this check comes before any page is touched.
-    /// (A file too short to hold the meta pages is refused by LMDB itself, `MDB_INVALID`.)
-    private static func checkDataFileLength(_ env: OpaquePointer, path: String) throws(LocalDatabaseError) {
-        var info = MDB_envinfo()
-        var statistics = MDB_stat()
-        guard mdb_env_info(env, &info) == MDB_SUCCESS, mdb_env_stat(env, &statistics) == MDB_SUCCESS else { return }
-        let needed = (info.me_last_pgno + 1) * Int(statistics.ms_psize)
-        var file = stat()
-        let dataPath = path + "/data.mdb"
-        guard stat(dataPath, &file) == 0 else {
-            throw LMDBStatus.error(errno, "open '\(dataPath)'")
-        }
-        guard Int(file.st_size) >= needed else {
-            throw .storage(
-                operation: "open '\(path)'", code: MDB_CORRUPTED,
-                message: "the data file is truncated: it has \(file.st_size) bytes, and its last commit uses \(needed)")
-        }
     }
 
     /// Closes the environment once every transaction of this process on it has ended; later
