@@ -75,14 +75,24 @@ final class DatabaseEngine: Sendable {
         }
         coordinator = TransactionCoordinator(thread: thread, store: store)
         let publishing = Locked(false)
+        /// The unpublished commit the last poll found: a live writer between its two steps is
+        /// found too, for a moment, so only one found by two polls in a row (50 ms apart) is
+        /// published (else an observing process would take the writer lock, and sometimes commit,
+        /// for every other process's commit it happened to catch).
+        let lastUnpublished = Locked<Int?>(nil)
         let notifier = ChangeNotifier { [store] in
             guard let log = store.changeLog else { return nil }
             return try? store.environment.withReadTransaction { transaction throws(LocalDatabaseError) in try log.bounds(in: transaction).last }
         } settle: { [store, thread, weak coordinator, readOnly = configuration.readOnly] in
             // A read-only process cannot take the writer lock: it sees such a commit once a
             // writing process opens the database or writes.
-            guard !readOnly, store.environment.hasUnpublishedCommit else { return }
-            guard publishing.withLock({ busy in defer { busy = true }; return !busy }) else { return }
+            guard !readOnly else { return }
+            let found = store.environment.unpublishedCommit
+            let seenBefore = lastUnpublished.withLock { last in
+                defer { last = found }
+                return found != nil && last == found
+            }
+            guard seenBefore, publishing.withLock({ busy in defer { busy = true }; return !busy }) else { return }
             thread.submit { [weak coordinator] in
                 coordinator?.publishCommits()
                 publishing.withLock { $0 = false }

@@ -275,9 +275,13 @@ final class Environment: @unchecked Sendable {
     /// writer wrote the commit's meta page but died before publishing the transaction id in the
     /// lock file, which readers take it from. (For a moment it is also true of a live writer
     /// between the two steps.) The next write transaction of any process publishes it.
-    var hasUnpublishedCommit: Bool {
-        guard let published = try? withReadTransaction({ transaction in transaction.id }) else { return false }
-        return lastTransactionID > published
+    var hasUnpublishedCommit: Bool { unpublishedCommit != nil }
+
+    /// The id of the commit `hasUnpublishedCommit` finds; nil when there is none.
+    var unpublishedCommit: Int? {
+        guard let published = try? withReadTransaction({ transaction in transaction.id }) else { return nil }
+        let last = lastTransactionID
+        return last > published ? last : nil
     }
 
     /// The map's size and the bytes the data file uses of it.
