@@ -89,8 +89,10 @@ struct ConcurrencyTests {
     @Test func concurrentTransactionsFromTwoDatabasesSerialize() async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("db")
-            let first = try LocalDatabase(directory: url)
-            let second = try LocalDatabase(directory: url)
+            // Each waits for the other's transactions: on two busy cores (ThreadSanitizer) that has
+            // taken longer than the default busy timeout.
+            let first = try LocalDatabase(directory: url, busyTimeout: .seconds(300))
+            let second = try LocalDatabase(directory: url, busyTimeout: .seconds(300))
             // The bound catches a hang (a busy ThreadSanitizer run has taken over 60 s).
             try await withTimeout(seconds: 300) {
                 try await withThrowingTaskGroup(of: Void.self) { group in

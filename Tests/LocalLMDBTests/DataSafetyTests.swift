@@ -450,7 +450,7 @@ struct DamagedFileTests {
         try await withDatabase { database, directory in
             var random = SplitMix(seed: 7)
             var shortFiles = 0
-            for round in 0..<60 where shortFiles < 3 {
+            for round in 0..<60 where shortFiles < 1 {
                 try await database.startTransaction()
                 let count = Int(random.next() % 3000)
                 let base = Int(random.next() % 100_000)
