@@ -46,8 +46,10 @@ public actor LocalDatabase {
     ///   - directory: The folder for the database's files: LMDB's `data.mdb` and `lock.mdb`, and `writer.lock` (LocalLMDB's writer lock).
     ///   - configuration: Durability, busy timeout, limits and read-only mode.
     /// - Throws: `LocalDatabaseError.invalidDirectory`, `.incompatibleOptions` (another database
-    ///   in this process has the directory open with another configuration), `.unsupportedFormat`
-    ///   or `.storage` (a full disk included).
+    ///   in this process has the directory open with another configuration), `.unsupportedFormat`,
+    ///   `.busy` (opening for writing takes the writer lock once, and another process held it for
+    ///   longer than the busy timeout) or `.storage` (a full disk, or a data file that lacks pages
+    ///   in use, included).
     public init(directory: URL, configuration: DatabaseConfiguration) throws {
         session = try Session(directory: directory, configuration: configuration)
     }
