@@ -22,9 +22,13 @@ final class ModelDecoder: Decoder {
     /// and a member `object` is a field like any other), and a string is never a number (as
     /// for `JSONDecoder`: `"NaN"` is LocalLMDB's stored form of a double, not the server's).
     let foreign: Bool
-    /// The data object reading the top-level object (a stored record's), whose member cursor the
-    /// keyed container uses; nil below the top.
-    private let fields: DataObject?
+    /// Where the keyed containers' next member lookup starts, as `DataObject.nextMember` for a
+    /// data object's fields: after a value whose end a container found, the member after it,
+    /// so that fields read in the order they were written are found where the lookup starts.
+    /// Only a hint (a lookup that misses there walks the whole object); nil until the first
+    /// lookup, or past the last member. The decoder is used by one thread, synchronously, and
+    /// each access is a plain load or store: exclusivity is not checked at run time.
+    @exclusivity(unchecked) private var nextMember: Int?
     /// The decoder this one was made below; nil for the top one.
     private let root: ModelDecoder?
     /// Set on the top decoder when the decoding it began is over: the bytes it reads may be
@@ -34,12 +38,14 @@ final class ModelDecoder: Decoder {
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, fields: DataObject? = nil) {
+    /// `nextMember`: where the first member lookup starts, when the caller knows (see
+    /// `DataObject.firstLookup(in:)`, which the decoder follows otherwise).
+    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, nextMember: Int? = nil) {
         self.value = value
         basePath = codingPath
         self.dates = dates
         self.foreign = foreign
-        self.fields = fields
+        self.nextMember = nextMember
         (parent, key, root) = (nil, nil, nil)
     }
 
@@ -50,7 +56,6 @@ final class ModelDecoder: Decoder {
         self.key = key
         dates = parent.dates
         foreign = parent.foreign
-        fields = nil
         root = parent.root ?? parent
     }
 
@@ -95,7 +100,7 @@ final class ModelDecoder: Decoder {
 
     /// A stored model: `type` decoded from the object `dataObject` reads.
     static func decode<T: Decodable>(_ type: T.Type, from dataObject: DataObject, dates: DateDecoding = .stored) throws -> T {
-        let decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, fields: dataObject)
+        let decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, nextMember: dataObject.nextMember)
         return try decoder.decodeAndEnd(type)
     }
 
@@ -115,9 +120,54 @@ final class ModelDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkLive()
-        if let fields { return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: fields)) }
         guard scanner.byte(at: 0) == UInt8(ascii: "{") else { throw mismatch([String: Any].self, at: 0, codingPath) }
-        return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: DataObject(encoded: value)))
+        return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self))
+    }
+
+    // MARK: Members
+
+    /// The member named `key` (a field key, stored as `FieldKey` spells it unless `foreign`),
+    /// found as `DataObject.member` finds it, with this decoder's `nextMember`. The common
+    /// case, the member where the lookup starts spelled as `key`, is answered inline.
+    @inline(__always)
+    func member(_ key: String) -> JSONScanner.Member? {
+        let scanner = value.scanner
+        if let start = nextMember ?? firstLookup(in: scanner),
+           let found = DataObject.member(at: start, spelled: key, escaped: !foreign, in: scanner) {
+            nextMember = found.start
+            return found
+        }
+        return walkToMember(key)
+    }
+
+    /// `member` when the member where the lookup starts is not spelled as `key`: every member,
+    /// from there round to where it started.
+    @inline(never)
+    private func walkToMember(_ key: String) -> JSONScanner.Member? {
+        let found = value.member(named: foreign ? key : FieldKey.stored(key), from: nextMember)
+        if let found { nextMember = found.start }
+        return found
+    }
+
+    /// Where the first lookup starts, noted in `nextMember`: past the class member when it comes
+    /// first, as `DataObject.firstLookup(in:)`; nil when the object has no member.
+    @inline(never)
+    private func firstLookup(in scanner: JSONScanner) -> Int? {
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        let start: Int?
+        if let classMember = FieldKey.withClassKey({ scanner.member(at: first, spelled: $0) }) {
+            start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
+        } else {
+            start = first
+        }
+        nextMember = start
+        return start
+    }
+
+    /// Notes that the value just read ended at `end`: the next lookup starts after it.
+    @inline(__always)
+    func didRead(upTo end: Int) {
+        nextMember = value.scanner.nextMember(after: end)
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -151,9 +201,16 @@ final class ModelDecoder: Decoder {
 
     /// `type` decoded from the value at `offset`, under `key` (this decoder's own path when nil).
     func decode<T: Decodable>(_ type: T.Type, at offset: Int, key: (any CodingKey)?) throws -> T {
+        var end: Int?
+        return try decode(type, at: offset, key: key, end: &end)
+    }
+
+    /// `decode(_:at:key:)`, setting `end` past the value when the reading found where it ends
+    /// (left as it is otherwise).
+    func decode<T: Decodable>(_ type: T.Type, at offset: Int, key: (any CodingKey)?, end: inout Int?) throws -> T {
         try checkLive()
         if let special = try specialValue(type, at: offset, path(key)) { return special }
-        if let array = try scalarArray(type, at: offset, key) { return array }
+        if let array = try scalarArray(type, at: offset, key, end: &end) { return array }
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, key)
         }
@@ -172,31 +229,36 @@ final class ModelDecoder: Decoder {
 
     /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
     /// them: through `Array.init(from:)`, each element would cost a decoder of its own.
-    private func scalarArray<T>(_ type: T.Type, at offset: Int, _ key: (any CodingKey)?) throws -> T? {
+    /// `end` is set past the array read.
+    private func scalarArray<T>(_ type: T.Type, at offset: Int, _ key: (any CodingKey)?, end: inout Int?) throws -> T? {
         // Compared by identity with types looked up once: `T.self == [String].self` would look the
         // generic type `[String]` up on every call.
         switch ObjectIdentifier(T.self) {
-        case ScalarArrays.strings: return ModelCoding.identical(try array(String.self, at: offset, key, String.read), as: type)
-        case ScalarArrays.integers: return ModelCoding.identical(try array(Int.self, at: offset, key, Int.read), as: type)
-        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, doubles), as: type)
-        case ScalarArrays.flags: return ModelCoding.identical(try array(Bool.self, at: offset, key, Bool.read), as: type)
+        case ScalarArrays.strings: return ModelCoding.identical(try array(String.self, at: offset, key, &end, String.read), as: type)
+        case ScalarArrays.integers: return ModelCoding.identical(try array(Int.self, at: offset, key, &end, Int.read), as: type)
+        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, &end, doubles), as: type)
+        case ScalarArrays.flags: return ModelCoding.identical(try array(Bool.self, at: offset, key, &end, Bool.read), as: type)
         default: return nil
         }
     }
 
-    private func array<V>(_ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> [V] {
+    private func array<V>(
+        _ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ arrayEnd: inout Int?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?
+    ) throws -> [V] {
         let scanner = scanner
         guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
         var values: [V] = []
         values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
         var next = scanner.firstElement(ofArrayAt: offset)
+        var end = offset + 2  // `[]`
         while let element = next {
-            guard let (value, end) = read(scanner, element) else {
+            guard let (value, elementEnd) = read(scanner, element) else {
                 throw mismatch(V.self, at: element, path(key) + [ModelKey(intValue: values.count)])
             }
             values.append(value)
-            next = scanner.nextElement(after: end)
+            next = scanner.element(after: elementEnd, arrayEnd: &end)
         }
+        arrayEnd = end
         return values
     }
 
@@ -262,17 +324,18 @@ final class ModelDecoder: Decoder {
     }
 }
 
+/// The members of the object a decoder reads, looked up from where the last lookup left off
+/// (`ModelDecoder.member`). Holds the decoder alone: the container is copied and destroyed
+/// through value witnesses by every call from `KeyedDecodingContainer`'s box, which costs a
+/// reference count per stored reference.
 struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: ModelDecoder
-    /// Reads the object's members, from where the last lookup left off.
-    let fields: DataObject
-    let object: EncodedObject
 
-    init(decoder: ModelDecoder, fields: DataObject) {
+    init(decoder: ModelDecoder) {
         self.decoder = decoder
-        self.fields = fields
-        object = fields.encodedStorage
     }
+
+    var object: EncodedObject { decoder.value }
 
     var codingPath: [any CodingKey] { decoder.codingPath }
 
@@ -302,8 +365,9 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// The member `key` names, if any (the caller has checked the decoder is live).
-    private func find(_ key: any CodingKey) -> JSONScanner.Member? {
-        fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign)
+    @inline(__always)
+    private func find(_ key: Key) -> JSONScanner.Member? {
+        decoder.member(key.stringValue)
     }
 
     private func member(_ key: Key) throws -> Int {
@@ -318,7 +382,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func read<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V {
         let offset = try member(key)
         let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [key], read)
-        fields.didRead(upTo: end, in: object)
+        decoder.didRead(upTo: end)
         return value
     }
 
@@ -327,7 +391,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func readIfPresent<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V? {
         guard let offset = try presentValue(key) else { return nil }
         let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [key], read)
-        fields.didRead(upTo: end, in: object)
+        decoder.didRead(upTo: end)
         return value
     }
 
@@ -363,7 +427,10 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(key) { ValueReading.integer(UInt64.self, $0, at: $1) } }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decoder.decode(type, at: try member(key), key: key)
+        var end: Int?
+        let value = try decoder.decode(type, at: try member(key), key: key, end: &end)
+        if let end { decoder.didRead(upTo: end) }
+        return value
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(key, Bool.read) }
@@ -375,7 +442,10 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let offset = try presentValue(key) else { return nil }
-        return try decoder.decode(type, at: offset, key: key)
+        var end: Int?
+        let value = try decoder.decode(type, at: offset, key: key, end: &end)
+        if let end { decoder.didRead(upTo: end) }
+        return value
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -403,7 +473,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
     private func superDecoder(key: any CodingKey) throws -> any Decoder {
         try decoder.checkLive()
-        guard let found = find(key) else {
+        guard let found = decoder.member(key.stringValue) else {
             return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
         }
         try decoder.checkStack(key)
