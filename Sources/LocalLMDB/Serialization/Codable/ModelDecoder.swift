@@ -209,8 +209,19 @@ final class ModelDecoder: Decoder {
     /// (left as it is otherwise).
     func decode<T: Decodable>(_ type: T.Type, at offset: Int, key: (any CodingKey)?, end: inout Int?) throws -> T {
         try checkLive()
-        if let special = try specialValue(type, at: offset, path(key)) { return special }
-        if let array = try scalarArray(type, at: offset, key, end: &end) { return array }
+        // Each case returns `T` itself: a `T?` made here would cost a look-up of the generic
+        // type `Optional<T>` on every call.
+        switch ValueKind(T.self) {
+        case .date: return try ModelCoding.same(try date(at: offset, path(key)), as: type)
+        case .data: return try ModelCoding.same(try scalar(Data.self, at: offset, path(key), ValueReading.data).value, as: type)
+        case .url: return try ModelCoding.same(try scalar(URL.self, at: offset, path(key), ValueReading.url).value, as: type)
+        case .decimal: return try ModelCoding.same(try scalar(Decimal.self, at: offset, path(key), decimals).value, as: type)
+        case .strings: return try ModelCoding.same(try array(String.self, at: offset, key, &end, String.read), as: type)
+        case .integers: return try ModelCoding.same(try array(Int.self, at: offset, key, &end, Int.read), as: type)
+        case .doubles: return try ModelCoding.same(try array(Double.self, at: offset, key, &end, doubles), as: type)
+        case .flags: return try ModelCoding.same(try array(Bool.self, at: offset, key, &end, Bool.read), as: type)
+        case .other: break
+        }
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, key)
         }
@@ -227,21 +238,37 @@ final class ModelDecoder: Decoder {
         }
     }
 
-    /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
-    /// them: through `Array.init(from:)`, each element would cost a decoder of its own.
-    /// `end` is set past the array read.
-    private func scalarArray<T>(_ type: T.Type, at offset: Int, _ key: (any CodingKey)?, end: inout Int?) throws -> T? {
-        // Compared by identity with types looked up once: `T.self == [String].self` would look the
-        // generic type `[String]` up on every call.
-        switch ObjectIdentifier(T.self) {
-        case ScalarArrays.strings: return ModelCoding.identical(try array(String.self, at: offset, key, &end, String.read), as: type)
-        case ScalarArrays.integers: return ModelCoding.identical(try array(Int.self, at: offset, key, &end, Int.read), as: type)
-        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, &end, doubles), as: type)
-        case ScalarArrays.flags: return ModelCoding.identical(try array(Bool.self, at: offset, key, &end, Bool.read), as: type)
-        default: return nil
+    /// The kinds of value read other than by their `init(from:)`: those stored in a form of their
+    /// own (`CodableValues.swift`), and arrays of `String`, `Int`, `Double` and `Bool`, read in
+    /// one loop, as `DataObject` reads them (through `Array.init(from:)`, each element would cost
+    /// a decoder of its own).
+    private enum ValueKind {
+        case date, data, url, decimal, strings, integers, doubles, flags, other
+
+        init(_ type: Any.Type) {
+            if type == Date.self {
+                self = .date
+            } else if type == Data.self {
+                self = .data
+            } else if type == URL.self {
+                self = .url
+            } else if type == Decimal.self {
+                self = .decimal
+            } else {
+                // Compared by identity with types looked up once: `type == [String].self` would
+                // look the generic type `[String]` up on every call.
+                switch ObjectIdentifier(type) {
+                case ScalarArrays.strings: self = .strings
+                case ScalarArrays.integers: self = .integers
+                case ScalarArrays.doubles: self = .doubles
+                case ScalarArrays.flags: self = .flags
+                default: self = .other
+                }
+            }
         }
     }
 
+    /// An array read in one loop (see `ValueKind`); `arrayEnd` is set past it.
     private func array<V>(
         _ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ arrayEnd: inout Int?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?
     ) throws -> [V] {
@@ -260,15 +287,6 @@ final class ModelDecoder: Decoder {
         }
         arrayEnd = end
         return values
-    }
-
-    /// The value kinds stored in a form of their own (`CodableValues.swift`).
-    private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> T? {
-        if T.self == Date.self { return ModelCoding.identical(try date(at: offset, path()), as: type) }
-        if T.self == Data.self { return ModelCoding.identical(try scalar(Data.self, at: offset, path(), ValueReading.data).value, as: type) }
-        if T.self == URL.self { return ModelCoding.identical(try scalar(URL.self, at: offset, path(), ValueReading.url).value, as: type) }
-        if T.self == Decimal.self { return ModelCoding.identical(try scalar(Decimal.self, at: offset, path(), decimals).value, as: type) }
-        return nil
     }
 
     func date(at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Date {
