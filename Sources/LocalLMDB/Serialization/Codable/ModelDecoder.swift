@@ -9,15 +9,17 @@ import Foundation
 /// when exact). Reads turn these into `LocalDatabaseError.decodingFailed`, with the record's id,
 /// class and the coding path.
 final class ModelDecoder: Decoder {
-    /// The value to decode, at offset 0 of these bytes.
-    let value: EncodedObject
+    /// The value to decode, at offset 0 of these bytes. A variable, as are `dates`,
+    /// `nextMember` and `ended`: a top decoder that `decode(_:from:dates:)` reuses restarts with
+    /// new ones (`restart`).
+    @exclusivity(unchecked) private(set) var value: EncodedObject
     /// The coding path of a top decoder.
     private let basePath: [any CodingKey]
     /// The decoder this one was made by, and the key it was made for (nil: the same path):
     /// the coding path is built from them only when asked for (errors, mostly), not per value.
     private let parent: ModelDecoder?
     private let key: (any CodingKey)?
-    let dates: DateDecoding
+    @exclusivity(unchecked) private(set) var dates: DateDecoding
     /// Decoding JSON from elsewhere: member names are keys as they are (no `FieldKey` mapping,
     /// and a member `object` is a field like any other), and a string is never a number (as
     /// for `JSONDecoder`: `"NaN"` is LocalLMDB's stored form of a double, not the server's).
@@ -34,7 +36,7 @@ final class ModelDecoder: Decoder {
     /// Set on the top decoder when the decoding it began is over: the bytes it reads may be
     /// LMDB's map, valid only during the read, so a decoder or container kept past `init(from:)`
     /// refuses to read rather than read what those bytes hold by then.
-    private var ended = false
+    @exclusivity(unchecked) private var ended = false
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -99,9 +101,38 @@ final class ModelDecoder: Decoder {
     var isLive: Bool { !(root ?? self).ended }
 
     /// A stored model: `type` decoded from the object `dataObject` reads.
+    ///
+    /// The decoder is the thread's spare one when it has one (`ReadScratch.spareDecoder`), and is
+    /// kept as the spare afterwards when nothing else holds it: not a decoder or container that
+    /// `init(from:)` kept (which stays ended), nor a decoder made below it (which holds it as its
+    /// root). A decode nested in this one on the thread finds no spare meanwhile.
     static func decode<T: Decodable>(_ type: T.Type, from dataObject: DataObject, dates: DateDecoding = .stored) throws -> T {
-        let decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, nextMember: dataObject.nextMember)
+        let scratch = ReadScratch.current
+        var decoder: ModelDecoder
+        if let spare = scratch.spareDecoder {
+            scratch.spareDecoder = nil
+            spare.restart(value: dataObject.encodedStorage, dates: dates, nextMember: dataObject.nextMember)
+            decoder = spare
+        } else {
+            decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, nextMember: dataObject.nextMember)
+        }
+        defer {
+            if isKnownUniquelyReferenced(&decoder) {
+                // Let go of the bytes (`{}` has no owner to release) and of any date formatter.
+                (decoder.value, decoder.dates) = (.empty, .stored)
+                scratch.spareDecoder = decoder
+            }
+        }
         return try decoder.decodeAndEnd(type)
+    }
+
+    /// Makes an ended top decoder, made by `init(value:codingPath:dates:)` with no coding path
+    /// and not `foreign`, that nothing else holds, a new one for `value`.
+    private func restart(value: EncodedObject, dates: DateDecoding, nextMember: Int?) {
+        self.value = value
+        self.dates = dates
+        self.nextMember = nextMember
+        ended = false
     }
 
     var scanner: JSONScanner { value.scanner }
