@@ -186,7 +186,7 @@ final class ModelDecoder: Decoder {
     private func firstLookup(in scanner: JSONScanner) -> Int? {
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
         let start: Int?
-        if let classMember = FieldKey.withClassKey({ scanner.member(at: first, spelled: $0) }) {
+        if let classMember = DataObject.classMember(at: first, in: scanner) {
             start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
         } else {
             start = first
