@@ -316,6 +316,30 @@ struct CbIDModel<ID: RecordIdentifier & Codable & Hashable & Sendable>: Codable,
 
 /// Keeps decoders past its `init(from:)`, to decode again later (as a lazily decoding model
 /// might): its own, and one for a nested value.
+/// Keeps the keyed container its `init(from:)` read from.
+final class CbKeepsContainer: Codable, Persistable {
+    let name: String
+    let container: KeyedDecodingContainer<CodingKeys>?
+
+    enum CodingKeys: String, CodingKey { case name }
+
+    init(name: String) {
+        self.name = name
+        container = nil
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        self.container = container
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+    }
+}
+
 final class CbKeepsDecoders: Codable, Persistable {
     let name: String
     let decoder: (any Decoder)?
@@ -699,6 +723,34 @@ struct CodableModelTests {
                     Issue.record("expected a DecodingError, got \(outcome)")
                     continue
                 }
+            }
+        }
+    }
+
+    /// A thread reuses the top decoder of its last decode when nothing else holds it: a
+    /// decoder or container a model kept is never reused, and stays ended through the decodes
+    /// that follow on the thread (which reuse theirs, and decode what they read).
+    @Test func aKeptDecoderOrContainerIsNotReusedByTheThreadsNextDecodes() throws {
+        func fields(_ json: String) -> DataObject { DataObject(rawString: json) }
+        let keptContainer = try CbKeepsContainer._restore(from: fields(#"{"object":"CbKeepsContainer","name":"first"}"#))
+        let keptDecoders = try CbKeepsDecoders._restore(from: fields(#"{"object":"CbKeepsDecoders","name":"second"}"#))
+        #expect(keptContainer.name == "first" && keptDecoders.name == "second")
+        for index in 0..<4 {
+            let person = CbPerson(id: "\(index)", name: "n\(index)", age: index, address: CbAddress(street: "s\(index)", zip: "z"), tags: ["t\(index)"], object: "o")
+            #expect(try CbPerson._restore(from: fields(try #require(try person._storedFields().toRawString()))) == person)
+            let again = try CbKeepsDecoders._restore(from: fields(#"{"object":"CbKeepsDecoders","name":"again \#(index)"}"#))
+            #expect(again.name == "again \(index)")
+            // Kept, so never another decode's decoder (which would make it live again meanwhile).
+            #expect(try #require(again.decoder) as AnyObject !== (try #require(keptDecoders.decoder) as AnyObject))
+        }
+        for outcome in [
+            Result { try keptContainer.container?.decode(String.self, forKey: .name) },
+            Result { try keptDecoders.decoder?.container(keyedBy: CbKeepsDecoders.CodingKeys.self).decode(String.self, forKey: .name) },
+            Result { try keptDecoders.nameDecoder?.singleValueContainer().decode(String.self) },
+        ] {
+            guard case let .failure(error) = outcome, case DecodingError.dataCorrupted = error else {
+                Issue.record("expected a DecodingError, got \(outcome)")
+                continue
             }
         }
     }

@@ -143,13 +143,19 @@ extension DataObject {
     func firstLookup(in scanner: JSONScanner) -> Int? {
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
         let start: Int?
-        if let classMember = FieldKey.withClassKey({ scanner.member(at: first, spelled: $0) }) {
+        if let classMember = Self.classMember(at: first, in: scanner) {
             start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
         } else {
             start = first
         }
         nextMember = start
         return start
+    }
+
+    /// The member at `offset` when it is the class member (`"object"`).
+    @inline(__always)
+    static func classMember(at offset: Int, in scanner: JSONScanner) -> JSONScanner.Member? {
+        FieldKey.withClassKey { scanner.member(at: offset, spelled: $0) }
     }
 
     /// The member named `key` or, failing that, each of `legacyKeys` in turn.

@@ -21,6 +21,9 @@ final class ReadScratch {
 
     /// A data object that the last model restored on this thread did not keep.
     @exclusivity(unchecked) var spare: DataObject?
+    /// A top `ModelDecoder` that the last `Decodable` model decoded on this thread did not keep
+    /// (`ModelDecoder.decode(_:from:dates:)`).
+    @exclusivity(unchecked) var spareDecoder: ModelDecoder?
     /// Stored classes by type, most recent last; a few entries, searched linearly. Two arrays
     /// rather than one of pairs, so a search compares identities without copying classes.
     @exclusivity(unchecked) private var classTypes: [ObjectIdentifier] = []

@@ -50,6 +50,17 @@ enum ModelCoding {
         A.self == T.self ? unsafeBitCast(value, to: T.self) : nil
     }
 
+    /// `value` as `T`, for a caller that has found `A` to be `T`; throws otherwise. Unlike
+    /// `identical`, makes no `T?`: in code not specialized for `T`, that costs a look-up of the
+    /// generic type `Optional<T>` per call.
+    @inline(__always)
+    static func same<A, T>(_ value: A, as type: T.Type) throws -> T {
+        guard A.self == T.self else {
+            throw DecodingError.typeMismatch(T.self, .init(codingPath: [], debugDescription: "expected \(T.self), read \(A.self)"))
+        }
+        return unsafeBitCast(value, to: T.self)
+    }
+
     /// `error` with `path` before its coding path, for an encoding or decoding that started a
     /// path of its own below `path`; any other error as it is.
     static func prefixing(_ error: any Error, with path: [any CodingKey]) -> any Error {

@@ -9,37 +9,45 @@ import Foundation
 /// when exact). Reads turn these into `LocalDatabaseError.decodingFailed`, with the record's id,
 /// class and the coding path.
 final class ModelDecoder: Decoder {
-    /// The value to decode, at offset 0 of these bytes.
-    let value: EncodedObject
+    /// The value to decode, at offset 0 of these bytes. A variable, as are `dates`,
+    /// `nextMember` and `ended`: a top decoder that `decode(_:from:dates:)` reuses restarts with
+    /// new ones (`restart`).
+    @exclusivity(unchecked) private(set) var value: EncodedObject
     /// The coding path of a top decoder.
     private let basePath: [any CodingKey]
     /// The decoder this one was made by, and the key it was made for (nil: the same path):
     /// the coding path is built from them only when asked for (errors, mostly), not per value.
     private let parent: ModelDecoder?
     private let key: (any CodingKey)?
-    let dates: DateDecoding
+    @exclusivity(unchecked) private(set) var dates: DateDecoding
     /// Decoding JSON from elsewhere: member names are keys as they are (no `FieldKey` mapping,
     /// and a member `object` is a field like any other), and a string is never a number (as
     /// for `JSONDecoder`: `"NaN"` is LocalLMDB's stored form of a double, not the server's).
     let foreign: Bool
-    /// The data object reading the top-level object (a stored record's), whose member cursor the
-    /// keyed container uses; nil below the top.
-    private let fields: DataObject?
+    /// Where the keyed containers' next member lookup starts, as `DataObject.nextMember` for a
+    /// data object's fields: after a value whose end a container found, the member after it,
+    /// so that fields read in the order they were written are found where the lookup starts.
+    /// Only a hint (a lookup that misses there walks the whole object); nil until the first
+    /// lookup, or past the last member. The decoder is used by one thread, synchronously, and
+    /// each access is a plain load or store: exclusivity is not checked at run time.
+    @exclusivity(unchecked) private var nextMember: Int?
     /// The decoder this one was made below; nil for the top one.
     private let root: ModelDecoder?
     /// Set on the top decoder when the decoding it began is over: the bytes it reads may be
     /// LMDB's map, valid only during the read, so a decoder or container kept past `init(from:)`
     /// refuses to read rather than read what those bytes hold by then.
-    private var ended = false
+    @exclusivity(unchecked) private var ended = false
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, fields: DataObject? = nil) {
+    /// `nextMember`: where the first member lookup starts, when the caller knows (see
+    /// `DataObject.firstLookup(in:)`, which the decoder follows otherwise).
+    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, nextMember: Int? = nil) {
         self.value = value
         basePath = codingPath
         self.dates = dates
         self.foreign = foreign
-        self.fields = fields
+        self.nextMember = nextMember
         (parent, key, root) = (nil, nil, nil)
     }
 
@@ -50,7 +58,6 @@ final class ModelDecoder: Decoder {
         self.key = key
         dates = parent.dates
         foreign = parent.foreign
-        fields = nil
         root = parent.root ?? parent
     }
 
@@ -94,9 +101,38 @@ final class ModelDecoder: Decoder {
     var isLive: Bool { !(root ?? self).ended }
 
     /// A stored model: `type` decoded from the object `dataObject` reads.
+    ///
+    /// The decoder is the thread's spare one when it has one (`ReadScratch.spareDecoder`), and is
+    /// kept as the spare afterwards when nothing else holds it: not a decoder or container that
+    /// `init(from:)` kept (which stays ended), nor a decoder made below it (which holds it as its
+    /// root). A decode nested in this one on the thread finds no spare meanwhile.
     static func decode<T: Decodable>(_ type: T.Type, from dataObject: DataObject, dates: DateDecoding = .stored) throws -> T {
-        let decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, fields: dataObject)
+        let scratch = ReadScratch.current
+        var decoder: ModelDecoder
+        if let spare = scratch.spareDecoder {
+            scratch.spareDecoder = nil
+            spare.restart(value: dataObject.encodedStorage, dates: dates, nextMember: dataObject.nextMember)
+            decoder = spare
+        } else {
+            decoder = ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, nextMember: dataObject.nextMember)
+        }
+        defer {
+            if isKnownUniquelyReferenced(&decoder) {
+                // Let go of the bytes (`{}` has no owner to release) and of any date formatter.
+                (decoder.value, decoder.dates) = (.empty, .stored)
+                scratch.spareDecoder = decoder
+            }
+        }
         return try decoder.decodeAndEnd(type)
+    }
+
+    /// Makes an ended top decoder, made by `init(value:codingPath:dates:)` with no coding path
+    /// and not `foreign`, that nothing else holds, a new one for `value`.
+    private func restart(value: EncodedObject, dates: DateDecoding, nextMember: Int?) {
+        self.value = value
+        self.dates = dates
+        self.nextMember = nextMember
+        ended = false
     }
 
     var scanner: JSONScanner { value.scanner }
@@ -115,9 +151,54 @@ final class ModelDecoder: Decoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         try checkLive()
-        if let fields { return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: fields)) }
         guard scanner.byte(at: 0) == UInt8(ascii: "{") else { throw mismatch([String: Any].self, at: 0, codingPath) }
-        return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self, fields: DataObject(encoded: value)))
+        return KeyedDecodingContainer(ModelKeyedDecoding<Key>(decoder: self))
+    }
+
+    // MARK: Members
+
+    /// The member named `key` (a field key, stored as `FieldKey` spells it unless `foreign`),
+    /// found as `DataObject.member` finds it, with this decoder's `nextMember`. The common
+    /// case, the member where the lookup starts spelled as `key`, is answered inline.
+    @inline(__always)
+    func member(_ key: String) -> JSONScanner.Member? {
+        let scanner = value.scanner
+        if let start = nextMember ?? firstLookup(in: scanner),
+           let found = DataObject.member(at: start, spelled: key, escaped: !foreign, in: scanner) {
+            nextMember = found.start
+            return found
+        }
+        return walkToMember(key)
+    }
+
+    /// `member` when the member where the lookup starts is not spelled as `key`: every member,
+    /// from there round to where it started.
+    @inline(never)
+    private func walkToMember(_ key: String) -> JSONScanner.Member? {
+        let found = value.member(named: foreign ? key : FieldKey.stored(key), from: nextMember)
+        if let found { nextMember = found.start }
+        return found
+    }
+
+    /// Where the first lookup starts, noted in `nextMember`: past the class member when it comes
+    /// first, as `DataObject.firstLookup(in:)`; nil when the object has no member.
+    @inline(never)
+    private func firstLookup(in scanner: JSONScanner) -> Int? {
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        let start: Int?
+        if let classMember = DataObject.classMember(at: first, in: scanner) {
+            start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
+        } else {
+            start = first
+        }
+        nextMember = start
+        return start
+    }
+
+    /// Notes that the value just read ended at `end`: the next lookup starts after it.
+    @inline(__always)
+    func didRead(upTo end: Int) {
+        nextMember = value.scanner.nextMember(after: end)
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
@@ -151,9 +232,27 @@ final class ModelDecoder: Decoder {
 
     /// `type` decoded from the value at `offset`, under `key` (this decoder's own path when nil).
     func decode<T: Decodable>(_ type: T.Type, at offset: Int, key: (any CodingKey)?) throws -> T {
+        var end: Int?
+        return try decode(type, at: offset, key: key, end: &end)
+    }
+
+    /// `decode(_:at:key:)`, setting `end` past the value when the reading found where it ends
+    /// (left as it is otherwise).
+    func decode<T: Decodable>(_ type: T.Type, at offset: Int, key: (any CodingKey)?, end: inout Int?) throws -> T {
         try checkLive()
-        if let special = try specialValue(type, at: offset, path(key)) { return special }
-        if let array = try scalarArray(type, at: offset, key) { return array }
+        // Each case returns `T` itself: a `T?` made here would cost a look-up of the generic
+        // type `Optional<T>` on every call.
+        switch ValueKind(T.self) {
+        case .date: return try ModelCoding.same(try date(at: offset, path(key)), as: type)
+        case .data: return try ModelCoding.same(try scalar(Data.self, at: offset, path(key), ValueReading.data).value, as: type)
+        case .url: return try ModelCoding.same(try scalar(URL.self, at: offset, path(key), ValueReading.url).value, as: type)
+        case .decimal: return try ModelCoding.same(try scalar(Decimal.self, at: offset, path(key), decimals).value, as: type)
+        case .strings: return try ModelCoding.same(try array(String.self, at: offset, key, &end, String.read), as: type)
+        case .integers: return try ModelCoding.same(try array(Int.self, at: offset, key, &end, Int.read), as: type)
+        case .doubles: return try ModelCoding.same(try array(Double.self, at: offset, key, &end, doubles), as: type)
+        case .flags: return try ModelCoding.same(try array(Bool.self, at: offset, key, &end, Bool.read), as: type)
+        case .other: break
+        }
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, key)
         }
@@ -170,43 +269,55 @@ final class ModelDecoder: Decoder {
         }
     }
 
-    /// Arrays of `String`, `Int`, `Double` and `Bool`, read in one loop, as `DataObject` reads
-    /// them: through `Array.init(from:)`, each element would cost a decoder of its own.
-    private func scalarArray<T>(_ type: T.Type, at offset: Int, _ key: (any CodingKey)?) throws -> T? {
-        // Compared by identity with types looked up once: `T.self == [String].self` would look the
-        // generic type `[String]` up on every call.
-        switch ObjectIdentifier(T.self) {
-        case ScalarArrays.strings: return ModelCoding.identical(try array(String.self, at: offset, key, String.read), as: type)
-        case ScalarArrays.integers: return ModelCoding.identical(try array(Int.self, at: offset, key, Int.read), as: type)
-        case ScalarArrays.doubles: return ModelCoding.identical(try array(Double.self, at: offset, key, doubles), as: type)
-        case ScalarArrays.flags: return ModelCoding.identical(try array(Bool.self, at: offset, key, Bool.read), as: type)
-        default: return nil
+    /// The kinds of value read other than by their `init(from:)`: those stored in a form of their
+    /// own (`CodableValues.swift`), and arrays of `String`, `Int`, `Double` and `Bool`, read in
+    /// one loop, as `DataObject` reads them (through `Array.init(from:)`, each element would cost
+    /// a decoder of its own).
+    private enum ValueKind {
+        case date, data, url, decimal, strings, integers, doubles, flags, other
+
+        init(_ type: Any.Type) {
+            if type == Date.self {
+                self = .date
+            } else if type == Data.self {
+                self = .data
+            } else if type == URL.self {
+                self = .url
+            } else if type == Decimal.self {
+                self = .decimal
+            } else {
+                // Compared by identity with types looked up once: `type == [String].self` would
+                // look the generic type `[String]` up on every call.
+                switch ObjectIdentifier(type) {
+                case ScalarArrays.strings: self = .strings
+                case ScalarArrays.integers: self = .integers
+                case ScalarArrays.doubles: self = .doubles
+                case ScalarArrays.flags: self = .flags
+                default: self = .other
+                }
+            }
         }
     }
 
-    private func array<V>(_ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> [V] {
+    /// An array read in one loop (see `ValueKind`); `arrayEnd` is set past it.
+    private func array<V>(
+        _ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ arrayEnd: inout Int?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?
+    ) throws -> [V] {
         let scanner = scanner
         guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
         var values: [V] = []
         values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
         var next = scanner.firstElement(ofArrayAt: offset)
+        var end = offset + 2  // `[]`
         while let element = next {
-            guard let (value, end) = read(scanner, element) else {
+            guard let (value, elementEnd) = read(scanner, element) else {
                 throw mismatch(V.self, at: element, path(key) + [ModelKey(intValue: values.count)])
             }
             values.append(value)
-            next = scanner.nextElement(after: end)
+            next = scanner.element(after: elementEnd, arrayEnd: &end)
         }
+        arrayEnd = end
         return values
-    }
-
-    /// The value kinds stored in a form of their own (`CodableValues.swift`).
-    private func specialValue<T: Decodable>(_ type: T.Type, at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> T? {
-        if T.self == Date.self { return ModelCoding.identical(try date(at: offset, path()), as: type) }
-        if T.self == Data.self { return ModelCoding.identical(try scalar(Data.self, at: offset, path(), ValueReading.data).value, as: type) }
-        if T.self == URL.self { return ModelCoding.identical(try scalar(URL.self, at: offset, path(), ValueReading.url).value, as: type) }
-        if T.self == Decimal.self { return ModelCoding.identical(try scalar(Decimal.self, at: offset, path(), decimals).value, as: type) }
-        return nil
     }
 
     func date(at offset: Int, _ path: @autoclosure () -> [any CodingKey]) throws -> Date {
@@ -262,17 +373,18 @@ final class ModelDecoder: Decoder {
     }
 }
 
+/// The members of the object a decoder reads, looked up from where the last lookup left off
+/// (`ModelDecoder.member`). Holds the decoder alone: the container is copied and destroyed
+/// through value witnesses by every call from `KeyedDecodingContainer`'s box, which costs a
+/// reference count per stored reference.
 struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let decoder: ModelDecoder
-    /// Reads the object's members, from where the last lookup left off.
-    let fields: DataObject
-    let object: EncodedObject
 
-    init(decoder: ModelDecoder, fields: DataObject) {
+    init(decoder: ModelDecoder) {
         self.decoder = decoder
-        self.fields = fields
-        object = fields.encodedStorage
     }
+
+    var object: EncodedObject { decoder.value }
 
     var codingPath: [any CodingKey] { decoder.codingPath }
 
@@ -302,8 +414,9 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// The member `key` names, if any (the caller has checked the decoder is live).
-    private func find(_ key: any CodingKey) -> JSONScanner.Member? {
-        fields.member(key.stringValue, [], in: object, escaped: !decoder.foreign)
+    @inline(__always)
+    private func find(_ key: Key) -> JSONScanner.Member? {
+        decoder.member(key.stringValue)
     }
 
     private func member(_ key: Key) throws -> Int {
@@ -318,7 +431,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func read<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V {
         let offset = try member(key)
         let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [key], read)
-        fields.didRead(upTo: end, in: object)
+        decoder.didRead(upTo: end)
         return value
     }
 
@@ -327,7 +440,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     private func readIfPresent<V>(_ key: Key, _ read: (JSONScanner, Int) -> (value: V, end: Int)?) throws -> V? {
         guard let offset = try presentValue(key) else { return nil }
         let (value, end) = try decoder.scalar(V.self, at: offset, codingPath + [key], read)
-        fields.didRead(upTo: end, in: object)
+        decoder.didRead(upTo: end)
         return value
     }
 
@@ -363,7 +476,10 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(key) { ValueReading.integer(UInt64.self, $0, at: $1) } }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-        try decoder.decode(type, at: try member(key), key: key)
+        var end: Int?
+        let value = try decoder.decode(type, at: try member(key), key: key, end: &end)
+        if let end { decoder.didRead(upTo: end) }
+        return value
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(key, Bool.read) }
@@ -375,7 +491,10 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let offset = try presentValue(key) else { return nil }
-        return try decoder.decode(type, at: offset, key: key)
+        var end: Int?
+        let value = try decoder.decode(type, at: offset, key: key, end: &end)
+        if let end { decoder.didRead(upTo: end) }
+        return value
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
@@ -403,7 +522,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// A decoder for the member `key`; for `null` when it is missing (as `JSONDecoder` does).
     private func superDecoder(key: any CodingKey) throws -> any Decoder {
         try decoder.checkLive()
-        guard let found = find(key) else {
+        guard let found = decoder.member(key.stringValue) else {
             return ModelDecoder(value: EncodedObject.null, codingPath: codingPath + [key], dates: decoder.dates, foreign: decoder.foreign)
         }
         try decoder.checkStack(key)
