@@ -141,15 +141,18 @@ extension DataObject {
     /// first member finds the same member: keys are unique, and the walk goes round.
     @inline(never)
     func firstLookup(in scanner: JSONScanner) -> Int? {
-        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
-        let start: Int?
-        if let classMember = Self.classMember(at: first, in: scanner) {
-            start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
-        } else {
-            start = first
-        }
+        let start = Self.firstLookupStart(in: scanner)
         nextMember = start
         return start
+    }
+
+    /// Where the first lookup in `scanner`'s object starts (see `firstLookup(in:)`), for every
+    /// reader of an object's fields (`ModelDecoder` too).
+    @inline(__always)
+    static func firstLookupStart(in scanner: JSONScanner) -> Int? {
+        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
+        guard let classMember = classMember(at: first, in: scanner) else { return first }
+        return scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
     }
 
     /// The member at `offset` when it is the class member (`"object"`).

@@ -184,13 +184,7 @@ final class ModelDecoder: Decoder {
     /// first, as `DataObject.firstLookup(in:)`; nil when the object has no member.
     @inline(never)
     private func firstLookup(in scanner: JSONScanner) -> Int? {
-        guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
-        let start: Int?
-        if let classMember = DataObject.classMember(at: first, in: scanner) {
-            start = scanner.nextMember(after: scanner.end(ofValueAt: classMember.value))
-        } else {
-            start = first
-        }
+        let start = DataObject.firstLookupStart(in: scanner)
         nextMember = start
         return start
     }
