@@ -180,17 +180,8 @@ struct CbPassThroughModel: Encodable, Persistable {
     }
 }
 
-/// A chain of hand-written models, as deep as `length`.
-final class CbHandWrittenLink: Storable, CbChain {
-    let next: CbHandWrittenLink?
-    init(length: Int) {
-        next = length > 1 ? CbHandWrittenLink(length: length - 1) : nil
-    }
-    required init(dataObject: DataObject) {
-        next = dataObject.getObjectOptional("next", type: CbHandWrittenLink.self)
-    }
-    func toDataObject() -> DataObject { DataObject(self).add(key: "next", value: next) }
-}
+/// The hand-written chain (`FidelityChain`), counted without recursion as the Codable ones are.
+extension FidelityChain: CbChain {}
 
 /// Hand-written models nested `remaining` deep, each made as it is stored (as `CbLevels`).
 final class CbHandWrittenLevels: Storable {
@@ -423,7 +414,7 @@ struct CodableAdversarialTests {
             let url = directory.appendingPathComponent("db")
             var database: SerializationDatabase? = try SerializationDatabase(directory: url)
             #expect(database?.write(Record(id: "limit", data: CbDeepChain(root: CbLink(length: 511)))) == true)
-            #expect(database?.write(Record(id: "handLimit", data: CbHandWrittenLink(length: 512))) == true)
+            #expect(database?.write(Record(id: "handLimit", data: FidelityChain(depth: 512))) == true)
             database?.close()
             database = nil
             let depth = 100_000
@@ -440,7 +431,7 @@ struct CodableAdversarialTests {
             }
             rawPut(url, "records", [
                 (Array("codable".utf8), deep("CbDeepChain", #"{"object":"CbDeepChain","root":"#, #"{"next":"#)),
-                (Array("hand".utf8), deep("CbHandWrittenLink", #"{"object":"CbHandWrittenLink","next":"#, #"{"object":"CbHandWrittenLink","next":"#)),
+                (Array("hand".utf8), deep("FidelityChain", #"{"object":"FidelityChain","next":"#, #"{"object":"FidelityChain","next":"#)),
             ])
             let sync = try SerializationDatabase(directory: url)
             defer { sync.close() }
@@ -450,7 +441,7 @@ struct CodableAdversarialTests {
                     if sync.read(id: "codable") as CbDeepChain? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
                         failures.append("codable: \(String(describing: sync.lastError))")
                     }
-                    if sync.read(id: "hand") as CbHandWrittenLink? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
+                    if sync.read(id: "hand") as FidelityChain? != nil || sync.lastError.map({ if case .corruptRecord = $0 { true } else { false } }) != true {
                         failures.append("hand: \(String(describing: sync.lastError))")
                     }
                     // At the limit: read whole with room enough, else a typed error.
@@ -459,7 +450,7 @@ struct CodableAdversarialTests {
                     } else if sync.lastError?.decodingFailure == nil || stackSize > 512 << 10 {
                         failures.append("limit: \(String(describing: sync.lastError))")
                     }
-                    if let chain = sync.read(id: "handLimit") as CbHandWrittenLink? {
+                    if let chain = sync.read(id: "handLimit") as FidelityChain? {
                         if chain.length != 512 { failures.append("handLimit: \(chain.length) links") }
                     } else if sync.lastError?.decodingFailure == nil || stackSize > 512 << 10 {
                         failures.append("handLimit: \(String(describing: sync.lastError))")
