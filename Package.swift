@@ -20,8 +20,19 @@ let package = Package(
             pkgConfig: "lmdb",
             providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
-        // The library: depends on LMDB and the toolchain only.
-        .target(name: "LocalLMDB", dependencies: ["CLMDB"]),
+        // The layers, each depending only on those below it (ARCHITECTURE.md; `scripts/check-layers`
+        // refuses any other edge). Only `LocalLMDB` is a product: the layers below are reached
+        // through `package` access, and the library depends on LMDB and the toolchain only.
+        // The LMDB wrapper: the only Swift code that calls LMDB.
+        .target(name: "LocalLMDBLMDB", dependencies: ["CLMDB"]),
+        // The JSON codec: bytes in, bytes out (writer, scanner, validator, checksum).
+        .target(name: "LocalLMDBJSON", dependencies: ["LocalLMDBLMDB"]),
+        // The store: record layout, class table, change log (bytes and names, no models).
+        .target(name: "LocalLMDBStore", dependencies: ["LocalLMDBJSON"]),
+        // The engine: writer thread, transactions, group commit, streams, notifier.
+        .target(name: "LocalLMDBEngine", dependencies: ["LocalLMDBStore"]),
+        // Models, `DataObject`, Codable, and the two faces: the public API.
+        .target(name: "LocalLMDB", dependencies: ["LocalLMDBEngine"]),
         // A short example program: `swift run locallmdb-demo`.
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
         // Model classes shared by the tests and the child processes they launch, so that

@@ -1,5 +1,9 @@
 /// One change a commit made: a record written or deleted, every record of a class deleted,
 /// or the database cleared.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public enum Change: Sendable, Hashable {
     /// The record `id` was written (created or replaced) as class `className`.
     case written(id: String, className: String)
@@ -11,44 +15,36 @@ public enum Change: Sendable, Hashable {
     /// Every record was deleted (`clearDatabase()`).
     case cleared
 
-    /// Whether this change may concern records stored under one of `classNames`.
-    func concerns(classNames: [String]) -> Bool {
-        switch self {
-        case let .written(_, className), let .deleted(_, className), let .typeDeleted(className):
-            return classNames.contains { $0.utf8.elementsEqual(className.utf8) }
-        case .cleared:
-            return true
+    /// The change as the change log keeps it.
+    init(_ logged: LoggedChange) {
+        switch logged {
+        case let .written(id, className): self = .written(id: id, className: className)
+        case let .deleted(id, className): self = .deleted(id: id, className: className)
+        case let .typeDeleted(className): self = .typeDeleted(className: className)
+        case .cleared: self = .cleared
         }
     }
 
-    /// Whether this change may concern the record `id`: a write or delete of that id (whatever
-    /// its class: a record rewritten as another class is no longer there as the one observed),
-    /// and every class deleted (the id may hold a subclass, or another class, whose name is not
-    /// among the observed class's names), and the database cleared.
-    func concerns(id: String) -> Bool {
+    /// The change in the change log's form.
+    var logged: LoggedChange {
         switch self {
-        case let .written(changed, _), let .deleted(changed, _):
-            return changed.utf8.elementsEqual(id.utf8)
-        case .typeDeleted, .cleared:
-            return true
+        case let .written(id, className): return .written(id: id, className: className)
+        case let .deleted(id, className): return .deleted(id: id, className: className)
+        case let .typeDeleted(className): return .typeDeleted(className: className)
+        case .cleared: return .cleared
         }
     }
+
+    /// Whether this change may concern records stored under one of `classNames` (see
+    /// `LoggedChange.concerns(classNames:)`).
+    func concerns(classNames: [String]) -> Bool { logged.concerns(classNames: classNames) }
+
+    /// Whether this change may concern the record `id` (see `LoggedChange.concerns(id:)`).
+    func concerns(id: String) -> Bool { logged.concerns(id: id) }
 
     /// Ids and class names are compared by their bytes, as the database stores them: two
     /// spellings of one text (NFC and NFD) are two records, so they are two changes too.
-    public static func == (lhs: Change, rhs: Change) -> Bool {
-        switch (lhs, rhs) {
-        case let (.written(leftID, leftClass), .written(rightID, rightClass)),
-            let (.deleted(leftID, leftClass), .deleted(rightID, rightClass)):
-            return leftID.utf8.elementsEqual(rightID.utf8) && leftClass.utf8.elementsEqual(rightClass.utf8)
-        case let (.typeDeleted(left), .typeDeleted(right)):
-            return left.utf8.elementsEqual(right.utf8)
-        case (.cleared, .cleared):
-            return true
-        default:
-            return false
-        }
-    }
+    public static func == (lhs: Change, rhs: Change) -> Bool { lhs.logged == rhs.logged }
 
     /// Hashes the bytes of the id and class name (see `==`).
     public func hash(into hasher: inout Hasher) {
@@ -99,6 +95,14 @@ public struct ChangeToken: Sendable, Hashable, Codable, CustomStringConvertible 
         self.commit = commit
     }
 
+    /// The token of a change log position.
+    init(_ position: LogPosition) {
+        self.init(logID: position.logID, sequence: position.sequence, commit: position.commit)
+    }
+
+    /// The token as a change log position.
+    var position: LogPosition { LogPosition(logID: logID, sequence: sequence, commit: commit) }
+
     private enum CodingKeys: String, CodingKey {
         case logID, sequence, commit
     }
@@ -112,9 +116,7 @@ public struct ChangeToken: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 
     /// `logID:sequence`, then `:commit` in hexadecimal when the commit is known.
-    public var description: String {
-        commit == 0 ? "\(logID):\(sequence)" : "\(logID):\(sequence):\(String(commit, radix: 16))"
-    }
+    public var description: String { position.description }
 }
 
 /// What one commit changed, with the token of the state after it.
@@ -123,6 +125,17 @@ public struct CommittedChanges: Sendable, Hashable {
     public let token: ChangeToken
     /// The changes, in the order they were made.
     public let changes: [Change]
+
+    /// A logged commit's changes.
+    init(_ commit: LoggedCommit) {
+        token = ChangeToken(commit.position)
+        changes = commit.changes.map(Change.init)
+    }
+
+    init(token: ChangeToken, changes: [Change]) {
+        self.token = token
+        self.changes = changes
+    }
 }
 
 /// Every commit after a token, and the token to ask from next time.
@@ -131,4 +144,10 @@ public struct ChangeFeed: Sendable, Hashable {
     public let commits: [CommittedChanges]
     /// The position after the last of `commits` (the token asked for when there are none).
     public let token: ChangeToken
+
+    /// The logged commits after a position.
+    init(_ logged: LoggedCommits) {
+        commits = logged.commits.map(CommittedChanges.init)
+        token = ChangeToken(logged.position)
+    }
 }

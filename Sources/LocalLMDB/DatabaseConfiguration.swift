@@ -10,6 +10,10 @@
 /// LMDB environment; they must agree on `durability`, `readOnly`, `maximumMapSize`, `maxReaders`
 /// and the change log's limits (else `LocalDatabaseError.incompatibleOptions`). `busyTimeout` is
 /// each database's own.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public struct DatabaseConfiguration: Sendable, Equatable {
     /// What a returned write survives. `.full` (survives power loss) by default.
     public var durability: Durability = .full
@@ -61,15 +65,29 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         self.readOnly = readOnly
     }
 
-    /// Why `other` cannot share an environment opened with this configuration; nil when it can.
-    func incompatibility(with other: DatabaseConfiguration) -> String? {
-        if durability != other.durability { return "durability \(durability), not \(other.durability)" }
-        if readOnly != other.readOnly { return readOnly ? "opened read-only" : "opened for writing" }
-        if maximumMapSize != other.maximumMapSize { return "maximum map size \(maximumMapSize), not \(other.maximumMapSize)" }
-        if maxReaders != other.maxReaders { return "\(maxReaders) readers, not \(other.maxReaders)" }
-        if changeLogCommits != other.changeLogCommits || changeLogBytes != other.changeLogBytes {
-            return "a change log of \(changeLogCommits) commits and \(changeLogBytes) bytes, not \(other.changeLogCommits) and \(other.changeLogBytes)"
-        }
-        return nil
+    /// The configuration an engine was opened with.
+    init(_ engine: EngineConfiguration) {
+        durability = Durability(engine.sync)
+        busyTimeout = engine.busyTimeout
+        maximumMapSize = engine.maximumMapSize
+        maxReaders = engine.maxReaders
+        readOnly = engine.readOnly
+        changeLogCommits = engine.changeLogCommits
+        changeLogBytes = engine.changeLogBytes
+        batchPartRecords = engine.batchPartRecords
+    }
+
+    /// The engine's form of this configuration.
+    var engineConfiguration: EngineConfiguration {
+        var engine = EngineConfiguration()
+        engine.sync = durability.syncMode
+        engine.busyTimeout = busyTimeout
+        engine.maximumMapSize = maximumMapSize
+        engine.maxReaders = maxReaders
+        engine.readOnly = readOnly
+        engine.changeLogCommits = changeLogCommits
+        engine.changeLogBytes = changeLogBytes
+        engine.batchPartRecords = batchPartRecords
+        return engine
     }
 }

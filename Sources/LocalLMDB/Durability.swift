@@ -1,4 +1,7 @@
-import CLMDB
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// How much a returned write is protected against crashes.
 ///
@@ -19,11 +22,21 @@ public enum Durability: Sendable, Equatable {
 
     /// The LMDB environment flags for this level. (`MDB_WRITEMAP` is never used: with no sync it
     /// would let a system crash corrupt the file.)
-    var environmentFlags: Int32 {
+    /// The durability of an engine's sync mode.
+    init(_ sync: SyncMode) {
+        switch sync {
+        case .full: self = .full
+        case .metaAsync: self = .metaAsync
+        case .none: self = .none
+        }
+    }
+
+    /// The engine's sync mode for this durability.
+    var syncMode: SyncMode {
         switch self {
-        case .full: return 0
-        case .metaAsync: return MDB_NOMETASYNC
-        case .none: return MDB_NOSYNC
+        case .full: return .full
+        case .metaAsync: return .metaAsync
+        case .none: return .none
         }
     }
 }

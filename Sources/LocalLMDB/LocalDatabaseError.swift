@@ -1,3 +1,4 @@
+import LocalLMDBLMDB
 import Foundation
 
 /// Every error LocalLMDB throws.
@@ -72,58 +73,81 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     case changesUnavailable(token: String, reason: String)
 
     /// A sentence describing the error, with its context.
-    public var description: String {
-        switch self {
-        case .emptyID:
-            return "Record ids must not be empty."
-        case let .invalidDirectory(path, reason):
-            return "Cannot use database directory '\(path)': \(reason)"
-        case let .incompatibleOptions(path, reason):
-            return "Database '\(path)' is already open in this process with other options: \(reason)"
-        case let .unsupportedFormat(found, supported):
-            return "Database format \(found) is not supported (this version reads format \(supported))."
-        case let .storage(operation, code, message):
-            return "LMDB error \(code) during \(operation): \(message)"
-        case let .typeMismatch(id, requested, stored):
-            return "Record '\(id)' holds a \(stored), which is not a \(requested)."
-        case let .corruptRecord(id, reason):
-            return "Record '\(id)' cannot be decoded: \(reason)"
-        case let .invalidJSON(reason, offset):
-            return "Invalid JSON at byte \(offset): \(reason)"
-        case .transactionAlreadyActive:
-            return "A transaction is already active (use override: true to roll it back and start anew)."
-        case .noActiveTransaction:
-            return "No transaction is active."
-        case let .wrongThread(operation):
-            return "Internal error: \(operation) ran off the database's writer thread."
-        case let .classNameConflict(name, storedBy, requestedBy):
-            return "Class name '\(name)' is owned in this database by \(storedBy), so \(requestedBy) cannot use it. "
-                + "Give one of them its own stored name with StoredClasses.register(_:as:) before first use; or, if "
-                + "\(requestedBy) is the same class moved to another module, adopt the name with StoredClasses.register(_:)."
-        case let .unresolvableClass(id, className):
-            return "Record '\(id)' holds an object of class '\(className)', which this process cannot find; reading it as "
-                + "another class would lose its fields. Register the class with StoredClasses.register(_:) (for example "
-                + "after moving it to another module) or map the old name with Legacy.addClassRefactor(old:new:)."
-        case let .classRegistration(type, reason):
-            return "Cannot register \(type): \(reason)."
-        case let .busy(timeout):
-            return "Waited \(timeout) for another database's transaction on this directory to end (the busy timeout)."
-        case let .transactionFailed(reason):
-            return "The transaction failed and must be rolled back (nothing of it will be kept): \(reason)"
-        case .closed:
-            return "The database is closed."
-        case .readOnly:
-            return "The database was opened read-only."
-        case let .wouldDeadlock(operation, reason):
-            return "\(operation) would wait for itself: \(reason)"
-        case let .unencodableValue(id, path, reason):
-            return "Record '\(id)' cannot be stored: the value at '\(path)' is refused (\(reason)); nothing was written."
-        case let .decodingFailed(id, className, path, reason):
-            return "Record '\(id)' (\(className)) cannot be decoded at '\(path)': \(reason)"
-        case let .changesUnavailable(token, reason):
-            return "The changes after token \(token) are not available (\(reason)); resynchronize from the current state."
-        case let .invalidElement(index, path, reason):
-            return "Element \(index) cannot be built" + (path.isEmpty ? "" : " at '\(path)'") + ": \(reason)"
+    public var description: String { DatabaseError(self).description }
+}
+
+extension LocalDatabaseError {
+    /// The public form of an error of the layers below (same case, same values).
+    package init(_ error: DatabaseError) {
+        switch error {
+        case .emptyID: self = .emptyID
+        case let .invalidDirectory(path, reason): self = .invalidDirectory(path: path, reason: reason)
+        case let .incompatibleOptions(path, reason): self = .incompatibleOptions(path: path, reason: reason)
+        case let .unsupportedFormat(found, supported): self = .unsupportedFormat(found: found, supported: supported)
+        case let .storage(operation, code, message): self = .storage(operation: operation, code: code, message: message)
+        case let .typeMismatch(id, requested, stored): self = .typeMismatch(id: id, requested: requested, stored: stored)
+        case let .corruptRecord(id, reason): self = .corruptRecord(id: id, reason: reason)
+        case let .invalidJSON(reason, offset): self = .invalidJSON(reason: reason, offset: offset)
+        case .transactionAlreadyActive: self = .transactionAlreadyActive
+        case .noActiveTransaction: self = .noActiveTransaction
+        case let .wrongThread(operation): self = .wrongThread(operation: operation)
+        case let .classNameConflict(name, storedBy, requestedBy): self = .classNameConflict(name: name, storedBy: storedBy, requestedBy: requestedBy)
+        case let .unresolvableClass(id, className): self = .unresolvableClass(id: id, className: className)
+        case let .classRegistration(type, reason): self = .classRegistration(type: type, reason: reason)
+        case let .busy(timeout): self = .busy(timeout: timeout)
+        case let .transactionFailed(reason): self = .transactionFailed(reason: reason)
+        case .closed: self = .closed
+        case .readOnly: self = .readOnly
+        case let .wouldDeadlock(operation, reason): self = .wouldDeadlock(operation: operation, reason: reason)
+        case let .unencodableValue(id, path, reason): self = .unencodableValue(id: id, path: path, reason: reason)
+        case let .decodingFailed(id, className, path, reason): self = .decodingFailed(id: id, className: className, path: path, reason: reason)
+        case let .invalidElement(index, path, reason): self = .invalidElement(index: index, path: path, reason: reason)
+        case let .changesUnavailable(token, reason): self = .changesUnavailable(token: token, reason: reason)
+        }
+    }
+}
+
+extension DatabaseError {
+    /// The lower layers' form of a public error (same case, same values), for errors of models
+    /// and faces that pass back through the engine.
+    package init(_ error: LocalDatabaseError) {
+        switch error {
+        case .emptyID: self = .emptyID
+        case let .invalidDirectory(path, reason): self = .invalidDirectory(path: path, reason: reason)
+        case let .incompatibleOptions(path, reason): self = .incompatibleOptions(path: path, reason: reason)
+        case let .unsupportedFormat(found, supported): self = .unsupportedFormat(found: found, supported: supported)
+        case let .storage(operation, code, message): self = .storage(operation: operation, code: code, message: message)
+        case let .typeMismatch(id, requested, stored): self = .typeMismatch(id: id, requested: requested, stored: stored)
+        case let .corruptRecord(id, reason): self = .corruptRecord(id: id, reason: reason)
+        case let .invalidJSON(reason, offset): self = .invalidJSON(reason: reason, offset: offset)
+        case .transactionAlreadyActive: self = .transactionAlreadyActive
+        case .noActiveTransaction: self = .noActiveTransaction
+        case let .wrongThread(operation): self = .wrongThread(operation: operation)
+        case let .classNameConflict(name, storedBy, requestedBy): self = .classNameConflict(name: name, storedBy: storedBy, requestedBy: requestedBy)
+        case let .unresolvableClass(id, className): self = .unresolvableClass(id: id, className: className)
+        case let .classRegistration(type, reason): self = .classRegistration(type: type, reason: reason)
+        case let .busy(timeout): self = .busy(timeout: timeout)
+        case let .transactionFailed(reason): self = .transactionFailed(reason: reason)
+        case .closed: self = .closed
+        case .readOnly: self = .readOnly
+        case let .wouldDeadlock(operation, reason): self = .wouldDeadlock(operation: operation, reason: reason)
+        case let .unencodableValue(id, path, reason): self = .unencodableValue(id: id, path: path, reason: reason)
+        case let .decodingFailed(id, className, path, reason): self = .decodingFailed(id: id, className: className, path: path, reason: reason)
+        case let .invalidElement(index, path, reason): self = .invalidElement(index: index, path: path, reason: reason)
+        case let .changesUnavailable(token, reason): self = .changesUnavailable(token: token, reason: reason)
+        }
+    }
+}
+
+extension LocalDatabaseError {
+    /// `body`'s result; a lower layer's error it throws, made public. For the synchronous
+    /// public calls with typed throws (the asynchronous ones catch in place).
+    @inline(__always)
+    static func publishing<R>(_ body: () throws(DatabaseError) -> R) throws(LocalDatabaseError) -> R {
+        do {
+            return try body()
+        } catch {
+            throw LocalDatabaseError(error)
         }
     }
 }

@@ -1,5 +1,9 @@
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import Testing
 
 // Shared by the Codable suites: both faces on one directory, value comparison that tells NaNs,

@@ -1,5 +1,9 @@
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import Testing
 
 /// Every value kind in every position a model can hold it: alone, optional (present and nil),

@@ -1,4 +1,8 @@
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import Testing
 
 /// The one-pass readers must give exactly what a general reading gives: a number or an array

@@ -1,5 +1,9 @@
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import LocalLMDBTestSupport
 import Testing
 
@@ -94,8 +98,8 @@ struct JSONFuzzTests {
         return runs
     }
 
-    static func parse(_ bytes: [UInt8]) -> Result<JSONValue, LocalDatabaseError> {
-        bytes.withUnsafeBytes { buffer in Result { () throws(LocalDatabaseError) in try JSONReader.parse(buffer) } }
+    static func parse(_ bytes: [UInt8]) -> Result<JSONValue, DatabaseError> {
+        bytes.withUnsafeBytes { buffer in Result { () throws(DatabaseError) in try JSONReader.parse(buffer) } }
     }
 
     @Test func validDocumentsReadAsJSONSerializationReadsThem() throws {

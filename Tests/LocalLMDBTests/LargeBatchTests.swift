@@ -1,5 +1,9 @@
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import LocalLMDBTestSupport
 import Testing
 

@@ -3,6 +3,10 @@ import Foundation
 import Observation
 #endif
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import LocalLMDBTestSupport
 import Testing
 
@@ -169,7 +173,7 @@ struct ObservationTests {
     /// The log's encoding keeps every change in order (runs of one class share its name), and
     /// decoding bytes it did not write never crashes: it gives nil or some changes.
     @Test func logEntriesRoundTripInOrderAndBadBytesAreRefused() {
-        let entry: [Change] = [
+        let entry: [LoggedChange] = [
             .written(id: "a", className: "Note"), .written(id: "b", className: "Note"), .written(id: "c", className: "Entry"),
             .written(id: "d", className: "Note"), .deleted(id: "a", className: "Note"), .typeDeleted(className: "Entry"),
             .cleared, .written(id: String(repeating: "é", count: 300), className: ""), .deleted(id: "", className: "X"),
@@ -327,7 +331,7 @@ struct ObservationTests {
             for index in 0..<10 { try await reopened.write(Record(id: "n\(index)", data: Note(text: "n"))) }
             await expectError({ if case .changesUnavailable = $0 { true } else { false } }) { _ = try reopened.changes(since: start) }
             let log = try #require(reopened.session.engine.store.changeLog)
-            let bounds = try reopened.session.snapshot { transaction throws(LocalDatabaseError) in try log.bounds(in: transaction) }
+            let bounds = try reopened.session.snapshot { transaction throws(DatabaseError) in try log.bounds(in: transaction) }
             #expect(bounds.first == 8 && bounds.last == 12)
             // So are another database's tokens, and tokens ahead of the log.
             try await withDatabase { other, _ in

@@ -1,5 +1,9 @@
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import Testing
 
 @Suite("One environment per directory")
@@ -25,6 +29,6 @@ struct OpenDirectoriesTests {
     @Test func aClaimThatIsNeverReleasedTimesOutWithAnError() throws {
         let paths = OpenDirectories()
         try paths.claim(example, path: "/tmp/stuck")
-        #expect(throws: LocalDatabaseError.self) { try paths.claim(example, path: "/tmp/stuck", timeout: 0.05) }
+        #expect(throws: DatabaseError.self) { try paths.claim(example, path: "/tmp/stuck", timeout: 0.05) }
     }
 }

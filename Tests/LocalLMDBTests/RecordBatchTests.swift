@@ -1,5 +1,9 @@
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import Testing
 
 /// `RecordBatch` keeps records' bytes in shared chunks: copies and merged batches must each

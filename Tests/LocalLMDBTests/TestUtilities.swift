@@ -1,6 +1,10 @@
 import CLMDB
 import Foundation
 @testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import Testing
 
 /// A fresh temporary directory, removed when `body` returns.

@@ -11,12 +11,16 @@
 ///
 /// Cancelling the task that iterates ends the sequence (`next()` returns nil), and dropping the
 /// iterator releases everything it held.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public struct ChangeSequence: AsyncSequence, Sendable {
     public typealias Element = CommittedChanges
     public typealias Failure = LocalDatabaseError
 
-    let source: Result<Session, LocalDatabaseError>
-    let start: Result<ChangeToken, LocalDatabaseError>
+    let source: Result<Session, DatabaseError>
+    let start: Result<LogPosition, DatabaseError>
     /// The class names whose changes to keep; nil for every change.
     let classNames: [String]?
 
@@ -30,35 +34,37 @@ public struct ChangeSequence: AsyncSequence, Sendable {
         public typealias Element = CommittedChanges
         public typealias Failure = LocalDatabaseError
 
-        private let source: Result<Session, LocalDatabaseError>
-        private var token: Result<ChangeToken, LocalDatabaseError>
+        private let source: Result<Session, DatabaseError>
+        private var token: Result<LogPosition, DatabaseError>
         private let classNames: [String]?
         private let subscription: ChangeSubscription?
         /// Read but not yet returned.
-        private var pending: [CommittedChanges] = []
+        private var pending: [LoggedCommit] = []
         /// The most commits read from the log at once.
         private static let pageSize = 256
 
-        init(source: Result<Session, LocalDatabaseError>, token: Result<ChangeToken, LocalDatabaseError>, classNames: [String]?) {
+        init(source: Result<Session, DatabaseError>, token: Result<LogPosition, DatabaseError>, classNames: [String]?) {
             (self.source, self.token, self.classNames) = (source, token, classNames)
             subscription = (try? source.get()).map { ChangeSubscription($0.engine.notifier) }
         }
 
         /// The next commit with changes the sequence keeps; nil once the task is cancelled.
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(LocalDatabaseError) -> CommittedChanges? {
-            let session = try source.get()
-            guard let subscription else { return nil }
-            while !Task.isCancelled {
-                if !pending.isEmpty { return pending.removeFirst() }
-                let version = subscription.notifier.version
-                let feed = try session.changeFeed(since: try token.get(), limit: Self.pageSize)
-                token = .success(feed.token)
-                pending = feed.commits.compactMap(keep)
-                if pending.isEmpty, feed.commits.isEmpty {
-                    guard await subscription.notifier.wait(after: version) else { return nil }
+            do throws(DatabaseError) {
+                let session = try source.get()
+                guard let subscription else { return nil }
+                while !Task.isCancelled {
+                    if !pending.isEmpty { return CommittedChanges(pending.removeFirst()) }
+                    let version = subscription.notifier.version
+                    let feed = try session.changeFeed(since: try token.get(), limit: Self.pageSize)
+                    token = .success(feed.position)
+                    pending = feed.commits.compactMap(keep)
+                    if pending.isEmpty, feed.commits.isEmpty {
+                        guard await subscription.notifier.wait(after: version) else { return nil }
+                    }
                 }
-            }
-            return nil
+                return nil
+            } catch { throw LocalDatabaseError(error) }
         }
 
         public mutating func next() async throws(LocalDatabaseError) -> CommittedChanges? {
@@ -66,10 +72,10 @@ public struct ChangeSequence: AsyncSequence, Sendable {
         }
 
         /// `commit` with only the changes kept; nil when none is.
-        private func keep(_ commit: CommittedChanges) -> CommittedChanges? {
+        private func keep(_ commit: LoggedCommit) -> LoggedCommit? {
             guard let classNames else { return commit }
             let kept = commit.changes.filter { $0.concerns(classNames: classNames) }
-            return kept.isEmpty ? nil : CommittedChanges(token: commit.token, changes: kept)
+            return kept.isEmpty ? nil : LoggedCommit(position: commit.position, changes: kept)
         }
     }
 }
@@ -89,10 +95,10 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
     public typealias Element = Value
     public typealias Failure = LocalDatabaseError
 
-    let source: Result<Session, LocalDatabaseError>
+    let source: Result<Session, DatabaseError>
     /// What to read, or why it cannot be read (an empty id).
-    let read: Result<any SnapshotRead<Value>, LocalDatabaseError>
-    let isRelevant: @Sendable (Change) -> Bool
+    let read: Result<any SnapshotRead<Value>, DatabaseError>
+    let isRelevant: @Sendable (LoggedChange) -> Bool
 
     /// An iterator whose first element is the current value.
     public func makeAsyncIterator() -> Iterator {
@@ -107,7 +113,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
         private let observation: DatabaseObservation<Value>
         private let subscription: ChangeSubscription?
         /// The state the last value was read in; nil before the first.
-        private var token: ChangeToken?
+        private var token: LogPosition?
         /// The notifier's version before the last read of the log.
         private var seen: UInt64 = 0
 
@@ -119,6 +125,13 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
         /// The current value first; then the value after the next commit that may have changed
         /// it; nil once the task is cancelled.
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(LocalDatabaseError) -> Value? {
+            do throws(DatabaseError) {
+                return try await following(isolation: actor)
+            } catch { throw LocalDatabaseError(error) }
+        }
+
+        /// `next`, with the lower layers' errors.
+        private mutating func following(isolation actor: isolated (any Actor)?) async throws(DatabaseError) -> Value? {
             let session = try observation.source.get()
             guard let subscription, !Task.isCancelled else { return nil }
             guard var token else { return try read(session, subscription) }
@@ -126,9 +139,9 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
                 guard await subscription.notifier.wait(after: seen), !Task.isCancelled else { return nil }
                 seen = subscription.notifier.version
                 let changed: Bool
-                do throws(LocalDatabaseError) {
+                do throws(DatabaseError) {
                     let feed = try session.changeFeed(since: token)
-                    token = feed.token
+                    token = feed.position
                     self.token = token
                     changed = feed.commits.contains { $0.changes.contains(where: observation.isRelevant) }
                 } catch {
@@ -144,10 +157,10 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
             try await next(isolation: nil)
         }
 
-        private mutating func read(_ session: Session, _ subscription: ChangeSubscription) throws(LocalDatabaseError) -> Value {
+        private mutating func read(_ session: Session, _ subscription: ChangeSubscription) throws(DatabaseError) -> Value {
             seen = subscription.notifier.version
             let read = try observation.read.get()
-            let (value, token) = try session.snapshotWithToken { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+            let (value, token) = try session.snapshotWithToken { transaction throws(DatabaseError) in try read.snapshot(transaction) }
             self.token = token
             return value
         }

@@ -1,3 +1,7 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 #if canImport(Observation)
 import Observation
 

@@ -1,12 +1,18 @@
 // Change feeds and observation on the actor face. Every commit records what it changed in the
 // database's change log (`ChangeLog`), in the commit itself; these read it.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 extension LocalDatabase {
     /// The position after the last commit: keep it, and ask `changes(since:)` for what comes
     /// after, now or after a restart.
     /// - Throws: `LocalDatabaseError.closed`, `.storage`.
     public nonisolated func changeToken() throws -> ChangeToken {
-        try session.changeToken()
+        do throws(DatabaseError) {
+            return ChangeToken(try session.changeToken())
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Every commit after `token`, oldest first, and the token to ask from next time: for
@@ -21,20 +27,22 @@ extension LocalDatabase {
     ///   changes after `token` (it keeps `DatabaseConfiguration.changeLogCommits` commits) or
     ///   `token` belongs to another database: resynchronize from the current state then.
     public nonisolated func changes(since token: ChangeToken) throws -> ChangeFeed {
-        try session.changeFeed(since: token)
+        do throws(DatabaseError) {
+            return ChangeFeed(try session.changeFeed(since: token.position))
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// The commits made from now on, each once, in order, as they become durable (see
     /// `ChangeSequence`).
     public nonisolated func changes() -> ChangeSequence {
-        ChangeSequence(source: .success(session), start: Result { () throws(LocalDatabaseError) in try session.changeToken() }, classNames: nil)
+        ChangeSequence(source: .success(session), start: Result { () throws(DatabaseError) in try session.changeToken() }, classNames: nil)
     }
 
     /// The commits made from now on that changed records stored as `T` (under its current or
     /// a legacy class name), with only those changes (see `ChangeSequence`).
     public nonisolated func changes<T: Persistable>(of type: T.Type) -> ChangeSequence {
         ChangeSequence(
-            source: .success(session), start: Result { () throws(LocalDatabaseError) in try session.changeToken() },
+            source: .success(session), start: Result { () throws(DatabaseError) in try session.changeToken() },
             classNames: RecordEncoding.classNames(type))
     }
 

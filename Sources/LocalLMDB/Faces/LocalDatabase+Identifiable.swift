@@ -1,5 +1,9 @@
 // Models that carry their own id (GarageStorage's `park`/`retrieve`): written, read and deleted
 // without a `Record`. Each forwards to the `Record`-based method.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 extension LocalDatabase {
     /// Writes `model` under its own id (`model.id.recordID`), replacing any record with that id.

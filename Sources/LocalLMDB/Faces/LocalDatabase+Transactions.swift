@@ -1,3 +1,7 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 extension LocalDatabase {
     /// True while this database has a transaction open (also one that failed and awaits its
     /// rollback). Readable without `await`.
@@ -26,7 +30,9 @@ extension LocalDatabase {
     ///   transaction is open; `.busy` when another database's transaction stays open longer
     ///   than `busyTimeout`; `.readOnly`, `.closed`, `.storage`.
     public nonisolated(nonsending) func startTransaction(override: Bool = true) async throws {
-        try await session.begin(override: override)
+        do throws(DatabaseError) {
+            try await session.begin(override: override)
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Commits the open transaction: all its changes become durable together.
@@ -34,12 +40,16 @@ extension LocalDatabase {
     ///   `.transactionFailed` when it failed (roll it back); `.storage` if the commit fails, in
     ///   which case none of the transaction's changes are kept and it is over.
     public nonisolated(nonsending) func commitTransaction() async throws {
-        try await session.commit()
+        do throws(DatabaseError) {
+            try await session.commit()
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Rolls back the open transaction: all its changes are undone.
     /// - Throws: `LocalDatabaseError.noActiveTransaction` when none is open.
     public nonisolated(nonsending) func rollbackTransaction() async throws {
-        try await session.rollback()
+        do throws(DatabaseError) {
+            try await session.rollback()
+        } catch { throw LocalDatabaseError(error) }
     }
 }

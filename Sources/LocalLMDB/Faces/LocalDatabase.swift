@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// A persistent store of `Storable` objects in one directory, on LMDB.
 ///
@@ -51,7 +55,9 @@ public actor LocalDatabase {
     ///   longer than the busy timeout) or `.storage` (a full disk, or a data file that lacks pages
     ///   in use, included).
     public init(directory: URL, configuration: DatabaseConfiguration) throws {
-        session = try Session(directory: directory, configuration: configuration)
+        do throws(DatabaseError) {
+            session = try Session(directory: directory, configuration: configuration.engineConfiguration)
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Opens (creating if needed) the database in `directory`.
@@ -102,7 +108,7 @@ public actor LocalDatabase {
 
     /// The configuration the directory's environment was opened with (its `busyTimeout` is
     /// the first opener's; see `busyTimeout` for this database's).
-    public nonisolated var configuration: DatabaseConfiguration { session.engine.configuration }
+    public nonisolated var configuration: DatabaseConfiguration { DatabaseConfiguration(session.engine.configuration) }
 
     // MARK: Writing
 
@@ -116,8 +122,10 @@ public actor LocalDatabase {
     ///   object's class name belongs to another type, `.busy`, `.readOnly`, `.closed`, `.storage`.
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
-        _ = try await session.perform(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize))
-        return true
+        do throws(DatabaseError) {
+            _ = try await session.perform(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize))
+            return true
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Writes many records at once, in one transaction (or in this database's open transaction),
@@ -131,10 +139,12 @@ public actor LocalDatabase {
     /// - Throws: As `write(_:)`; if any record fails, nothing is written.
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
-        let maxKeySize = session.engine.maxKeySize
-        return try await session.perform(batchOf: records.count) { limits, send, progress throws(LocalDatabaseError) in
-            try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
-        }
+        do throws(DatabaseError) {
+            let maxKeySize = session.engine.maxKeySize
+            return try await session.perform(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
+                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
+            }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Deletes every record stored as `T` (under its current or any legacy class name).
@@ -144,21 +154,27 @@ public actor LocalDatabase {
     ///   another type in this database (nothing is deleted then).
     @discardableResult
     public nonisolated(nonsending) func delete<T: Persistable>(_ allOf: T.Type) async throws -> Int {
-        try await session.perform(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize))
+        do throws(DatabaseError) {
+            return try await session.perform(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize))
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Deletes the record with id `id`.
     /// - Returns: Whether a record was deleted.
     @discardableResult
     public nonisolated(nonsending) func delete(id: String) async throws -> Bool {
-        try await session.perform(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize))) > 0
+        do throws(DatabaseError) {
+            return try await session.perform(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize))) > 0
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Deletes every record.
     /// - Returns: The number of records deleted.
     @discardableResult
     public nonisolated(nonsending) func clearDatabase() async throws -> Int {
-        try await session.perform(.clear)
+        do throws(DatabaseError) {
+            return try await session.perform(.clear)
+        } catch { throw LocalDatabaseError(error) }
     }
 
     // MARK: Reading
@@ -169,11 +185,13 @@ public actor LocalDatabase {
     ///   `.unresolvableClass` when its class (or a nested object's) cannot be found in this
     ///   process, `.corruptRecord` when its bytes cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>(id: String) async throws -> T? {
-        let target = session.engine.readTarget
-        let key = try RecordEncoding.recordKey(id, maxKeySize: target.maxKeySize)
-        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-        if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: session.engine)) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try ReadByID<T>.snapshot(id, key: key, in: target, transaction) }
+        do throws(DatabaseError) {
+            let target = session.engine.readTarget
+            let key = try RecordEncoding.recordKey(id, maxKeySize: target.maxKeySize)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: session.engine)) }
+            return try session.snapshot { transaction throws(DatabaseError) in try ReadByID<T>.snapshot(id, key: key, in: target, transaction) }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Every object stored as `T` (under its current or any legacy class name). Objects of
@@ -182,35 +200,43 @@ public actor LocalDatabase {
     /// byte order of their ids (ids over 511 bytes last).
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>() async throws -> [T] {
-        let read = ReadAll<T>(in: session.engine)
-        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        do throws(DatabaseError) {
+            let read = ReadAll<T>(in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+            return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// The ids of every record stored as `T` (under its current or any legacy class name), in
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
-        let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
-        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        do throws(DatabaseError) {
+            let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+            return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records: O(1).
     public nonisolated(nonsending) func count() async throws -> Int {
-        let read = StoreRead<Int>.countAll(in: session.engine)
-        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        do throws(DatabaseError) {
+            let read = StoreRead<Int>.countAll(in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+            return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
-        let read = StoreRead<Int>.count(of: allOf, in: session.engine)
-        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        do throws(DatabaseError) {
+            let read = StoreRead<Int>.count(of: allOf, in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+            return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     /// Checks that the type index and the records agree and that every record decodes.
@@ -218,10 +244,12 @@ public actor LocalDatabase {
     /// Run it after a crash, or any time: it reads one consistent snapshot (inside this
     /// database's transaction when one is open) and changes nothing. It walks every record.
     public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
-        let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
-        await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-        if try session.readsInTransaction() { return try await session.readInTransaction(read) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        do throws(DatabaseError) {
+            let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if try session.readsInTransaction() { return try await session.readInTransaction(read) }
+            return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        } catch { throw LocalDatabaseError(error) }
     }
 
     // MARK: Closing

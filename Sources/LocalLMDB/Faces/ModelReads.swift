@@ -1,6 +1,10 @@
 // The reads both faces offer, each a `SessionRead`: what to do in a snapshot on the caller's
 // thread, or in the session's transaction on the writer thread and then on the caller's thread.
 // The faces only choose `Session.read` (async) or `Session.readBlocking`.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// Where restoring objects of one database looks up stored classes.
 private func readContext(_ store: RecordStore, _ database: UInt64, _ transaction: Transaction?) -> ReadContext {
@@ -9,7 +13,7 @@ private func readContext(_ store: RecordStore, _ database: UInt64, _ transaction
 
 /// Throws `classNameConflict` when the stored name of the type `type` belongs to another type
 /// in the database.
-private func checkOwner(_ type: ObjectIdentifier, _ store: RecordStore, _ database: UInt64, _ transaction: Transaction) throws(LocalDatabaseError) {
+private func checkOwner(_ type: ObjectIdentifier, _ store: RecordStore, _ database: UInt64, _ transaction: Transaction) throws(DatabaseError) {
     if let conflict = try ObjectDecoding.conflict(for: type, context: readContext(store, database, transaction)) {
         throw conflict.error(id: "")
     }
@@ -22,7 +26,7 @@ struct ReadByID<T: Persistable>: SessionRead {
     let store: RecordStore
     let database: UInt64
 
-    init(_ id: String, in engine: DatabaseEngine) throws(LocalDatabaseError) {
+    init(_ id: String, in engine: DatabaseEngine) throws(DatabaseError) {
         try self.init(id, key: RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize), in: engine)
     }
 
@@ -39,24 +43,24 @@ struct ReadByID<T: Persistable>: SessionRead {
     /// the session retains it, a reference count every reading thread would write.
     static func snapshot(
         _ id: String, key: StorageKey, in engine: DatabaseEngine.ReadTarget, _ transaction: Transaction
-    ) throws(LocalDatabaseError) -> T? {
+    ) throws(DatabaseError) -> T? {
         // The object is built inside the snapshot, from the stored bytes in place.
         guard let value = try RecordStore.value(key, records: engine.records, in: transaction) else { return nil }
         return try RecordDecoding.decode(value: value, id: id)
             .instantiate(as: T.self, context: ReadContext(database: engine.serial, classes: engine.classTable, transaction: transaction))
     }
 
-    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> DecodedRecord.Detached? {
-        try store.value(key, in: transaction).map { value throws(LocalDatabaseError) in
+    func inTransaction(_ transaction: Transaction) throws(DatabaseError) -> DecodedRecord.Detached? {
+        try store.value(key, in: transaction).map { value throws(DatabaseError) in
             try RecordDecoding.decode(value: value, id: id).detached()
         }
     }
 
-    func restore(_ detached: DecodedRecord.Detached?) throws(LocalDatabaseError) -> T? {
+    func restore(_ detached: DecodedRecord.Detached?) throws(DatabaseError) -> T? {
         try detached?.stored.instantiate(as: T.self, context: readContext(store, database, nil))
     }
 
-    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> T? {
+    func snapshot(_ transaction: Transaction) throws(DatabaseError) -> T? {
         guard let value = try store.value(key, in: transaction) else { return nil }
         return try RecordDecoding.decode(value: value, id: id).instantiate(as: T.self, context: readContext(store, database, transaction))
     }
@@ -74,26 +78,26 @@ struct ReadAll<T: Persistable>: SessionRead {
         database = engine.serial
     }
 
-    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
+    func inTransaction(_ transaction: Transaction) throws(DatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
         try checkOwner(ObjectIdentifier(T.self), store, database, transaction)
         // Ids are made for every record here: reads in a transaction copy each record anyway.
         return try store.objects(typeKeys: typeKeys, in: transaction) { stored, id in (stored.detached(), id()) }
     }
 
-    func restore(_ detached: [(object: DecodedRecord.Detached, id: String)]) throws(LocalDatabaseError) -> [T] {
+    func restore(_ detached: [(object: DecodedRecord.Detached, id: String)]) throws(DatabaseError) -> [T] {
         let scratch = ReadScratch.current
-        return try scratch.reading(in: readContext(store, database, nil)) { () throws(LocalDatabaseError) in
-            try detached.map { object, id throws(LocalDatabaseError) in
+        return try scratch.reading(in: readContext(store, database, nil)) { () throws(DatabaseError) in
+            try detached.map { object, id throws(DatabaseError) in
                 try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.typeName)
             }
         }
     }
 
-    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> [T] {
+    func snapshot(_ transaction: Transaction) throws(DatabaseError) -> [T] {
         try checkOwner(ObjectIdentifier(T.self), store, database, transaction)
         let scratch = ReadScratch.current
-        return try scratch.reading(in: readContext(store, database, transaction)) { () throws(LocalDatabaseError) in
-            try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(LocalDatabaseError) in
+        return try scratch.reading(in: readContext(store, database, transaction)) { () throws(DatabaseError) in
+            try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(DatabaseError) in
                 try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.typeName)
             }
         }
@@ -102,11 +106,11 @@ struct ReadAll<T: Persistable>: SessionRead {
 
 /// A read of the store that builds no models: ids, counts, the integrity walk.
 struct StoreRead<Value: Sendable>: SessionRead {
-    let body: @Sendable (Transaction) throws(LocalDatabaseError) -> Value
+    let body: @Sendable (Transaction) throws(DatabaseError) -> Value
 
-    func inTransaction(_ transaction: Transaction) throws(LocalDatabaseError) -> Value { try body(transaction) }
+    func inTransaction(_ transaction: Transaction) throws(DatabaseError) -> Value { try body(transaction) }
     func restore(_ detached: Value) -> Value { detached }
-    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> Value { try body(transaction) }
+    func snapshot(_ transaction: Transaction) throws(DatabaseError) -> Value { try body(transaction) }
 }
 
 extension StoreRead {
@@ -114,7 +118,7 @@ extension StoreRead {
     static func ids<T: Persistable>(of type: T.Type, in engine: DatabaseEngine) -> StoreRead<[String]> {
         let (typeKeys, store) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), engine.store)
         let (database, type) = (engine.serial, ObjectIdentifier(type))
-        return StoreRead<[String]> { transaction throws(LocalDatabaseError) in
+        return StoreRead<[String]> { transaction throws(DatabaseError) in
             try checkOwner(type, store, database, transaction)
             return try store.ids(typeKeys: typeKeys, in: transaction)
         }
@@ -123,7 +127,7 @@ extension StoreRead {
     /// The number of records.
     static func countAll(in engine: DatabaseEngine) -> StoreRead<Int> {
         let store = engine.store
-        return StoreRead<Int> { transaction throws(LocalDatabaseError) in try store.count(in: transaction) }
+        return StoreRead<Int> { transaction throws(DatabaseError) in try store.count(in: transaction) }
     }
 
     /// The number of records stored as `type`.
@@ -131,7 +135,7 @@ extension StoreRead {
         let store = engine.store
         let (typeKeys, database) = (RecordEncoding.typeKeys(type, maxKeySize: engine.maxKeySize), engine.serial)
         let type = ObjectIdentifier(type)
-        return StoreRead<Int> { transaction throws(LocalDatabaseError) in
+        return StoreRead<Int> { transaction throws(DatabaseError) in
             try checkOwner(type, store, database, transaction)
             return try store.count(typeKeys: typeKeys, in: transaction)
         }
@@ -140,6 +144,6 @@ extension StoreRead {
     /// The integrity walk.
     static func integrity(in engine: DatabaseEngine) -> StoreRead<IntegrityReport> {
         let store = engine.store
-        return StoreRead<IntegrityReport> { transaction throws(LocalDatabaseError) in try store.verify(in: transaction) }
+        return StoreRead<IntegrityReport> { transaction throws(DatabaseError) in IntegrityReport(try store.verify(in: transaction)) }
     }
 }

@@ -1,10 +1,14 @@
 /// An observed id's read: a record of another class under the id is no `T`, so the observation
 /// yields nil, as when there is none, and goes on (a `T` written there later is seen). A read by
 /// id throws `typeMismatch` there instead: it asked for a `T` that is not there.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 struct ObservedReadByID<T: Persistable>: SnapshotRead {
     let read: ReadByID<T>
 
-    func snapshot(_ transaction: Transaction) throws(LocalDatabaseError) -> T? {
+    func snapshot(_ transaction: Transaction) throws(DatabaseError) -> T? {
         do {
             return try read.snapshot(transaction)
         } catch {
@@ -16,14 +20,14 @@ struct ObservedReadByID<T: Persistable>: SnapshotRead {
 
 /// The observations both faces make.
 enum Observations {
-    static func object<T: Persistable>(_ type: T.Type, id: String, source: Result<Session, LocalDatabaseError>) -> DatabaseObservation<T?> {
+    static func object<T: Persistable>(_ type: T.Type, id: String, source: Result<Session, DatabaseError>) -> DatabaseObservation<T?> {
         let read = source.flatMap { session in
-            Result { () throws(LocalDatabaseError) -> any SnapshotRead<T?> in ObservedReadByID(read: try ReadByID<T>(id, in: session.engine)) }
+            Result { () throws(DatabaseError) -> any SnapshotRead<T?> in ObservedReadByID(read: try ReadByID<T>(id, in: session.engine)) }
         }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(id: id) })
     }
 
-    static func all<T: Persistable>(_ type: T.Type, source: Result<Session, LocalDatabaseError>) -> DatabaseObservation<[T]> {
+    static func all<T: Persistable>(_ type: T.Type, source: Result<Session, DatabaseError>) -> DatabaseObservation<[T]> {
         let classNames = RecordEncoding.classNames(type)
         let read = source.map { session -> any SnapshotRead<[T]> in ReadAll<T>(in: session.engine) }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(classNames: classNames) })

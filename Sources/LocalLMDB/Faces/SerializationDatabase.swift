@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// A persistent store of `Storable` objects with SwiftSerialization's synchronous API, on the
 /// same engine as `LocalDatabase`.
@@ -28,15 +32,15 @@ import Foundation
 /// and the same transaction rules.
 public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// The session, or why the database could not be opened (`init()`).
-    let opened: Result<Session, LocalDatabaseError>
-    private let lastFailure = Locked<LocalDatabaseError?>(nil)
+    let opened: Result<Session, DatabaseError>
+    private let lastFailure = Locked<DatabaseError?>(nil)
 
     /// Opens the default database (`LocalDatabase.defaultDirectory`, shared with
     /// `LocalDatabase()`), without throwing: if it cannot be opened, every call returns its
     /// failure value and `lastError` says why.
     public init() {
-        opened = Result { () throws(LocalDatabaseError) in
-            try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration())
+        opened = Result { () throws(DatabaseError) in
+            try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration().engineConfiguration)
         }
         if case let .failure(error) = opened { lastFailure.withLock { $0 = error } }
     }
@@ -45,7 +49,9 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// - Throws: `LocalDatabaseError.invalidDirectory`, `.incompatibleOptions`,
     ///   `.unsupportedFormat` or `.storage`.
     public init(directory: URL, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws {
-        opened = .success(try Session(directory: directory, configuration: configuration))
+        do throws(DatabaseError) {
+            opened = .success(try Session(directory: directory, configuration: configuration.engineConfiguration))
+        } catch { throw LocalDatabaseError(error) }
     }
 
     deinit {
@@ -55,7 +61,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// The error of the most recent call that failed (on any thread), or of opening. A later
     /// success does not clear it.
     public var lastError: LocalDatabaseError? {
-        lastFailure.withLock { $0 }
+        lastFailure.withLock { $0.map(LocalDatabaseError.init) }
     }
 
     /// The directory this database lives in; nil when it could not be opened.
@@ -64,8 +70,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     }
 
     /// Runs `body` with the session; on failure records the error and returns `failure`.
-    func run<R>(_ failure: R, _ body: (Session) throws(LocalDatabaseError) -> R) -> R {
-        do throws(LocalDatabaseError) {
+    func run<R>(_ failure: R, _ body: (Session) throws(DatabaseError) -> R) -> R {
+        do throws(DatabaseError) {
             return try body(try opened.get())
         } catch {
             lastFailure.withLock { $0 = error }
@@ -74,9 +80,9 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     }
 
     /// Runs `read`: in the open transaction when there is one, else in a snapshot on this thread.
-    private func read<Read: SessionRead>(_ read: Read, _ name: String, in session: Session) throws(LocalDatabaseError) -> Read.Value {
+    private func read<Read: SessionRead>(_ read: Read, _ name: String, in session: Session) throws(DatabaseError) -> Read.Value {
         if try session.readsInTransactionBlocking(name) { return try session.readInTransactionBlocking(read, name) }
-        return try session.snapshot { transaction throws(LocalDatabaseError) in try read.snapshot(transaction) }
+        return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
     }
 
     // MARK: DatabaseTarget
@@ -85,7 +91,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// (outside a transaction). Returns whether it was stored.
     @discardableResult
     public func write<T: Persistable>(_ record: Record<T>) -> Bool {
-        run(false) { session throws(LocalDatabaseError) in
+        run(false) { session throws(DatabaseError) in
             _ = try session.performBlocking(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize), "write")
             return true
         }
@@ -95,9 +101,9 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// written: all of them, or 0 when any failed (then none is written).
     @discardableResult
     public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
-        run(0) { session throws(LocalDatabaseError) in
+        run(0) { session throws(DatabaseError) in
             let maxKeySize = session.engine.maxKeySize
-            return try session.performBlocking(batchOf: records.count) { limits, send, progress throws(LocalDatabaseError) in
+            return try session.performBlocking(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
                 try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
             }
         }
@@ -105,23 +111,23 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// Every object stored as `T` (its current and legacy class names); `[]` on failure.
     public func read<T: Persistable>() -> [T] {
-        run([]) { session throws(LocalDatabaseError) in try read(ReadAll<T>(in: session.engine), "read", in: session) }
+        run([]) { session throws(DatabaseError) in try read(ReadAll<T>(in: session.engine), "read", in: session) }
     }
 
     /// The object stored under `id`, as `T` or a subclass; nil when there is none or on failure.
     public func read<T: Persistable>(id: String) -> T? {
-        run(nil) { session throws(LocalDatabaseError) in try read(ReadByID<T>(id, in: session.engine), "read", in: session) }
+        run(nil) { session throws(DatabaseError) in try read(ReadByID<T>(id, in: session.engine), "read", in: session) }
     }
 
     /// The ids of every record stored as `T`; `[]` on failure.
     public func readIDs<T: Persistable>(_ allOf: T.Type) -> [String] {
-        run([]) { session throws(LocalDatabaseError) in try read(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs", in: session) }
+        run([]) { session throws(DatabaseError) in try read(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs", in: session) }
     }
 
     /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
     @discardableResult
     public func delete<T: Persistable>(_ allOf: T.Type) -> Int {
-        run(0) { session throws(LocalDatabaseError) in
+        run(0) { session throws(DatabaseError) in
             try session.performBlocking(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize), "delete")
         }
     }
@@ -129,7 +135,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Deletes the record `id`. Returns whether one was deleted.
     @discardableResult
     public func delete(id: String) -> Bool {
-        run(false) { session throws(LocalDatabaseError) in
+        run(false) { session throws(DatabaseError) in
             try session.performBlocking(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize)), "delete") > 0
         }
     }
@@ -137,29 +143,29 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Deletes every record. Returns how many were deleted (0 on failure).
     @discardableResult
     public func clearDatabase() -> Int {
-        run(0) { session throws(LocalDatabaseError) in try session.performBlocking(.clear, "clearDatabase") }
+        run(0) { session throws(DatabaseError) in try session.performBlocking(.clear, "clearDatabase") }
     }
 
     /// The number of records (0 on failure).
     public func count() -> Int {
-        run(0) { session throws(LocalDatabaseError) in try read(StoreRead<Int>.countAll(in: session.engine), "count", in: session) }
+        run(0) { session throws(DatabaseError) in try read(StoreRead<Int>.countAll(in: session.engine), "count", in: session) }
     }
 
     /// The number of records stored as `T` (0 on failure).
     public func count<T: Persistable>(_ allOf: T.Type) -> Int {
-        run(0) { session throws(LocalDatabaseError) in try read(StoreRead<Int>.count(of: allOf, in: session.engine), "count", in: session) }
+        run(0) { session throws(DatabaseError) in try read(StoreRead<Int>.count(of: allOf, in: session.engine), "count", in: session) }
     }
 
     /// Checks that the type index and the records agree and that every record decodes; nil on failure.
     public func verifyIntegrity() -> IntegrityReport? {
-        run(nil) { session throws(LocalDatabaseError) in try read(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity", in: session) }
+        run(nil) { session throws(DatabaseError) in try read(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity", in: session) }
     }
 
     /// Begins a transaction (see `LocalDatabase.startTransaction(override:)` for the rules).
     /// Returns whether one began.
     @discardableResult
     public func startTransaction(override: Bool) -> Bool {
-        run(false) { session throws(LocalDatabaseError) in
+        run(false) { session throws(DatabaseError) in
             try session.beginBlocking(override: override)
             return true
         }
@@ -168,7 +174,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Commits the open transaction. Returns whether it was committed.
     @discardableResult
     public func commitTransaction() -> Bool {
-        run(false) { session throws(LocalDatabaseError) in
+        run(false) { session throws(DatabaseError) in
             try session.endBlocking(commit: true)
             return true
         }
@@ -177,7 +183,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Rolls back the open transaction. Returns whether one was rolled back.
     @discardableResult
     public func rollbackTransaction() -> Bool {
-        run(false) { session throws(LocalDatabaseError) in
+        run(false) { session throws(DatabaseError) in
             try session.endBlocking(commit: false)
             return true
         }

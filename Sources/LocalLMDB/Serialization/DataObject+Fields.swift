@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 // The typed `add` and `get` overloads. Each forwards to one of the generic helpers at the end
 // of this file, so the conversion rules live in `JSONScalar` alone.

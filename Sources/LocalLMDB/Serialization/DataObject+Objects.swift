@@ -1,5 +1,9 @@
 // Nested `Storable` objects: stored as JSON objects carrying their own class name, and
 // restored as that class when it is the requested class or a subclass of it.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 extension DataObject {
     /// Stores a nested object under `key`.
@@ -28,7 +32,7 @@ extension DataObject {
     /// written, naming `key`, rather than overflow the stack.
     @inline(__always)
     func nesting(_ key: String, _ store: () -> Self) -> Self {
-        guard !ReadScratch.current.stackIsLow else { return set(key, .unencodable(reason: StackGuard.refusal)) }
+        guard !CodecScratch.current.stackIsLow else { return set(key, .unencodable(reason: StackGuard.refusal)) }
         return store()
     }
 

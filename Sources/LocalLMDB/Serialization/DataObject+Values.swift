@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 // Values beyond SwiftLocal's five kinds: any `Encodable`/`Decodable` value (`UUID`, `URL`,
 // `Data`, `Decimal`, `Int64`, `UInt64`, `Float`, enums, `[String: V]`, `Codable` structs), and

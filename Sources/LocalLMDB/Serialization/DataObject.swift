@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// The stored form of a `Storable` object: a JSON object of named fields.
 ///
@@ -13,7 +17,7 @@ import Foundation
 /// else holds strongly when the initializer returns is reused to read the next record.
 public final class DataObject {
     /// The key holding the class name.
-    static let classNameKey = "object"
+    static let classNameKey = EncodedObject.classNameKey
 
     /// A data object is built as a tree of fields and read as JSON bytes: reading a stored
     /// record parses each field where it lies, straight into the type asked for, with no tree
@@ -65,7 +69,7 @@ public final class DataObject {
     /// Creates a data object from JSON text produced by `toRawString()`.
     /// - Throws: `LocalDatabaseError.invalidJSON` when the text is not a JSON object.
     public init(validating rawString: String) throws(LocalDatabaseError) {
-        storage = .encoded(try Self.parse(rawString))
+        storage = .encoded(try LocalDatabaseError.publishing { () throws(DatabaseError) in try Self.parse(rawString) })
     }
 
     init(fields: JSONObject) {
@@ -76,7 +80,7 @@ public final class DataObject {
         storage = .encoded(encoded)
     }
 
-    private static func parse(_ text: String) throws(LocalDatabaseError) -> EncodedObject {
+    private static func parse(_ text: String) throws(DatabaseError) -> EncodedObject {
         var text = text
         let buffer = text.withUTF8 { JSONBuffer(copying: UnsafeRawBufferPointer($0)) }
         return try EncodedObject.validating(UnsafeRawBufferPointer(buffer.bytes), owner: buffer)

@@ -7,6 +7,10 @@
 /// Chains are followed (`A → B`, then `B → C` reads `A` records as `C`). Reading `C`, counting
 /// it, listing its ids and deleting it all cover every name that leads to `C`.
 /// Safe to call from any thread.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public enum Legacy {
     private static let refactors = Locked<[String: String]>([:])
     /// Counts changes to `refactors`: each thread's cache of answers (`ReadScratch`) is good

@@ -10,6 +10,10 @@
 ///
 /// Invariant: the output is `{`, the class member, then one member per added field, each key
 /// once; with a closing `}` it is a JSON object that `JSONValidator` accepts.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 final class ObjectBuilder {
     // Exclusivity is not checked at run time on these two (the checks cost more than the
     // writes): a builder belongs to one data object, which is not Sendable, and no access is

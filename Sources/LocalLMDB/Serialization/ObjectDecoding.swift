@@ -1,6 +1,10 @@
 /// The database a read restores objects from: where stored class names are looked up.
 ///
 /// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 struct ReadContext {
     /// Identifies the database for the per-thread caches: unique for the life of the process.
     let database: UInt64
@@ -9,7 +13,7 @@ struct ReadContext {
     /// the transaction they read from).
     let transaction: Transaction?
 
-    func row(named name: String) throws(LocalDatabaseError) -> StoredClass? {
+    func row(named name: String) throws(DatabaseError) -> StoredClass? {
         try classes.row(named: name, in: transaction)
     }
 }
@@ -31,12 +35,12 @@ enum ObjectDecoding {
         /// The requested class's name is owned by another type in the database.
         case conflict(name: String, owner: StoredClass, requested: StoredClass)
         /// Looking the class up failed.
-        case storage(LocalDatabaseError)
+        case storage(DatabaseError)
         /// The object is nested too deeply for the reading thread's stack (`StackGuard`).
         case tooDeep
 
         /// The error for a read of the record `id`, stored as `className`.
-        func error(id: String, className: String = "") -> LocalDatabaseError {
+        func error(id: String, className: String = "") -> DatabaseError {
             switch self {
             case let .mismatch(requested, stored):
                 return .typeMismatch(id: id, requested: requested, stored: stored)
@@ -76,7 +80,7 @@ enum ObjectDecoding {
         storedName: String, requested: any Persistable.Type, requestedName: String, context: ReadContext?, scratch: ReadScratch
     ) -> Resolution {
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
-        do throws(LocalDatabaseError) {
+        do throws(DatabaseError) {
             if currentName == requestedName {
                 if let conflict = try conflict(for: ObjectIdentifier(requested), context: context, scratch: scratch) {
                     return .failure(conflict)
@@ -99,7 +103,7 @@ enum ObjectDecoding {
     /// it in a committed snapshot, so the hot read paths look it up once.
     static func conflict(
         for id: ObjectIdentifier, context: ReadContext?, scratch: ReadScratch = .current
-    ) throws(LocalDatabaseError) -> Failure? {
+    ) throws(DatabaseError) -> Failure? {
         guard let context else { return nil }
         if scratch.isVerified(id, in: context.database) { return nil }
         guard let requested = TypeRegistry.storedClass(ofID: id), !requested.adopts else { return nil }
@@ -127,7 +131,7 @@ enum ObjectDecoding {
     static func instantiate<T: Storable>(_ requested: T.Type, from object: EncodedObject, spare: inout DataObject?) -> T {
         var type = requested
         let scratch = ReadScratch.current
-        guard !scratch.stackIsLow else {
+        guard !CodecScratch.current.stackIsLow else {
             if scratch.isReading, scratch.failure == nil { scratch.failure = .tooDeep }
             return requested.init(dataObject: DataObject(fields: JSONObject()))
         }

@@ -17,6 +17,10 @@
 /// Conform a type to `Storable` or to `Codable` and `Persistable`; a type that is both `Storable`
 /// and `Codable` is stored by its `Storable` methods. The two requirements below are how
 /// LocalLMDB reaches either kind; they are implemented for you, and are not for calling.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public protocol Persistable {
     /// The fields to store. Implemented by LocalLMDB for `Storable` and `Codable` types.
     func _storedFields() throws -> DataObject

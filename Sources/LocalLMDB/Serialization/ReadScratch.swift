@@ -1,3 +1,7 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -47,36 +51,10 @@ final class ReadScratch {
     /// in (0 outside one): the model's object is one level deeper (`ModelEncoder.dataObject`).
     @exclusivity(unchecked) var encodingLevel = 0
 
-    /// Where this thread's stack is too low to recurse further (`StackGuard`); nil until asked.
-    @exclusivity(unchecked) private var knownStackLimit: UInt?
-
-    /// The address below which this thread's stack is too low for the codec to recurse further.
-    var stackLimit: UInt {
-        if let knownStackLimit { return knownStackLimit }
-        let limit = StackGuard.limitOfCurrentThread()
-        knownStackLimit = limit
-        return limit
-    }
-
-    /// Whether this thread's stack has grown past `stackLimit`.
-    @inline(__always)
-    var stackIsLow: Bool { StackGuard.isLow(stackLimit) }
-
     /// The stored classes met by the encodes under way (kept, emptied, between encodes).
     @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
     /// How many encodes that collect classes are under way on this thread.
     @exclusivity(unchecked) private var collecting = 0
-
-    /// Output memory of `JSONWriter`s that finished on this thread, for the next ones (a data
-    /// object being built holds one, and each object nested in it another): an encode then
-    /// allocates only the bytes it returns. Owned by the scratch while here; at most
-    /// `keptWriterBuffers`.
-    @exclusivity(unchecked) var writerBuffers: [(base: UnsafeMutableRawPointer, capacity: Int)] = []
-    static let keptWriterBuffers = 4
-
-    deinit {
-        for buffer in writerBuffers { buffer.base.deallocate() }
-    }
 
     /// `Legacy`'s answers on this thread, for the generation of its refactors they hold.
     final class LegacyCache {
@@ -105,7 +83,7 @@ final class ReadScratch {
     ///   decoding throws (`storedName` is the record's class).
     func restore<T: Persistable>(
         _ type: T.Type, from object: EncodedObject, id: @autoclosure () -> String, storedName: @autoclosure () -> String
-    ) throws(LocalDatabaseError) -> T {
+    ) throws(DatabaseError) -> T {
         var spare = self.spare
         self.spare = nil
         defer { self.spare = spare }
@@ -123,28 +101,28 @@ final class ReadScratch {
     /// Runs `body` as one read from the database `context` describes: nested objects resolve
     /// their classes in it, and a problem restoring any of them is thrown after `body`.
     func reading<R>(
-        in context: ReadContext?, _ body: () throws(LocalDatabaseError) -> R
-    ) throws(LocalDatabaseError) -> R {
-        let outer = (self.context, isReading)
+        in context: ReadContext?, _ body: () throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> R {
+        let outer = (self.context, isReading, restoring.database)
         // A failure is only ever pending inside a read, and thrown or dropped before it ends:
         // one left by an outer read on this thread (a model reading from its initializer) is kept.
         let outerFailure = failure.take()
         self.context = context
         isReading = true
+        restoring.database = context?.database ?? 0
         defer {
-            (self.context, isReading) = outer
+            (self.context, isReading, restoring.database) = outer
             if outerFailure != nil { failure = outerFailure } else if failure != nil { failure = nil }
         }
         return try body()
     }
 
-    /// Whether this thread is restoring objects read from the database `serial`.
-    func isRestoring(from serial: UInt64) -> Bool {
-        isReading && context?.database == serial
-    }
+    /// The engine's mark of the database this thread restores objects from (see `reading`):
+    /// this thread's, as the scratch is.
+    private let restoring = RestoringThread.current
 
     /// Throws and clears the failure recorded while restoring the record `id`, stored as `className`.
-    func throwFailure(id: @autoclosure () -> String?, className: @autoclosure () -> String = "") throws(LocalDatabaseError) {
+    func throwFailure(id: @autoclosure () -> String?, className: @autoclosure () -> String = "") throws(DatabaseError) {
         guard let failure else { return }
         self.failure = nil
         throw failure.error(id: id() ?? "", className: className())

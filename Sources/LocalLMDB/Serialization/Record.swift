@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// A `Storable` object together with the id it is stored under.
 public final class Record<T: Persistable> {

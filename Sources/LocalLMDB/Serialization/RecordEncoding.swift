@@ -1,12 +1,16 @@
 /// Turns model records into the write operations the engine applies, in the caller's
 /// isolation, before anything is sent to the writer thread.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 enum RecordEncoding {
     /// Encodes `record` for storage, appending it to `batch`. `classes` gathers the stored
     /// classes of the record's object and of every object nested in it, each once, for the
     /// write to claim. `header` is scratch space, reused from record to record.
     static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, classes: inout [StoredClass]
-    ) throws(LocalDatabaseError) {
+    ) throws(DatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
         let fields = ReadScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
         let dataObject: DataObject
@@ -34,7 +38,7 @@ enum RecordEncoding {
     }
 
     /// The operation writing `record`.
-    static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int) throws(LocalDatabaseError) -> WriteOperation {
+    static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int) throws(DatabaseError) -> WriteOperation {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
@@ -50,8 +54,8 @@ enum RecordEncoding {
     /// `send`, and calling `progress` every `progressInterval` records.
     static func put<T: Persistable>(
         contentsOf records: [Record<T>], maxKeySize: Int, partLimits: PartLimits,
-        parts send: (WriteOperation) throws(LocalDatabaseError) -> Void, progress: () -> Void
-    ) throws(LocalDatabaseError) {
+        parts send: (WriteOperation) throws(DatabaseError) -> Void, progress: () -> Void
+    ) throws(DatabaseError) {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
@@ -75,7 +79,7 @@ enum RecordEncoding {
     }
 
     /// The key of the record `id`.
-    static func recordKey(_ id: String, maxKeySize: Int) throws(LocalDatabaseError) -> StorageKey {
+    static func recordKey(_ id: String, maxKeySize: Int) throws(DatabaseError) -> StorageKey {
         guard !id.isEmpty else { throw .emptyID }
         return StorageKey(id, maxKeySize: maxKeySize)
     }
@@ -96,7 +100,7 @@ extension DecodedRecord {
     /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
     ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
     ///   type in the database; the same for any nested object.
-    func instantiate<T: Persistable>(as requested: T.Type, context: ReadContext?) throws(LocalDatabaseError) -> T {
+    func instantiate<T: Persistable>(as requested: T.Type, context: ReadContext?) throws(DatabaseError) -> T {
         let scratch = ReadScratch.current
         var type = requested
         switch ObjectDecoding.resolve(storedName: typeName, requested: requested, context: context, scratch: scratch) {
@@ -110,7 +114,7 @@ extension DecodedRecord {
         case let .failure(failure):
             throw failure.error(id: id ?? "")
         }
-        return try scratch.reading(in: context) { () throws(LocalDatabaseError) in
+        return try scratch.reading(in: context) { () throws(DatabaseError) in
             try scratch.restore(type, from: object, id: id ?? "", storedName: typeName)
         }
     }

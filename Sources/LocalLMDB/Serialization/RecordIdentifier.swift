@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// An `Identifiable` model's id type that gives the record id it is stored under, so the model
 /// can be written and deleted without a `Record` (`write(person)`, `delete(person)`).

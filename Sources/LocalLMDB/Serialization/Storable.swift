@@ -5,6 +5,10 @@
 /// with `DataObject.get`, which never fails: a missing or mistyped field gives a default.
 /// Subclasses override `toDataObject()` by calling `super.toDataObject()` and adding their own
 /// fields, so a subclass is stored, and restored, as itself.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public protocol Storable: Persistable {
     /// The fields to store, in a `DataObject` created with `DataObject(self)`.
     func toDataObject() -> DataObject

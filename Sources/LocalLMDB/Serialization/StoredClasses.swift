@@ -22,6 +22,10 @@
 /// Register at start-up, before the class is first written or read in the process (as with
 /// `Legacy`): a class's stored name is fixed at its first use. Registering the same class the
 /// same way again does nothing. Safe to call from any thread.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 public enum StoredClasses {
     /// Registers `type` under `name`, or under its short Swift name when `name` is nil.
     ///
@@ -32,6 +36,6 @@ public enum StoredClasses {
     ///   another name or without registration, when another type is registered under `name`, or
     ///   when `name` is empty.
     public static func register(_ type: any Persistable.Type, as name: String? = nil) throws {
-        try TypeRegistry.shared.register(type, as: name)
+        try LocalDatabaseError.publishing { () throws(DatabaseError) in try TypeRegistry.shared.register(type, as: name) }
     }
 }

@@ -11,6 +11,10 @@
 /// 2. the type the database says owns the name, by its mangled name (nil when this process
 ///    cannot load it: the name is then unresolvable, never guessed);
 /// 3. when the database has no owner for the name, the one type this process has seen under it.
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
@@ -72,8 +76,8 @@ final class TypeRegistry: Sendable {
     /// name to it first, and its writes adopt the name in databases where another type owns it.
     /// - Throws: `LocalDatabaseError.classRegistration` when the type was already used under
     ///   another name, or another type is registered under `name`.
-    func register(_ type: any Persistable.Type, as name: String?) throws(LocalDatabaseError) {
-        try state.withLock { state throws(LocalDatabaseError) in
+    func register(_ type: any Persistable.Type, as name: String?) throws(DatabaseError) {
+        try state.withLock { state throws(DatabaseError) in
             let id = ObjectIdentifier(type)
             let name = name ?? state.classes[id]?.name ?? String(describing: type)
             guard !name.isEmpty else {

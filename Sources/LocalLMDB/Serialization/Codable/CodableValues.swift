@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 // The JSON form of the value kinds beyond JSON's own, one rule each, shared by the `Codable`
 // coders and `DataObject`'s typed `add` and `get`:

@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// How a decoder reads dates: the stored form (`ISO8601Date`), or one of `DateFormat`'s for JSON
 /// that LocalLMDB did not write. Holds the formatter a pattern needs, made once per decoding.

@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// What the `Codable` encoder and decoder share: coding keys they make, how coding paths are
 /// written in errors, and how their errors become `LocalDatabaseError`s.
@@ -17,8 +21,10 @@ enum ModelCoding {
     }
 
     /// A write's error thrown by a model's `_storedFields()`, for the record `id`.
-    static func encodingError(_ error: any Error, id: String) -> LocalDatabaseError {
-        if let error = error as? LocalDatabaseError { return error }
+    static func encodingError(_ error: any Error, id: String) -> DatabaseError {
+        if let error = error as? DatabaseError { return error }
+        // The model's own code may have called the public API (`DataObject(validating:)`).
+        if let error = error as? LocalDatabaseError { return DatabaseError(error) }
         if case let EncodingError.invalidValue(_, context) = error {
             return .unencodableValue(id: id, path: path(context.codingPath), reason: context.debugDescription)
         }
@@ -26,8 +32,10 @@ enum ModelCoding {
     }
 
     /// A read's error thrown by a model's `_restore(from:)`, for the record `id` of class `className`.
-    static func decodingError(_ error: any Error, id: String, className: String) -> LocalDatabaseError {
-        if let error = error as? LocalDatabaseError { return error }
+    static func decodingError(_ error: any Error, id: String, className: String) -> DatabaseError {
+        if let error = error as? DatabaseError { return error }
+        // The model's own code may have called the public API (`DataObject(validating:)`).
+        if let error = error as? LocalDatabaseError { return DatabaseError(error) }
         guard let error = error as? DecodingError else {
             return .decodingFailed(id: id, className: className, path: "", reason: "init(from:) threw \(error)")
         }

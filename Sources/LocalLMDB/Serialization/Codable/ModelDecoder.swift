@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// Decodes `Decodable` values from JSON in place: each field is parsed where it lies (in LMDB's
 /// map, for a stored record), straight into the type asked for, as `DataObject` reads fields for
@@ -258,7 +262,7 @@ final class ModelDecoder: Decoder {
     /// nesting is limited, but a model's `init(from:)` may recurse more, and a thread's stack
     /// may be small: see `StackGuard`).
     func checkStack(_ key: (any CodingKey)?) throws {
-        if ReadScratch.current.stackIsLow {
+        if CodecScratch.current.stackIsLow {
             throw DecodingError.dataCorrupted(.init(codingPath: path(key), debugDescription: StackGuard.refusal))
         }
     }

@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// Encodes `Encodable` values into the JSON tree a `DataObject` holds, with the value kinds of
 /// `CodableValues.swift` and field keys mapped by `FieldKey`, exactly as hand-written models
@@ -90,7 +94,7 @@ final class ModelEncoder: Encoder {
         // values passed on through single value containers, which nest no container), or
         // sooner when the thread's stack runs low.
         let scratch = ReadScratch.current
-        guard scratch.encodingDepth < JSONValidator.maxDepth, !scratch.stackIsLow else {
+        guard scratch.encodingDepth < JSONValidator.maxDepth, !CodecScratch.current.stackIsLow else {
             throw EncodingError.invalidValue(value, .init(
                 codingPath: path(key),
                 debugDescription: scratch.encodingDepth < JSONValidator.maxDepth ? StackGuard.refusal : Self.tooDeep))

@@ -1,4 +1,8 @@
 import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
 
 /// Builds models from JSON that LocalLMDB did not write, such as a web service's response
 /// (RSDSerialization's `ModelFactory`), with the same `Decodable` decoder reads use.
@@ -25,7 +29,7 @@ public enum ModelFactory {
     /// - Throws: `LocalDatabaseError.invalidJSON` when `json` is not a JSON array;
     ///   `.invalidElement` for the first element that cannot be built, with `.fail`.
     public static func models<T: Decodable>(_ type: T.Type = T.self, fromJSONArray json: Data, options: ImportOptions = ImportOptions()) throws(LocalDatabaseError) -> ImportResult<T> {
-        let document = try Document(json)
+        let document = try LocalDatabaseError.publishing { () throws(DatabaseError) in try Document(json) }
         let scanner = document.value.scanner
         guard scanner.byte(at: 0) == UInt8(ascii: "[") else {
             throw .invalidJSON(reason: "expected an array of objects, found \(ModelCoding.kind(at: 0, in: scanner))", offset: 0)
@@ -54,7 +58,7 @@ public enum ModelFactory {
     /// - Throws: `LocalDatabaseError.invalidJSON` when `json` is not JSON; `.invalidElement`
     ///   (index 0) when it cannot be built as a `T`.
     public static func model<T: Decodable>(_ type: T.Type = T.self, fromJSON json: Data, dates: DateFormat = .iso8601) throws(LocalDatabaseError) -> T {
-        let document = try Document(json)
+        let document = try LocalDatabaseError.publishing { () throws(DatabaseError) in try Document(json) }
         do {
             return try type.init(from: ModelDecoder(value: document.value, codingPath: [], dates: DateDecoding(dates), foreign: true))
         } catch {
@@ -68,7 +72,7 @@ public enum ModelFactory {
     private struct Document {
         let value: EncodedObject
 
-        init(_ json: Data) throws(LocalDatabaseError) {
+        init(_ json: Data) throws(DatabaseError) {
             let buffer = json.withUnsafeBytes { JSONBuffer(copying: $0) }
             let bytes = UnsafeRawBufferPointer(buffer.bytes)
             // A number beyond `Double`'s range is refused where a model reads it, not here.

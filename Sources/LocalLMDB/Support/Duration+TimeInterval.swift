@@ -1,8 +1,0 @@
-import Foundation
-
-extension Duration {
-    /// The duration in seconds, for Foundation's deadlines.
-    var timeInterval: TimeInterval {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
-}

@@ -1,0 +1,106 @@
+import LocalLMDBLMDB
+
+import Foundation
+
+/// The field types `DataObject` stores directly, and how each maps to and from JSON.
+///
+/// Reading is lenient in one way only: numbers convert between `Int` and `Double` when the value
+/// is exactly representable (JSON does not distinguish `1` from `1.0`). Everything else that is
+/// mistyped yields nil, and the caller's default.
+package protocol JSONScalar {
+    var jsonValue: JSONValue { get }
+    /// Writes `jsonValue`, without making it where the type can.
+    func write(to writer: inout JSONWriter)
+    /// The value at `offset`, and where it ends; nil when the value there is another type.
+    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Self, end: Int)?
+}
+
+extension JSONScalar {
+    package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
+}
+
+extension String: JSONScalar {
+    package var jsonValue: JSONValue { .string(self) }
+    package func write(to writer: inout JSONWriter) { writer.write(self) }
+    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
+        scanner.string(at: offset)
+    }
+}
+
+extension Int: JSONScalar {
+    package var jsonValue: JSONValue { .int(Int64(self)) }
+    package func write(to writer: inout JSONWriter) { writer.write(Int64(self)) }
+    @inline(__always)
+    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
+        // The common number read straight into the type: the value `number(at:)` would give.
+        if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
+            guard number.fractionDigits > 0 else { return Int(exactly: number.integer).map { ($0, number.end) } }
+            return Int(exactly: number.double).map { ($0, number.end) }
+        }
+        switch scanner.longNumber(at: offset) {
+        case let (.int(number), end)?: return Int(exactly: number).map { ($0, end) }
+        case let (.double(number), end)?: return Int(exactly: number).map { ($0, end) }
+        default: return nil
+        }
+    }
+}
+
+extension Double: JSONScalar {
+    package var jsonValue: JSONValue { .double(self) }
+    package func write(to writer: inout JSONWriter) { writer.write(self) }
+    /// A number, or NaN or an infinity as LocalLMDB stores them (`NonFiniteDouble`).
+    @inline(__always)
+    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+        if let number = readNumber(scanner, at: offset) { return number }
+        return readNonFinite(scanner, at: offset)
+    }
+
+    /// A number only (nil for one beyond `Double`'s range): how JSON from elsewhere is read, where
+    /// a string is never a number (as for `JSONDecoder`).
+    @inline(__always)
+    package static func readNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+        // The common number read straight into the type: the value `number(at:)` would give.
+        if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
+            guard number.fractionDigits > 0 else { return Double(exactly: number.integer).map { ($0, number.end) } }
+            return (number.double, number.end)
+        }
+        switch scanner.longNumber(at: offset) {
+        case let (.double(number), end)?: return (number, end)
+        case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
+        default: return nil
+        }
+    }
+
+    /// NaN or an infinity, stored as a string spelt exactly as `NonFiniteDouble` writes it, with
+    /// no escape (a `String` spelt the same has one: it is not a double).
+    @inline(never)
+    package static func readNonFinite(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+        guard scanner.byte(at: offset) == UInt8(ascii: "\"") else { return nil }
+        let (end, hasEscapes) = scanner.endOfString(at: offset)
+        guard !hasEscapes, let value = NonFiniteDouble.value(spelledBy: scanner.bytes((offset + 1)..<max(offset + 1, end - 1))) else {
+            return nil
+        }
+        return (value, end)
+    }
+}
+
+extension Bool: JSONScalar {
+    package var jsonValue: JSONValue { .bool(self) }
+    package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
+    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
+        scanner.bool(at: offset)
+    }
+}
+
+extension Date: JSONScalar {
+    package var jsonValue: JSONValue {
+        guard let text = ISO8601Date.format(self) else {
+            return .unencodable(reason: "the date \(timeIntervalSince1970) s since 1970 cannot be stored (not finite, or beyond ±2^63 seconds)")
+        }
+        return .string(text)
+    }
+    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
+        guard let (text, end) = scanner.string(at: offset), let date = ISO8601Date.parse(text) else { return nil }
+        return (date, end)
+    }
+}

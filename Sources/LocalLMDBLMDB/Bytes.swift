@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension Array where Element == UInt8 {
+    /// `withUnsafeBytes` with a typed error.
+    @discardableResult
+    package func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = withUnsafeBytes { buffer in
+            Result { () throws(E) in try body(buffer) }
+        }
+        return try result.get()
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether both buffers hold the same bytes.
+    /// Short buffers (member names, mostly) are compared in place; a call to `memcmp` costs
+    /// more than comparing them.
+    @inline(__always)
+    package func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
+        guard count == other.count else { return false }
+        guard count > 0, let left = baseAddress, let right = other.baseAddress else { return true }
+        guard count <= 16 else { return memcmp(left, right, count) == 0 }
+        // Short runs (keys, mostly) in two loads a side that overlap when the run is shorter
+        // than two words: no loop, no call.
+        if count >= 8 {
+            return left.loadUnaligned(as: UInt64.self) == right.loadUnaligned(as: UInt64.self)
+                && left.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self) == right.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+        }
+        if count >= 4 {
+            return left.loadUnaligned(as: UInt32.self) == right.loadUnaligned(as: UInt32.self)
+                && left.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self) == right.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+        }
+        for index in 0..<count where left.load(fromByteOffset: index, as: UInt8.self) != right.load(fromByteOffset: index, as: UInt8.self) {
+            return false
+        }
+        return true
+    }
+}

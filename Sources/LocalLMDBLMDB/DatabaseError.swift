@@ -1,0 +1,85 @@
+/// An error of the layers below `LocalLMDB`: case for case the public `LocalDatabaseError`, which
+/// `LocalLMDB` makes of it where a call leaves the library. The lower layers cannot name the
+/// public type, which lives (and is documented) in the top module; each case means what the
+/// public case of its name means.
+package enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    case emptyID
+    case invalidDirectory(path: String, reason: String)
+    case incompatibleOptions(path: String, reason: String)
+    case unsupportedFormat(found: Int, supported: Int)
+    case storage(operation: String, code: Int32, message: String)
+    case typeMismatch(id: String, requested: String, stored: String)
+    case corruptRecord(id: String, reason: String)
+    case invalidJSON(reason: String, offset: Int)
+    case transactionAlreadyActive
+    case noActiveTransaction
+    case wrongThread(operation: String)
+    case classNameConflict(name: String, storedBy: String, requestedBy: String)
+    case unresolvableClass(id: String, className: String)
+    case classRegistration(type: String, reason: String)
+    case busy(timeout: Duration)
+    case transactionFailed(reason: String)
+    case closed
+    case readOnly
+    case wouldDeadlock(operation: String, reason: String)
+    case unencodableValue(id: String, path: String, reason: String)
+    case decodingFailed(id: String, className: String, path: String, reason: String)
+    case invalidElement(index: Int, path: String, reason: String)
+    case changesUnavailable(token: String, reason: String)
+
+    /// A sentence describing the error, with its context.
+    package var description: String {
+        switch self {
+        case .emptyID:
+            return "Record ids must not be empty."
+        case let .invalidDirectory(path, reason):
+            return "Cannot use database directory '\(path)': \(reason)"
+        case let .incompatibleOptions(path, reason):
+            return "Database '\(path)' is already open in this process with other options: \(reason)"
+        case let .unsupportedFormat(found, supported):
+            return "Database format \(found) is not supported (this version reads format \(supported))."
+        case let .storage(operation, code, message):
+            return "LMDB error \(code) during \(operation): \(message)"
+        case let .typeMismatch(id, requested, stored):
+            return "Record '\(id)' holds a \(stored), which is not a \(requested)."
+        case let .corruptRecord(id, reason):
+            return "Record '\(id)' cannot be decoded: \(reason)"
+        case let .invalidJSON(reason, offset):
+            return "Invalid JSON at byte \(offset): \(reason)"
+        case .transactionAlreadyActive:
+            return "A transaction is already active (use override: true to roll it back and start anew)."
+        case .noActiveTransaction:
+            return "No transaction is active."
+        case let .wrongThread(operation):
+            return "Internal error: \(operation) ran off the database's writer thread."
+        case let .classNameConflict(name, storedBy, requestedBy):
+            return "Class name '\(name)' is owned in this database by \(storedBy), so \(requestedBy) cannot use it. "
+                + "Give one of them its own stored name with StoredClasses.register(_:as:) before first use; or, if "
+                + "\(requestedBy) is the same class moved to another module, adopt the name with StoredClasses.register(_:)."
+        case let .unresolvableClass(id, className):
+            return "Record '\(id)' holds an object of class '\(className)', which this process cannot find; reading it as "
+                + "another class would lose its fields. Register the class with StoredClasses.register(_:) (for example "
+                + "after moving it to another module) or map the old name with Legacy.addClassRefactor(old:new:)."
+        case let .classRegistration(type, reason):
+            return "Cannot register \(type): \(reason)."
+        case let .busy(timeout):
+            return "Waited \(timeout) for another database's transaction on this directory to end (the busy timeout)."
+        case let .transactionFailed(reason):
+            return "The transaction failed and must be rolled back (nothing of it will be kept): \(reason)"
+        case .closed:
+            return "The database is closed."
+        case .readOnly:
+            return "The database was opened read-only."
+        case let .wouldDeadlock(operation, reason):
+            return "\(operation) would wait for itself: \(reason)"
+        case let .unencodableValue(id, path, reason):
+            return "Record '\(id)' cannot be stored: the value at '\(path)' is refused (\(reason)); nothing was written."
+        case let .decodingFailed(id, className, path, reason):
+            return "Record '\(id)' (\(className)) cannot be decoded at '\(path)': \(reason)"
+        case let .changesUnavailable(token, reason):
+            return "The changes after token \(token) are not available (\(reason)); resynchronize from the current state."
+        case let .invalidElement(index, path, reason):
+            return "Element \(index) cannot be built" + (path.isEmpty ? "" : " at '\(path)'") + ": \(reason)"
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import CLMDB
+
+/// A named database inside an environment (LMDB's `MDB_dbi`), valid while the environment is open.
+package typealias DatabaseHandle = MDB_dbi
+
+/// Where `Cursor.get` puts the cursor: LMDB's cursor operations the layers above use.
+package enum CursorPosition: Sendable {
+    /// The first pair.
+    case first
+    /// The last pair.
+    case last
+    /// The pair after the current one (the next duplicate, or the next key's first).
+    case next
+    /// The next duplicate of the current key, nil after its last.
+    case nextDuplicate
+    /// The first pair of the key given (`MDB_SET_KEY`).
+    case key
+    /// The pair with the key and value given (`MDB_GET_BOTH`, in a sorted-duplicates database).
+    case keyAndValue
+
+    /// LMDB's operation.
+    var operation: MDB_cursor_op {
+        switch self {
+        case .first: return MDB_FIRST
+        case .last: return MDB_LAST
+        case .next: return MDB_NEXT
+        case .nextDuplicate: return MDB_NEXT_DUP
+        case .key: return MDB_SET_KEY
+        case .keyAndValue: return MDB_GET_BOTH
+        }
+    }
+}
+
+/// How `Transaction.put` treats a key already present.
+package enum PutMode: Sendable {
+    /// Replace its value (or, in a sorted-duplicates database, add the value).
+    case upsert
+    /// Store nothing and report it (`MDB_NOOVERWRITE`).
+    case keepExisting
+    /// In a sorted-duplicates database, store nothing when the pair exists (`MDB_NODUPDATA`).
+    case keepExistingPair
+
+    /// LMDB's flags.
+    var flags: UInt32 {
+        switch self {
+        case .upsert: return 0
+        case .keepExisting: return UInt32(MDB_NOOVERWRITE)
+        case .keepExistingPair: return UInt32(MDB_NODUPDATA)
+        }
+    }
+}

@@ -1,0 +1,12 @@
+import CLMDB
+
+/// The calling thread's stack, as the system reports it.
+package enum ThreadStack {
+    /// Its lowest address and its size in bytes; nil when they cannot be found.
+    static var bounds: (lowest: UInt, size: UInt)? {
+        var lowest: UInt = 0
+        var size = 0
+        guard clmdb_stack_bounds(&lowest, &size) else { return nil }
+        return (lowest, UInt(size))
+    }
+}

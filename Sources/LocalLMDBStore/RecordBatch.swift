@@ -1,0 +1,191 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+/// Records encoded for one put, in the order given, with their bytes kept together.
+///
+/// A record's key, its full id (when the key is a digest of it) and its value lie one after
+/// another in a chunk of memory shared with the records around it. Building a batch of a
+/// million records therefore allocates a few hundred chunks, not three objects per record, and
+/// applying it reaches each record through its entry and its chunk, not through objects of its
+/// own: a batch is applied in key order, which is random in memory, so every object per record
+/// (and retaining it) was a cache miss on the writer thread.
+///
+/// Invariants (kept here):
+/// - an entry's bytes lie in `chunks[entry.chunk]` from `entry.start`: the key, then the full
+///   id (`idCount` bytes, 0 when the key is the id itself), then the value;
+/// - bytes of a chunk below its `used` count never change; only a batch holding the only
+///   reference to its last chunk appends to it, so copies of a batch share chunks safely;
+/// - `types[entry.type]` is the record's class, each name once.
+package struct RecordBatch: Sendable {
+    /// A stored class name used in the batch, with its key in the type index.
+    struct RecordType: Sendable {
+        let name: String
+        let key: StorageKey
+    }
+
+    /// One record's bytes, lent for the duration of a call.
+    struct Record {
+        /// The key in `records`.
+        let key: UnsafeRawBufferPointer
+        /// The full id when the key is a digest of it; empty when the key is the id itself.
+        let fullID: UnsafeRawBufferPointer
+        /// The complete `RecordValue` bytes.
+        let value: UnsafeRawBufferPointer
+        /// The record's class: an index into `types`.
+        let type: Int
+
+        /// The record id's UTF-8.
+        var id: UnsafeRawBufferPointer { fullID.isEmpty ? key : fullID }
+    }
+
+    private struct Entry {
+        var chunk: Int32
+        var type: Int32
+        var start: Int
+        var keyCount: Int
+        var idCount: Int
+        var valueCount: Int
+    }
+
+    private var chunks: [RecordChunk] = []
+    private var entries: [Entry] = []
+    /// The classes of the records, each once, in the order first used.
+    private(set) var types: [RecordType] = []
+    /// The size of every value together.
+    package private(set) var valueBytes = 0
+    /// The size of every key together.
+    private(set) var keyBytes = 0
+    /// The size of every record's class name together.
+    private(set) var typeNameBytes = 0
+
+    /// Chunks grow to this size (a record larger than it gets a chunk of its own size).
+    static let chunkSize = 1 << 20
+
+    package init() {}
+
+    /// The number of records.
+    package var count: Int { entries.count }
+    /// Whether the batch has no records.
+    package var isEmpty: Bool { entries.isEmpty }
+    /// The records' positions, in the order given.
+    var indices: Range<Int> { entries.indices }
+
+    /// Appends a record of the class `typeName` under `key`, with `value` (the complete
+    /// `RecordValue` bytes) and `fullID` when `key` is a digest of the id.
+    package mutating func append(key: StorageKey, fullID: String?, typeName: String, maxKeySize: Int, value: UnsafeRawBufferPointer) {
+        let type = typeIndex(of: typeName) ?? addType(RecordType(name: typeName, key: StorageKey(typeName, maxKeySize: maxKeySize)))
+        var fullID = fullID ?? ""
+        key.withBytes { key in
+            fullID.withUTF8 { id in append(key: key, fullID: UnsafeRawBufferPointer(id), value: value, type: type) }
+        }
+    }
+
+    /// Appends `other`'s records, after this batch's. Their bytes are shared, not copied.
+    package mutating func append(contentsOf other: RecordBatch) {
+        var mapped: [Int32] = []
+        mapped.reserveCapacity(other.types.count)
+        for type in other.types { mapped.append(Int32(typeIndex(of: type.name) ?? addType(type))) }
+        let firstChunk = Int32(chunks.count)
+        chunks.append(contentsOf: other.chunks)
+        entries.reserveCapacity(entries.count + other.entries.count)
+        for var entry in other.entries {
+            entry.chunk += firstChunk
+            entry.type = mapped[Int(entry.type)]
+            entries.append(entry)
+        }
+        valueBytes += other.valueBytes
+        keyBytes += other.keyBytes
+        typeNameBytes += other.typeNameBytes
+    }
+
+    /// Calls `body` with the record at `index`.
+    @inline(__always)
+    func withRecord<R, E: Error>(at index: Int, _ body: (Record) throws(E) -> R) throws(E) -> R {
+        let entry = entries[index]
+        let start = UnsafeRawPointer(chunks[Int(entry.chunk)].base + entry.start)
+        let idStart = start + entry.keyCount
+        let valueStart = idStart + entry.idCount
+        return try body(Record(
+            key: UnsafeRawBufferPointer(start: start, count: entry.keyCount),
+            fullID: UnsafeRawBufferPointer(start: idStart, count: entry.idCount),
+            value: UnsafeRawBufferPointer(start: valueStart, count: entry.valueCount),
+            type: Int(entry.type)))
+    }
+
+    /// The class of the record at `index` (an index into `types`).
+    func type(at index: Int) -> Int {
+        Int(entries[index].type)
+    }
+
+    /// The index in `types` of the class `name`, compared by its bytes: class names that are
+    /// equal as Swift strings but spelt differently (canonically equivalent) are different
+    /// classes, stored under different keys.
+    private func typeIndex(of name: String) -> Int? {
+        @inline(__always) func same(_ type: RecordType) -> Bool {
+            type.name.utf8.count == name.utf8.count && type.name.utf8.elementsEqual(name.utf8)
+        }
+        // A batch is usually of one class: the last one added is checked first.
+        if let last = types.last, same(last) { return types.count - 1 }
+        return types.firstIndex(where: same)
+    }
+
+    private mutating func addType(_ type: RecordType) -> Int {
+        types.append(type)
+        return types.count - 1
+    }
+
+    private mutating func append(key: UnsafeRawBufferPointer, fullID: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, type: Int) {
+        let size = key.count + fullID.count + value.count
+        let (chunk, start) = reserve(size)
+        var target = chunks[chunk].base + start
+        @inline(__always) func copy(_ part: UnsafeRawBufferPointer) {
+            if let source = part.baseAddress, !part.isEmpty { target.copyMemory(from: source, byteCount: part.count) }
+            target += part.count
+        }
+        copy(key)
+        copy(fullID)
+        copy(value)
+        entries.append(Entry(
+            chunk: Int32(chunk), type: Int32(type), start: start,
+            keyCount: key.count, idCount: fullID.count, valueCount: value.count))
+        valueBytes += value.count
+        keyBytes += key.count
+        typeNameBytes += types[type].name.utf8.count
+    }
+
+    /// Room for `size` bytes: in the last chunk when this batch alone holds it and it has room,
+    /// else in a new chunk, twice the last one's size up to `chunkSize` (so a batch of one
+    /// record takes just its size) and never smaller than `size`.
+    private mutating func reserve(_ size: Int) -> (chunk: Int, start: Int) {
+        if let last = chunks.indices.last, isKnownUniquelyReferenced(&chunks[last]), chunks[last].capacity - chunks[last].used >= size {
+            let start = chunks[last].used
+            chunks[last].used += size
+            return (last, start)
+        }
+        let capacity = max(size, min(Self.chunkSize, 2 * (chunks.last?.capacity ?? 0)))
+        let chunk = RecordChunk(capacity: capacity)
+        chunk.used = size
+        chunks.append(chunk)
+        return (chunks.count - 1, 0)
+    }
+}
+
+/// Memory holding records' bytes (see `RecordBatch`'s invariants).
+///
+/// Sendable: bytes are written only by the batch holding the only reference, before it is
+/// shared, and are never changed afterwards.
+package final class RecordChunk: @unchecked Sendable {
+    /// The memory, `capacity` bytes.
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    /// How many bytes from `base` hold records; the rest is free.
+    var used = 0
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        base = UnsafeMutableRawPointer.allocate(byteCount: max(capacity, 1), alignment: 16)
+    }
+
+    deinit {
+        base.deallocate()
+    }
+}

@@ -1,0 +1,416 @@
+import LocalLMDBJSON
+import LocalLMDBLMDB
+import Foundation
+
+/// The record layout, over one environment:
+///
+/// - `records`: record key → `RecordValue` (class name, full id when hashed, JSON).
+/// - `types`: `MDB_DUPSORT`, class-name key → record key, one duplicate per record.
+/// - `meta`: `"format"` → the layout version; the change log's identity and size.
+/// - `classes`: class-name key → class name, a zero byte, the class's mangled Swift name.
+/// - `changes`: what each commit changed (`ChangeLog`), written by the commit itself.
+///
+/// Invariant: every write changes `records` and `types` in the same transaction, so each record
+/// has exactly one index entry, under its stored class name, and each index entry has a record.
+///
+/// All methods are synchronous and run inside a transaction the caller provides.
+package struct RecordStore: Sendable {
+    /// The layout written: 2 since records carry checksums (`RecordValue`). A database of
+    /// layout 1 is read as it is and marked 2 when it is first opened for writing, as records
+    /// of format 2 go into it from then on (and an earlier version of LocalLMDB, which cannot
+    /// read them, then refuses it with `unsupportedFormat` rather than failing record by record).
+    static let layoutVersion: UInt8 = 2
+    /// The layouts read.
+    static let readableLayouts: [[UInt8]] = [[1], [2]]
+
+    package let environment: Environment
+    package let records: DatabaseHandle
+    let types: DatabaseHandle
+    let meta: DatabaseHandle
+    let classes: DatabaseHandle
+    /// Nil only for a database opened read-only that has no change log yet (made by an
+    /// earlier version, and not opened for writing since).
+    package let changeLog: ChangeLog?
+
+    /// Opens the five databases, creating them and recording the layout version if new (unless
+    /// `readOnly`: then they must exist).
+    package init(environment: Environment, readOnly: Bool = false, changeLogLimits: ChangeLog.Limits) throws(DatabaseError) {
+        self.environment = environment
+        if readOnly {
+            let handles = try environment.openExistingDatabases([
+                ("records", false), ("types", true), ("meta", false), ("classes", false),
+            ])
+            let meta = handles[2]
+            let (stored, logID) = try environment.withReadTransaction { transaction throws(DatabaseError) in
+                (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
+            }
+            guard let stored, Self.readableLayouts.contains(stored) else {
+                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.layoutVersion))
+            }
+            (records, types, self.meta, classes) = (handles[0], handles[1], meta, handles[3])
+            if let logID, let changes = try? environment.openExistingDatabases([("changes", false)]).first {
+                changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: String(decoding: logID, as: UTF8.self))
+            } else {
+                changeLog = nil
+            }
+            return
+        }
+        let write = try environment.beginWrite()
+        let transaction = write.transaction
+        do throws(DatabaseError) {
+            records = try environment.openDatabase("records", dupSort: false, in: transaction)
+            types = try environment.openDatabase("types", dupSort: true, in: transaction)
+            let meta = try environment.openDatabase("meta", dupSort: false, in: transaction)
+            self.meta = meta
+            classes = try environment.openDatabase("classes", dupSort: false, in: transaction)
+            let changes = try environment.openDatabase("changes", dupSort: false, in: transaction)
+            let formatKey = Array("format".utf8)
+            if let stored = try Self.read(formatKey, meta, in: transaction) {
+                guard Self.readableLayouts.contains(stored) else {
+                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.layoutVersion))
+                }
+                if stored != [Self.layoutVersion] { try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction) }
+            } else {
+                try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction)
+            }
+            // The change log's identity, made once (also for a database an earlier version made):
+            // an open that finds everything in place writes nothing.
+            let logID: String
+            if let stored = try Self.read(ChangeLog.logIDKey, meta, in: transaction) {
+                logID = String(decoding: stored, as: UTF8.self)
+            } else {
+                logID = UUID().uuidString
+                try Self.write(Array(logID.utf8), at: ChangeLog.logIDKey, meta, in: transaction)
+            }
+            changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: logID)
+        } catch {
+            write.abort()
+            throw error
+        }
+        try write.commit()
+    }
+
+    private static func read(_ key: [UInt8], _ database: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) -> [UInt8]? {
+        try key.withBytes { key throws(DatabaseError) in try transaction.get(database, key).map { Array($0) } }
+    }
+
+    private static func write(_ value: [UInt8], at key: [UInt8], _ database: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) {
+        try key.withBytes { key throws(DatabaseError) in
+            try value.withBytes { value throws(DatabaseError) in _ = try transaction.put(database, key, value) }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The stored value under `key`, if any.
+    package func value(_ key: StorageKey, in transaction: Transaction) throws(DatabaseError) -> UnsafeRawBufferPointer? {
+        try Self.value(key, records: records, in: transaction)
+    }
+
+    /// `value(_:in:)` given the records database alone: the hot path of a read by id, which
+    /// must not copy the store (a copy retains what it holds: a shared reference count
+    /// written by every read, from every thread).
+    package static func value(_ key: StorageKey, records: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) -> UnsafeRawBufferPointer? {
+        try key.withBytes { bytes throws(DatabaseError) in try transaction.get(records, bytes) }
+    }
+
+    /// The number of records: O(1).
+    package func count(in transaction: Transaction) throws(DatabaseError) -> Int {
+        try transaction.entryCount(records)
+    }
+
+    /// The number of records stored under any of `typeKeys`: O(1) per key.
+    package func count(typeKeys: [StorageKey], in transaction: Transaction) throws(DatabaseError) -> Int {
+        try transaction.withCursor(types) { cursor throws(DatabaseError) in
+            var total = 0
+            for typeKey in typeKeys {
+                let found = try typeKey.withBytes { key throws(DatabaseError) in try cursor.get(.key, key: key) }
+                if found != nil { total += try cursor.duplicateCount() }
+            }
+            return total
+        }
+    }
+
+    /// Calls `body` with the key and value of each record stored under any of `typeKeys`,
+    /// type by type, in key order.
+    func forEachRecord(
+        typeKeys: [StorageKey], in transaction: Transaction,
+        _ body: (_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
+    ) throws(DatabaseError) {
+        try transaction.withCursor(types) { index throws(DatabaseError) in
+            try transaction.withCursor(records) { recordsCursor throws(DatabaseError) in
+                // The index lists a type's records in key order, the order of the records
+                // database: when the type holds most records, the next record is the one after
+                // the last, one cursor step instead of a search. That step is taken before the
+                // current record is handled, so the next one's bytes load in the meantime.
+                var ahead: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+                for typeKey in typeKeys {
+                    try typeKey.withBytes { typeBytes throws(DatabaseError) in
+                        try index.forEachDuplicate(of: typeBytes) { recordKey throws(DatabaseError) in
+                            let found: UnsafeRawBufferPointer?
+                            if let ahead, ahead.key.hasSameBytes(as: recordKey) {
+                                found = ahead.value
+                            } else {
+                                found = try recordsCursor.get(.key, key: recordKey)?.value
+                            }
+                            ahead = found == nil ? nil : try recordsCursor.get(.next)
+                            ahead?.value.prefetch()
+                            // An index entry without its record is reported by verifyIntegrity; reads skip it.
+                            if let found { try body(recordKey, found) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `transform` applied to each record stored under any of `typeKeys`, checked and read in
+    /// place (so only for the life of `transaction`).
+    /// `transform` is also given a function that makes the record's id.
+    package func objects<R>(
+        typeKeys: [StorageKey], in transaction: Transaction,
+        _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R] {
+        var objects: [R] = []
+        objects.reserveCapacity(try count(typeKeys: typeKeys, in: transaction))
+        try forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(DatabaseError) in
+            let stored = try RecordDecoding.decode(key: key, value: value)
+            objects.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
+        }
+        return objects
+    }
+
+    /// The ids of the records stored under any of `typeKeys`.
+    package func ids(typeKeys: [StorageKey], in transaction: Transaction) throws(DatabaseError) -> [String] {
+        var ids: [String] = []
+        try transaction.withCursor(types) { cursor throws(DatabaseError) in
+            for typeKey in typeKeys {
+                try typeKey.withBytes { typeBytes throws(DatabaseError) in
+                    try cursor.forEachDuplicate(of: typeBytes) { recordKey throws(DatabaseError) in
+                        guard recordKey.isHashedKey else {
+                            ids.append(String(decoding: recordKey, as: UTF8.self))
+                            return
+                        }
+                        // A hashed key's id is in the value: one that cannot be parsed is
+                        // reported as `read()` reports it, never skipped. (An index entry with
+                        // no record is skipped by both, and reported by `verify`.)
+                        guard let value = try transaction.get(records, recordKey) else { return }
+                        do throws(RecordValueError) {
+                            ids.append(try RecordValue(parsing: value).id(key: recordKey))
+                        } catch {
+                            throw .corruptRecord(id: RecordDecoding.displayID(recordKey), reason: error.description)
+                        }
+                    }
+                }
+            }
+        }
+        return ids
+    }
+
+    // MARK: Writing
+
+    /// Applies one operation, adding what it changed to `changes` (for the change log).
+    /// Returns the number of records written or deleted.
+    package func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeRecord) throws(DatabaseError) -> Int {
+        switch operation {
+        case let .put(records, classes):
+            try claim(classes, in: transaction)
+            // A record that changes class leaves its old class: observers of that class must
+            // hear it, in its place among the batch's writes (see `ChangeRecord.append(written:leaving:)`).
+            var left: [(index: Int, className: String)] = []
+            for index in Self.keyOrder(records) {
+                try records.withRecord(at: index) { record throws(DatabaseError) in
+                    if let previous = try put(record, of: records.types[record.type], in: transaction) {
+                        left.append((index, previous))
+                    }
+                }
+            }
+            changes.append(written: records, leaving: left)
+            return records.count
+        case let .delete(key):
+            guard let className = try delete(key, in: transaction) else { return 0 }
+            changes.append(.deleted(id: key.id, className: className))
+            return 1
+        case let .deleteTypes(typeKeys, names, owner):
+            try checkOwner(owner, in: transaction)
+            let deleted = try deleteAll(typeKeys: typeKeys, in: transaction)
+            if deleted > 0 { for name in names { changes.append(.typeDeleted(className: name)) } }
+            return deleted
+        case .clear:
+            let count = try transaction.entryCount(records)
+            try transaction.empty(records)
+            try transaction.empty(types)
+            if count > 0 { changes.append(.cleared) }
+            return count
+        }
+    }
+
+    /// Writes the id of the transaction to `meta` (`"published"`): a change that touches no
+    /// record, for a commit whose only purpose is to publish the one before it.
+    package func markPublished(in transaction: Transaction) throws(DatabaseError) -> Bool {
+        try Self.write(ChangeLog.uint64(UInt64(transaction.id)), at: Array("published".utf8), meta, in: transaction)
+        return true
+    }
+
+    /// Records `changes` as the commit's entry in the change log (see `ChangeLog.append`).
+    package func logChanges(_ changes: ChangeRecord, in transaction: Transaction) throws(DatabaseError) -> UInt64? {
+        try changeLog?.append(changes, in: transaction)
+    }
+
+    /// The order to put `records` in: about the order of their keys, so that the B-trees are
+    /// walked from one page to the next rather than at random (a large batch of random ids
+    /// went at a third of the speed). Records with the same key keep their order, so the
+    /// last one written wins, as in the given order. Small batches keep the given order.
+    static func keyOrder(_ records: RecordBatch) -> [Int] {
+        guard records.count >= 64 else { return Array(records.indices) }
+        // Sorted by the key's first 8 bytes (big-endian, so integers compare as the bytes do),
+        // then by position: exact for the ids that differ there, stable for equal keys.
+        var order = records.indices.map { index in
+            (prefix: records.withRecord(at: index) { record in
+                var prefix: UInt64 = 0
+                for offset in 0..<8 { prefix = prefix << 8 | UInt64(offset < record.key.count ? record.key[offset] : 0) }
+                return prefix
+            }, index: index)
+        }
+        order.sort { $0.prefix != $1.prefix ? $0.prefix < $1.prefix : $0.index < $1.index }
+        return order.map(\.index)
+    }
+
+    /// Puts `record` of the class `type`; returns the class name it was stored under before,
+    /// when that was another.
+    private func put(_ record: RecordBatch.Record, of type: RecordBatch.RecordType, in transaction: Transaction) throws(DatabaseError) -> String? {
+        let key = record.key
+        var previousClass: String?
+        // A new record (the common case in a batch) goes in with one search of the tree: a put
+        // that refuses to overwrite. Only when the id is taken is the stored record looked at:
+        // its index entry moves when its class changes, then its value is replaced.
+        if try !transaction.put(records, key, record.value, mode: .keepExisting) {
+            switch try storedTypeKey(key, in: transaction) {
+            case let .some(previousType, previousName) where previousType != type.key:
+                try removeIndexEntry(type: previousType, record: key, in: transaction)
+                previousClass = previousName
+            case .unreadable:
+                try removeAllIndexEntries(record: key, in: transaction)
+            default:
+                break
+            }
+            try transaction.put(records, key, record.value)
+        }
+        try type.key.withBytes { typeKey throws(DatabaseError) in
+            try transaction.put(types, typeKey, key, mode: .keepExistingPair)
+        }
+        return previousClass
+    }
+
+    /// Deletes the record under `key`; returns its class name (empty when its header is
+    /// unreadable), or nil when there was none.
+    private func delete(_ key: StorageKey, in transaction: Transaction) throws(DatabaseError) -> String? {
+        try key.withBytes { key throws(DatabaseError) in
+            let className: String
+            switch try storedTypeKey(key, in: transaction) {
+            case let .some(previousType, name):
+                try removeIndexEntry(type: previousType, record: key, in: transaction)
+                className = name
+            case .unreadable:
+                try removeAllIndexEntries(record: key, in: transaction)
+                className = ""
+            case .none:
+                return nil
+            }
+            return try transaction.delete(records, key) ? className : nil
+        }
+    }
+
+    private func deleteAll(typeKeys: [StorageKey], in transaction: Transaction) throws(DatabaseError) -> Int {
+        var deleted = 0
+        for typeKey in typeKeys {
+            var recordKeys: [[UInt8]] = []
+            try transaction.withCursor(types) { cursor throws(DatabaseError) in
+                try typeKey.withBytes { typeBytes throws(DatabaseError) in
+                    try cursor.forEachDuplicate(of: typeBytes) { recordKeys.append(Array($0)) }
+                }
+            }
+            for recordKey in recordKeys {
+                let removed = try recordKey.withBytes { key throws(DatabaseError) in
+                    try transaction.delete(records, key)
+                }
+                if removed { deleted += 1 }
+            }
+            try typeKey.withBytes { typeBytes throws(DatabaseError) in
+                _ = try transaction.delete(types, typeBytes)
+            }
+        }
+        return deleted
+    }
+
+    /// What is known of the class of the record stored under a key.
+    private enum StoredType {
+        case none
+        /// The class's index key and name.
+        case some(StorageKey, String)
+        /// A record is there, but its header is corrupt.
+        case unreadable
+    }
+
+    private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) -> StoredType {
+        guard let existing = try transaction.get(records, key) else { return .none }
+        guard let stored = try? RecordValue(parsing: existing) else { return .unreadable }
+        let name = stored.typeNameString
+        return .some(StorageKey(name, maxKeySize: environment.maxKeySize), name)
+    }
+
+    /// Removes every index entry pointing at `record`, whatever its class: the fallback for a
+    /// record whose header is corrupt. Walks the whole index, so only that rare path uses it.
+    private func removeAllIndexEntries(record: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+        try transaction.withCursor(types) { cursor throws(DatabaseError) in
+            var entry = try cursor.get(.first)
+            while let current = entry {
+                if current.value.elementsEqual(record) {
+                    try cursor.deleteCurrent()
+                }
+                // After a delete, MDB_NEXT returns the pair that moved under the cursor.
+                entry = try cursor.get(.next)
+            }
+        }
+    }
+
+    private func removeIndexEntry(type: StorageKey, record: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+        try type.withBytes { typeBytes throws(DatabaseError) in
+            _ = try transaction.delete(types, typeBytes, value: record)
+        }
+    }
+
+    // MARK: Class names
+
+    /// The `classes` database, for lookups during reads.
+    package var classTable: ClassTable { ClassTable(environment: environment, database: classes) }
+
+    /// Records each class's owner, unless it is recorded already.
+    /// - Throws: `classNameConflict` when another type owns one of the names and the writing
+    ///   type does not adopt it (nothing is changed then: the transaction is abandoned).
+    func claim(_ storedClasses: [StoredClass], in transaction: Transaction) throws(DatabaseError) {
+        for storedClass in storedClasses {
+            let key = StorageKey(storedClass.name, maxKeySize: environment.maxKeySize)
+            let existing = try classTable.row(named: storedClass.name, in: transaction)
+            if let existing {
+                if existing.hasSameOwner(as: storedClass) && !existing.qualifiedName.isEmpty { continue }
+                guard existing.hasSameOwner(as: storedClass) || storedClass.adopts else {
+                    throw .classNameConflict(
+                        name: storedClass.name, storedBy: existing.displayName, requestedBy: storedClass.qualifiedName)
+                }
+            }
+            try key.withBytes { key throws(DatabaseError) in
+                try storedClass.encoded.withBytes { bytes throws(DatabaseError) in
+                    try transaction.put(classes, key, bytes)
+                }
+            }
+        }
+    }
+
+    /// Throws `classNameConflict` when a type other than `owner` owns `owner`'s name (and
+    /// `owner` does not adopt it): records under that name are not `owner`'s to read or delete.
+    func checkOwner(_ owner: StoredClass, in transaction: Transaction) throws(DatabaseError) {
+        guard !owner.adopts, case let .other(existing) = try classTable.ownership(of: owner, in: transaction) else { return }
+        throw .classNameConflict(name: owner.name, storedBy: existing.displayName, requestedBy: owner.qualifiedName)
+    }
+}

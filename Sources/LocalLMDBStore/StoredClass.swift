@@ -1,0 +1,108 @@
+import LocalLMDBJSON
+import LocalLMDBLMDB
+
+/// A row of the `classes` database: the Swift type that owns a stored class name.
+///
+/// Invariant (kept by `RecordStore.claim`): a stored class name has one owner at a time. A
+/// write that would store a record or nested object under a name owned by another Swift type
+/// fails with `classNameConflict`, unless the writing type was registered explicitly
+/// (`StoredClasses.register`), which adopts the name (a class that moved to another module).
+///
+/// Stored as `name \0 mangledName \0 qualifiedName`; rows written before the qualified name was
+/// kept end after the mangled name.
+package struct StoredClass: Sendable, Equatable {
+    /// The class name records are stored under (SwiftLocal's short class name, or a registered one).
+    package let name: String
+    /// The owning type's mangled Swift name, which the Swift runtime resolves in any process
+    /// that links the type's module.
+    package let mangledName: String
+    /// The owning type's module-qualified name, for messages; empty in older rows.
+    package let qualifiedName: String
+    /// The owning type was registered explicitly, so it takes the name over from another type.
+    /// Not stored.
+    package let adopts: Bool
+
+    package init(name: String, mangledName: String, qualifiedName: String, adopts: Bool = false) {
+        self.name = name
+        self.mangledName = mangledName
+        self.qualifiedName = qualifiedName
+        self.adopts = adopts
+    }
+
+    /// Parses a stored row; nil when it is not one.
+    init?(parsing bytes: UnsafeRawBufferPointer) {
+        let parts = bytes.split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2 else { return nil }
+        name = String(decoding: parts[0], as: UTF8.self)
+        mangledName = String(decoding: parts[1], as: UTF8.self)
+        qualifiedName = parts.count > 2 ? String(decoding: parts[2], as: UTF8.self) : ""
+        adopts = false
+    }
+
+    /// The stored row.
+    var encoded: [UInt8] {
+        Array(name.utf8) + [0] + Array(mangledName.utf8) + [0] + Array(qualifiedName.utf8)
+    }
+
+    /// The owner's name for messages: qualified when known.
+    package var displayName: String {
+        qualifiedName.isEmpty ? "the type with mangled name \(mangledName)" : qualifiedName
+    }
+
+    /// True when `other` is owned by the same Swift type.
+    package func hasSameOwner(as other: StoredClass) -> Bool {
+        mangledName == other.mangledName
+    }
+}
+
+/// Reads rows of the `classes` database: in a given transaction, or in a fresh snapshot.
+///
+/// Holds its environment unowned: it is used only while a read holds the environment alive
+/// (a `ReadContext` lives for one read), so copying it costs no reference counting.
+package struct ClassTable {
+    unowned(unsafe) let environment: Environment
+    let database: DatabaseHandle
+
+    /// The row for `name`, read in `transaction`, or in a new read-only snapshot when nil.
+    package func row(named name: String, in transaction: Transaction?) throws(DatabaseError) -> StoredClass? {
+        guard let transaction else {
+            return try environment.withReadTransaction { transaction throws(DatabaseError) in
+                try row(named: name, in: transaction)
+            }
+        }
+        return try StorageKey(name, maxKeySize: environment.maxKeySize).withBytes { key throws(DatabaseError) in
+            try transaction.get(database, key).flatMap(StoredClass.init(parsing:))
+        }
+    }
+
+    /// Who owns a stored class name, as seen by one type.
+    package enum Ownership {
+        /// Nobody: no record or nested object has been stored under the name.
+        case none
+        /// The type asking.
+        case same
+        /// Another type.
+        case other(StoredClass)
+    }
+
+    /// Who owns `storedClass.name`, compared with `storedClass`'s type. Compares bytes, building
+    /// no strings unless the owner differs.
+    package func ownership(of storedClass: StoredClass, in transaction: Transaction) throws(DatabaseError) -> Ownership {
+        try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(DatabaseError) in
+            guard let row = try transaction.get(database, key) else { return .none }
+            if let separator = row.firstIndex(of: 0) {
+                let owner = row[(separator + 1)...].prefix { $0 != 0 }
+                var mangled = storedClass.mangledName
+                if mangled.withUTF8({ owner.elementsEqual($0) }) { return .same }
+            }
+            return StoredClass(parsing: row).map(Ownership.other) ?? .none
+        }
+    }
+}
+
+extension [StoredClass] {
+    /// Appends each of `classes` not already here, in order.
+    package mutating func addAbsent(_ classes: some Sequence<StoredClass>) {
+        for storedClass in classes where !contains(storedClass) { append(storedClass) }
+    }
+}

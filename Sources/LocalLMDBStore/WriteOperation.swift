@@ -1,0 +1,28 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+/// One change to the store. Every operation keeps `records` and `types` in agreement.
+package enum WriteOperation: Sendable {
+    /// Insert or replace records, in order, after claiming the stored classes they use
+    /// (`RecordStore.claim`).
+    case put(RecordBatch, classes: [StoredClass])
+    /// Delete the record under a key.
+    case delete(StorageKey)
+    /// Delete every record stored under any of these type keys (of the class names `names`),
+    /// the first of which is `owner`'s name: refused when another type owns that name
+    /// (`RecordStore.checkOwner`).
+    case deleteTypes([StorageKey], names: [String], owner: StoredClass)
+    /// Delete every record.
+    case clear
+}
+
+extension WriteOperation {
+    /// A generous estimate of the map space the operation's new pages take: each record's
+    /// value and key, its entry in the type index, its id in the change log, and B-tree pages
+    /// left part-empty by inserts in random key order (counted as twice the bytes). 0 for
+    /// deletes, which free pages.
+    package var estimatedGrowth: Int {
+        guard case let .put(records, _) = self else { return 0 }
+        return 2 * (records.valueBytes + 2 * records.keyBytes + records.typeNameBytes + 64 * records.count)
+    }
+}
+
