@@ -154,35 +154,43 @@ package final class TransactionCoordinator: @unchecked Sendable {
     }
 
     /// Applies `operation` in `owner`'s transaction; nil when `owner` has none open.
+    ///
+    /// A failed operation leaves no trace: the transaction is aborted and rebuilt from its
+    /// journal (in the map grown first, when the map was full, and the operation tried again).
     private func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(DatabaseError) -> Int? {
         try checkThread("write")
         guard let open = user, open.owner == owner else { return nil }
-        var attempts = 0
-        while true {
-            do throws(DatabaseError) {
-                let result = try store.apply(operation, in: try open.transaction(), changes: &open.changes)
-                open.journal.append(operation)
-                return result
-            } catch {
-                if case .transactionFailed = error { throw error }
-                // Leave no trace of the failed operation: rebuild the transaction from the
-                // journal, growing the map first when that was the problem.
-                open.write.take()?.abort()
-                var grown = false
-                if error.isMapFull, attempts < Self.maxAttempts {
-                    // At its maximum, the map cannot grow: the operation fails, the transaction goes on.
-                    grown = (try? environment.growMap()) != nil
-                }
+        do throws(DatabaseError) {
+            return try retryingWhenTheMapFills { () throws(DatabaseError) -> Int in
+                if open.write == nil, open.failure == nil { try rebuild(open) }  // After growing the map.
                 do throws(DatabaseError) {
-                    open.write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
+                    let result = try store.apply(operation, in: try open.transaction(), changes: &open.changes)
+                    open.journal.append(operation)
+                    return result
                 } catch {
-                    // The transaction cannot go on: it stays, failed, until its owner rolls it back.
-                    open.failure = error
-                    throw .transactionFailed(reason: error.description)
+                    if case .transactionFailed = error { throw error }
+                    open.write.take()?.abort()
+                    throw error
                 }
-                guard grown else { throw error }
-                attempts += 1
             }
+        } catch {
+            // The operation failed for good (or the map is at its maximum): the transaction goes
+            // on without it, unless it cannot be rebuilt.
+            if open.write == nil, open.failure == nil { try rebuild(open) }
+            throw error
+        }
+    }
+
+    /// Rebuilds `open`'s aborted transaction from its journal.
+    /// - Throws: `transactionFailed`, and the transaction stays failed until its owner rolls
+    ///   it back, when it cannot be rebuilt.
+    private func rebuild(_ open: UserTransaction) throws(DatabaseError) {
+        assert(open.write == nil, "rebuilding a transaction that is still open")
+        do throws(DatabaseError) {
+            open.write = try rebuild(open.journal, expecting: open.transactionID, changes: &open.changes)
+        } catch {
+            open.failure = error
+            throw .transactionFailed(reason: error.description)
         }
     }
 
