@@ -4,22 +4,22 @@ import LocalLMDBLMDB
 /// of writers that finished on it.
 ///
 /// Confinement: each thread has its own (`ThreadLocal`), used only by synchronous code on it.
-package final class CodecScratch {
+@usableFromInline package final class CodecScratch {
     // Exclusivity is not checked at run time on the stored properties: the scratch is used by
     // its own thread only, and the checks cost more than the accesses they guard.
 
     /// The calling thread's scratch.
-    package static var current: CodecScratch {
+    @inlinable package static var current: CodecScratch {
         @inline(__always) get { scratches.current }
     }
 
-    private static let scratches = ThreadLocal { CodecScratch() }
+    @usableFromInline static let scratches = ThreadLocal { CodecScratch() }
 
     /// Where this thread's stack is too low to recurse further (`StackGuard`); nil until asked.
-    @exclusivity(unchecked) private var knownStackLimit: UInt?
+    @exclusivity(unchecked) @usableFromInline var knownStackLimit: UInt?
 
     /// The address below which this thread's stack is too low for the codec to recurse further.
-    package var stackLimit: UInt {
+    @inlinable package var stackLimit: UInt {
         if let knownStackLimit { return knownStackLimit }
         let limit = StackGuard.limitOfCurrentThread()
         knownStackLimit = limit
@@ -28,14 +28,14 @@ package final class CodecScratch {
 
     /// Whether this thread's stack has grown past `stackLimit`.
     @inline(__always)
-    package var stackIsLow: Bool { StackGuard.isLow(stackLimit) }
+    @inlinable package var stackIsLow: Bool { StackGuard.isLow(stackLimit) }
 
     /// Output memory of `JSONWriter`s that finished on this thread, for the next ones (a data
     /// object being built holds one, and each object nested in it another): an encode then
     /// allocates only the bytes it returns. Owned by the scratch while here; at most
     /// `keptWriterBuffers`.
-    @exclusivity(unchecked) var writerBuffers: [(base: UnsafeMutableRawPointer, capacity: Int)] = []
-    static let keptWriterBuffers = 4
+    @exclusivity(unchecked) @usableFromInline var writerBuffers: [(base: UnsafeMutableRawPointer, capacity: Int)] = []
+    @usableFromInline static let keptWriterBuffers = 4
 
     deinit {
         for buffer in writerBuffers { buffer.base.deallocate() }

@@ -10,29 +10,29 @@ import LocalLMDBLMDB
 /// Invariant: `bytes` starts with the object's `{` and holds at least up to its matching `}`
 /// (nested objects share their parent's bytes and run to the parent's end); the document they
 /// belong to passed `JSONValidator` and names no member twice in any object.
-package struct EncodedObject {
-    package let bytes: UnsafeRawBufferPointer
+@usableFromInline package struct EncodedObject {
+    @usableFromInline package let bytes: UnsafeRawBufferPointer
     /// Keeps owned bytes alive; nil when they are borrowed.
-    package let owner: JSONBuffer?
+    @usableFromInline package let owner: JSONBuffer?
 
-    package var scanner: JSONScanner { JSONScanner(bytes) }
+    @inlinable package var scanner: JSONScanner { JSONScanner(bytes) }
 
     /// Exactly the object's bytes, from `{` to its `}`.
-    package var extent: UnsafeRawBufferPointer {
+    @inlinable package var extent: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: bytes[..<scanner.end(ofValueAt: 0)])
     }
 
     /// The member naming an object's class (`"object"`; SwiftLocal's), which `LocalLMDB`'s
     /// data objects write first.
-    package static let classNameKey = "object"
+    @usableFromInline package static let classNameKey = "object"
 
     /// The string under `classNameKey`: the writer puts it first, so this usually reads one member.
-    package var className: String? {
+    @inlinable package var className: String? {
         member(named: Self.classNameKey, from: nil).flatMap { scanner.string(at: $0.value)?.value }
     }
 
     /// The class member when it is the first member, where LocalLMDB writes it.
-    var leadingClassMember: JSONScanner.Member? {
+    @inlinable var leadingClassMember: JSONScanner.Member? {
         let scanner = scanner
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
         return FieldKey.withClassKey { scanner.member(at: first, spelled: $0) }
@@ -41,7 +41,7 @@ package struct EncodedObject {
     /// The offset just past the class member's value when the class member comes first and
     /// its value is the string spelled exactly as `expected` (plain text, which JSON writes byte
     /// for byte: so the value is `expected`); nil otherwise.
-    package func endOfClassName(spelled expected: String) -> Int? {
+    @inlinable package func endOfClassName(spelled expected: String) -> Int? {
         let scanner = scanner
         guard let member = leadingClassMember, scanner.byte(at: member.value) == UInt8(ascii: "\"") else { return nil }
         let end = expected.utf8.withContiguousStorageIfAvailable { utf8 -> Int? in
@@ -61,13 +61,13 @@ package struct EncodedObject {
     /// precomposed `é` or with `e` and a combining accent, `"K"` and the Kelvin sign) are one key.
     /// Bytes are compared first; only when none match, and some key involved is not plain
     /// ASCII (for which byte equality is canonical equivalence), are keys decoded and compared.
-    package func member(named key: String, from start: Int?) -> JSONScanner.Member? {
+    @inlinable package func member(named key: String, from start: Int?) -> JSONScanner.Member? {
         if let member = memberSpelled(key, from: start) { return member }
         return memberEquivalent(to: key)
     }
 
     /// The member whose key, decoded, is canonically equivalent to `key` but spelt otherwise.
-    private func memberEquivalent(to key: String) -> JSONScanner.Member? {
+    @inlinable func memberEquivalent(to key: String) -> JSONScanner.Member? {
         let scanner = scanner
         var keyCopy = key
         let keyIsPlain = keyCopy.withUTF8 { JSONGrammar.isPlain(UnsafeRawBufferPointer($0)) }
@@ -85,7 +85,7 @@ package struct EncodedObject {
     }
 
     /// The member whose key is spelt exactly `key` (after unescaping).
-    private func memberSpelled(_ key: String, from start: Int?) -> JSONScanner.Member? {
+    @inlinable func memberSpelled(_ key: String, from start: Int?) -> JSONScanner.Member? {
         let scanner = scanner
         guard let first = scanner.firstMember(ofObjectAt: 0) else { return nil }
         let start = start ?? first
@@ -114,12 +114,12 @@ package struct EncodedObject {
     }
 
     /// The nested object whose `{` is at `offset`.
-    package func nestedObject(at offset: Int) -> EncodedObject {
+    @inlinable package func nestedObject(at offset: Int) -> EncodedObject {
         EncodedObject(bytes: UnsafeRawBufferPointer(rebasing: bytes[offset...]), owner: owner)
     }
 
     /// The same object in bytes of its own.
-    package func owned() -> EncodedObject {
+    @inlinable package func owned() -> EncodedObject {
         if owner != nil { return self }
         let buffer = JSONBuffer(copying: extent)
         return EncodedObject(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer)
@@ -129,7 +129,7 @@ package struct EncodedObject {
     /// an object in it repeats a key, reads a rewritten copy that keeps each key's last value.
     /// - Parameter owner: What keeps `json` alive, or nil when it is borrowed.
     /// - Throws: `DatabaseError.invalidJSON`.
-    package static func validating(_ json: UnsafeRawBufferPointer, owner: JSONBuffer?) throws(DatabaseError) -> EncodedObject {
+    @inlinable package static func validating(_ json: UnsafeRawBufferPointer, owner: JSONBuffer?) throws(DatabaseError) -> EncodedObject {
         let summary = try JSONValidator.validateObject(json)
         guard summary.mayRepeatKeys else {
             return EncodedObject(bytes: UnsafeRawBufferPointer(rebasing: json[summary.start...]), owner: owner)
@@ -142,20 +142,20 @@ package struct EncodedObject {
     }
 
     /// The bytes of `object` as written by `JSONWriter`, owned.
-    init(writing object: JSONObject) {
+    @inlinable init(writing object: JSONObject) {
         self = Self.written(object).object
     }
 
     /// The bytes of `object` as written by `JSONWriter`, owned, and whether something in it could
     /// not be written (`null` stands in its place: see `JSONWriter.failed`).
-    package static func written(_ object: JSONObject) -> (object: EncodedObject, failed: Bool) {
+    @inlinable package static func written(_ object: JSONObject) -> (object: EncodedObject, failed: Bool) {
         var writer = JSONWriter()
         writer.write(object)
         let buffer = JSONBuffer.copying(writer.bytes)
         return (EncodedObject(bytes: UnsafeRawBufferPointer(buffer.bytes), owner: buffer), writer.failed)
     }
 
-    package init(bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
+    @inlinable package init(bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
         self.bytes = bytes
         self.owner = owner
     }
@@ -163,15 +163,15 @@ package struct EncodedObject {
 
 /// Bytes of JSON owned by the objects that read them. Immutable once made, so sharing one
 /// between threads is safe.
-package final class JSONBuffer: @unchecked Sendable {
-    package let bytes: UnsafeMutableRawBufferPointer
+@usableFromInline package final class JSONBuffer: @unchecked Sendable {
+    @usableFromInline package let bytes: UnsafeMutableRawBufferPointer
 
-    package init(copying source: UnsafeRawBufferPointer) {
+    @inlinable package init(copying source: UnsafeRawBufferPointer) {
         bytes = .allocate(byteCount: source.count, alignment: 1)
         bytes.copyMemory(from: source)
     }
 
-    package static func copying(_ source: [UInt8]) -> JSONBuffer {
+    @inlinable package static func copying(_ source: [UInt8]) -> JSONBuffer {
         source.withUnsafeBytes { JSONBuffer(copying: $0) }
     }
 
@@ -182,15 +182,15 @@ package final class JSONBuffer: @unchecked Sendable {
 
 extension EncodedObject {
     /// The empty object `{}`, in constant memory: what a spare data object holds between reads.
-    package static var empty: EncodedObject {
+    @inlinable package static var empty: EncodedObject {
         let text: StaticString = "{}"
         return EncodedObject(bytes: UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount), owner: nil)
     }
 
     /// The document `null`: what a decoder reads for a member that is missing.
-    package static var null: EncodedObject {
+    @inlinable package static var null: EncodedObject {
         EncodedObject(bytes: UnsafeRawBufferPointer(nullBuffer.bytes), owner: nullBuffer)
     }
 
-    private static let nullBuffer = JSONBuffer.copying(Array("null".utf8))
+    @usableFromInline static let nullBuffer = JSONBuffer.copying(Array("null".utf8))
 }

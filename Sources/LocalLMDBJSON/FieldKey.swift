@@ -6,27 +6,27 @@
 /// (`object` → `~object`, `~object` → `~~object`); every other key is stored unchanged. It is
 /// one-to-one, so a model may name a field `object` (or anything else) and get it back, and the
 /// record's class is never taken from a field.
-package enum FieldKey {
+@usableFromInline package enum FieldKey {
     /// The member name for the field key `key`.
     @inline(__always)
-    package static func stored(_ key: String) -> String {
+    @inlinable package static func stored(_ key: String) -> String {
         needsEscape(key) ? "~" + key : key
     }
 
     /// The class member's key, `object`, as bytes.
-    static let classKey: [UInt8] = Array("object".utf8)
+    @usableFromInline static let classKey: [UInt8] = Array("object".utf8)
 
     /// `body` given the class member's key as bytes, from constant memory (no lazy global to
     /// check on each use, as `classKey` has).
     @inline(__always)
-    package static func withClassKey<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    @inlinable package static func withClassKey<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         let key: StaticString = "object"
         return body(UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
     }
 
     /// `needsEscape` for a key's UTF-8 bytes: the rule, in one place.
     @inline(__always)
-    package static func needsEscape(_ key: UnsafeRawBufferPointer) -> Bool {
+    @inlinable package static func needsEscape(_ key: UnsafeRawBufferPointer) -> Bool {
         guard key.count >= 6, key[key.count - 1] == UInt8(ascii: "t") else { return false }
         let suffix = key.count - 6
         for index in 0..<6 where key[suffix + index] != classKey[index] { return false }
@@ -36,7 +36,7 @@ package enum FieldKey {
 
     /// Whether `key` is `object` preceded by zero or more `~`.
     @inline(__always)
-    static func needsEscape(_ key: String) -> Bool {
+    @inlinable static func needsEscape(_ key: String) -> Bool {
         var key = key
         return key.withUTF8 { needsEscape(UnsafeRawBufferPointer($0)) }
     }
@@ -45,7 +45,7 @@ package enum FieldKey {
 extension FieldKey {
     /// The field key stored as the member name `stored` (the inverse of `stored(_:)`). The
     /// member `object` itself is the class name, not a field.
-    package static func field(fromStored stored: String) -> String {
+    @inlinable package static func field(fromStored stored: String) -> String {
         stored.utf8.first == UInt8(ascii: "~") && needsEscape(stored) ? String(stored.dropFirst()) : stored
     }
 }

@@ -13,7 +13,7 @@ import Foundation
 /// bit for bit. `-0.0` (2001-01-01T00:00:00Z, whose sign no calendar time shows) is written with
 /// the offset `-00:00` (RFC 3339's "offset unknown": the same instant to other readers), which
 /// reads back as `-0.0` at that instant.
-package enum ISO8601Date {
+@usableFromInline package enum ISO8601Date {
     /// Formats `date`; nil when it cannot be written (not finite, or more than 2^63 seconds from
     /// 1970, some 292 billion years).
     ///
@@ -23,7 +23,7 @@ package enum ISO8601Date {
     ///
     /// Years 0 to 9999 have four digits; others use ISO 8601's expanded form, a sign and at
     /// least six digits (`+010000-01-01T00:00:00.000Z`, `-000001-12-31T23:59:59.000Z`).
-    static func format(_ date: Date) -> String? {
+    @inlinable static func format(_ date: Date) -> String? {
         guard let (text, parsed) = millisecondForm(date) else { return nil }
         let interval = date.timeIntervalSinceReferenceDate
         return parsed.bitPattern == interval.bitPattern ? text : exactForm(interval)
@@ -31,7 +31,7 @@ package enum ISO8601Date {
 
     /// `date` to the nearest millisecond, and the interval since the reference date that `parse`
     /// gives for that text.
-    private static func millisecondForm(_ date: Date) -> (text: String, parsed: Double)? {
+    @inlinable static func millisecondForm(_ date: Date) -> (text: String, parsed: Double)? {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite else { return nil }
         let dayLength: Int64 = 86_400_000
@@ -71,7 +71,7 @@ package enum ISO8601Date {
     /// The interval since the reference date of the date `seconds` after 1970 plus
     /// `milliseconds` (0 to 999): what `parse` gives for a time with at most three fraction
     /// digits, and what `format` checks its millisecond form against.
-    private static func millisecondInstant(seconds: Int64, milliseconds: Int64) -> Double {
+    @inlinable static func millisecondInstant(seconds: Int64, milliseconds: Int64) -> Double {
         let (wholeMilliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
         guard !overflow, abs(Double(wholeMilliseconds) + Double(milliseconds)) < exactMilliseconds else {
             // Beyond 2^53 ms a double has no room for every millisecond: whole seconds and the
@@ -82,7 +82,7 @@ package enum ISO8601Date {
     }
 
     /// Seconds between 1970-01-01 and 2001-01-01, the reference date of `Date`.
-    private static let referenceOffset: Int64 = 978_307_200
+    @usableFromInline static let referenceOffset: Int64 = 978_307_200
 
     /// The date `reference` seconds from the reference date, with the fraction digits that
     /// read back as exactly that date (`parse` reads the whole seconds and the fraction as one
@@ -95,7 +95,7 @@ package enum ISO8601Date {
     /// interval's fraction is the decimal's complement: `-0.3` is `…23:59:59.7000Z`, one second
     /// before the reference date plus 0.7. Splitting the double itself (`reference` less its
     /// whole seconds) is not exact there: `-2.8e-17` would be 1 s minus 2.8e-17, which rounds to 1.
-    private static func exactForm(_ reference: Double) -> String? {
+    @inlinable static func exactForm(_ reference: Double) -> String? {
         guard reference.isFinite else { return nil }
         if reference == 0, reference.sign == .minus { return "2001-01-01T00:00:00.000-00:00" }
         let whole = reference.rounded(.down)
@@ -111,7 +111,7 @@ package enum ISO8601Date {
 
     /// The digits after the point of the shortest decimal that reads back as `value` (positive,
     /// not a whole number, so below 2^52), written out without an exponent.
-    private static func fractionDigits(of value: Double) -> [UInt8] {
+    @inlinable static func fractionDigits(of value: Double) -> [UInt8] {
         let text = value.description  // Shortest round-tripping: "12.5", "0.123", or "1.25e-05".
         guard let exponentMark = text.firstIndex(of: "e") else {
             return text.split(separator: ".").last.map { Array($0.utf8) } ?? []
@@ -123,7 +123,7 @@ package enum ISO8601Date {
     }
 
     /// The fraction digits of 1 - 0.`digits`, as many as `digits` has (which are not all zeros).
-    private static func complement(_ digits: [UInt8]) -> [UInt8] {
+    @inlinable static func complement(_ digits: [UInt8]) -> [UInt8] {
         guard let last = digits.lastIndex(where: { $0 != UInt8(ascii: "0") }) else { return digits }
         var result = digits
         for index in 0..<last { result[index] = UInt8(ascii: "9") - (digits[index] - UInt8(ascii: "0")) }
@@ -132,7 +132,7 @@ package enum ISO8601Date {
     }
 
     /// `yyyy-MM-ddTHH:mm:ss` for a day count since 1970 and a second of that day.
-    private static func dateAndTime(days: Int64, secondOfDay: Int64) -> String {
+    @inlinable static func dateAndTime(days: Int64, secondOfDay: Int64) -> String {
         let (year, month, day) = civilDate(fromDays: days)
         var text = ""
         text.reserveCapacity(24)
@@ -156,17 +156,17 @@ package enum ISO8601Date {
     }
 
     /// 2^53: below it, a double holds every whole number of milliseconds exactly.
-    private static let exactMilliseconds: Double = 9_007_199_254_740_992
+    @usableFromInline static let exactMilliseconds: Double = 9_007_199_254_740_992
 
     /// `value` divided by a positive `divisor`, rounding down, and the remainder (never
     /// negative); no intermediate result can overflow, whatever `value` is.
-    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+    @inlinable static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
         let (quotient, remainder) = value.quotientAndRemainder(dividingBy: divisor)
         return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 
     /// Parses an ISO 8601 date-time with a UTC offset; nil when `text` is not one.
-    static func parse(_ text: String) -> Date? {
+    @inlinable static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         var offset = 0
         func number(_ width: Int) -> Int64? {
@@ -255,7 +255,7 @@ package enum ISO8601Date {
     /// The double nearest to `seconds` whole seconds from the reference date plus the fraction
     /// `0.digits`, read as one decimal number (correctly rounded, once): for a negative number of
     /// seconds, minus the whole seconds after it and the fraction's complement (see `exactForm`).
-    private static func exactInterval(seconds: Int64, fraction digits: [UInt8]) -> Double {
+    @inlinable static func exactInterval(seconds: Int64, fraction digits: [UInt8]) -> Double {
         if seconds >= 0 {
             return Double(String(seconds) + "." + String(decoding: digits, as: UTF8.self)) ?? Double(seconds)
         }
@@ -264,14 +264,14 @@ package enum ISO8601Date {
         return Double("-" + String(wholeAfter) + "." + String(decoding: complement(digits), as: UTF8.self)) ?? Double(seconds)
     }
 
-    private static func append<Value: BinaryInteger>(_ value: Value, width: Int, to text: inout String) {
+    @inlinable static func append<Value: BinaryInteger>(_ value: Value, width: Int, to text: inout String) {
         let digits = String(value)
         if digits.count < width { text += String(repeating: "0", count: width - digits.count) }
         text += digits
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    @inlinable static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -281,7 +281,7 @@ package enum ISO8601Date {
     }
 
     /// The proleptic Gregorian date of a day count since 1970-01-01.
-    private static func civilDate(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+    @inlinable static func civilDate(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

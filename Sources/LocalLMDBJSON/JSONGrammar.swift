@@ -3,23 +3,23 @@ import LocalLMDBLMDB
 /// The pieces of JSON (RFC 8259) that both `JSONValidator`, which checks them, and
 /// `JSONScanner`, which reads them out of checked bytes, need: byte classes, escapes and numbers.
 /// One definition of each, so the two cannot disagree.
-package enum JSONGrammar {
+@usableFromInline package enum JSONGrammar {
     @inline(__always)
-    static func isWhitespace(_ byte: UInt8) -> Bool {
+    @inlinable static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
-    static func isDigit(_ byte: UInt8) -> Bool {
+    @inlinable static func isDigit(_ byte: UInt8) -> Bool {
         byte &- UInt8(ascii: "0") < 10
     }
 
     // MARK: Escapes
 
     /// Why an escape sequence is invalid.
-    package enum EscapeError: Error {
+    @usableFromInline package enum EscapeError: Error {
         case truncated, invalidEscape, invalidHexDigit, loneSurrogate
 
-        var reason: String {
+        @inlinable var reason: String {
             switch self {
             case .truncated: return "truncated escape"
             case .invalidEscape: return "invalid escape"
@@ -32,7 +32,7 @@ package enum JSONGrammar {
     /// Decodes the escape sequence whose backslash is at `offset`.
     /// - Returns: The character it stands for, and the offset just past the sequence (a
     ///   surrogate pair written as two `\u` escapes is one sequence).
-    static func escape(in bytes: UnsafeRawBufferPointer, at offset: Int) throws(EscapeError) -> (scalar: Unicode.Scalar, end: Int) {
+    @inlinable static func escape(in bytes: UnsafeRawBufferPointer, at offset: Int) throws(EscapeError) -> (scalar: Unicode.Scalar, end: Int) {
         guard offset + 1 < bytes.count else { throw .truncated }
         let simple: UInt8
         switch bytes[offset + 1] {
@@ -64,7 +64,7 @@ package enum JSONGrammar {
         return (Unicode.Scalar(simple), offset + 2)
     }
 
-    private static func hex4(in bytes: UnsafeRawBufferPointer, at offset: Int) throws(EscapeError) -> UInt32 {
+    @inlinable static func hex4(in bytes: UnsafeRawBufferPointer, at offset: Int) throws(EscapeError) -> UInt32 {
         guard offset + 4 <= bytes.count else { throw .truncated }
         var value: UInt32 = 0
         for index in offset..<(offset + 4) {
@@ -84,18 +84,22 @@ package enum JSONGrammar {
     // MARK: Numbers
 
     /// The shape of a number, as found by `numberShape`.
-    package struct NumberShape {
+    @usableFromInline package struct NumberShape {
         /// Just past the number's last byte.
-        package var end: Int
+        @usableFromInline package var end: Int
         /// No fraction and no exponent.
-        var isInteger: Bool
+        @usableFromInline var isInteger: Bool
         /// It has an exponent.
-        var hasExponent = false
+        @usableFromInline var hasExponent = false
+
+        @inlinable init(end: Int, isInteger: Bool, hasExponent: Bool = false) {
+            (self.end, self.isInteger, self.hasExponent) = (end, isInteger, hasExponent)
+        }
     }
 
     /// Checks the number grammar starting at `offset`: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
     /// - Returns: Its shape, or nil when the bytes there are not a number.
-    package static func numberShape(in bytes: UnsafeRawBufferPointer, at offset: Int) -> NumberShape? {
+    @inlinable package static func numberShape(in bytes: UnsafeRawBufferPointer, at offset: Int) -> NumberShape? {
         let count = bytes.count
         var index = offset
         if index < count, bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -126,20 +130,20 @@ package enum JSONGrammar {
 
     /// The value of a number that `numberShape` accepted: `.int` when it is an integer that fits
     /// in 64 bits, else `.double`; nil when it is beyond `Double`'s range.
-    static func numberValue(_ text: UnsafeRawBufferPointer, isInteger: Bool) -> JSONValue? {
+    @inlinable static func numberValue(_ text: UnsafeRawBufferPointer, isInteger: Bool) -> JSONValue? {
         if let (value, end) = shortNumber(in: text, at: 0), end == text.count { return value }
         return longNumberValue(text, isInteger: isInteger)
     }
 
     /// `numberValue` for a number `shortNumber` does not read.
-    static func longNumberValue(_ text: UnsafeRawBufferPointer, isInteger: Bool) -> JSONValue? {
+    @inlinable static func longNumberValue(_ text: UnsafeRawBufferPointer, isInteger: Bool) -> JSONValue? {
         if isInteger, let integer = integer(text) { return .int(integer) }
         guard let number = Double(String(decoding: text, as: UTF8.self)), number.isFinite else { return nil }
         return .double(number)
     }
 
     /// The value of an optionally negative run of digits, or nil when it does not fit in Int64.
-    private static func integer(_ text: UnsafeRawBufferPointer) -> Int64? {
+    @inlinable static func integer(_ text: UnsafeRawBufferPointer) -> Int64? {
         let negative = text.first == UInt8(ascii: "-")
         var magnitude: UInt64 = 0
         for byte in text.dropFirst(negative ? 1 : 0) {
@@ -156,7 +160,7 @@ package enum JSONGrammar {
     }
 
     /// Exact powers of ten: every one up to 10^22 is a `Double` without rounding.
-    private static let exactPowersOfTen: [Double] = (0...22).map { exponent in
+    @usableFromInline static let exactPowersOfTen: [Double] = (0...22).map { exponent in
         (0..<exponent).reduce(1.0) { power, _ in power * 10 }
     }
 
@@ -166,28 +170,32 @@ package enum JSONGrammar {
     /// anything else, which takes `numberShape` and `longNumberValue`. Returns the offset just
     /// past the number.
     @inline(__always)
-    static func shortNumber(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (value: JSONValue, end: Int)? {
+    @inlinable static func shortNumber(in bytes: UnsafeRawBufferPointer, at offset: Int) -> (value: JSONValue, end: Int)? {
         shortNumberParts(in: bytes, at: offset).map { ($0.value, $0.end) }
     }
 
     /// A number `shortNumberParts` read: its digits as an integer (below 10^15), how many of
     /// them follow the point, its sign, and the offset just past it.
-    package struct ShortNumber {
-        let mantissa: UInt64
-        let fractionDigits: Int
-        let negative: Bool
-        let end: Int
+    @usableFromInline package struct ShortNumber {
+        @usableFromInline let mantissa: UInt64
+        @usableFromInline let fractionDigits: Int
+        @usableFromInline let negative: Bool
+        @usableFromInline let end: Int
+
+        @inlinable init(mantissa: UInt64, fractionDigits: Int, negative: Bool, end: Int) {
+            (self.mantissa, self.fractionDigits, self.negative, self.end) = (mantissa, fractionDigits, negative, end)
+        }
 
         /// The value `shortNumber` gives: `.int` with no fraction, else `.double`.
         @inline(__always)
-        var value: JSONValue {
+        @inlinable var value: JSONValue {
             guard fractionDigits > 0 else { return .int(integer) }
             return .double(double)
         }
 
         /// The digits as a signed integer, the point ignored (`-0` is 0).
         @inline(__always)
-        var integer: Int64 {
+        @inlinable var integer: Int64 {
             let magnitude = Int64(mantissa)
             return negative ? -magnitude : magnitude
         }
@@ -196,7 +204,7 @@ package enum JSONGrammar {
         /// and a power of ten up to 10^22 are both exact doubles, and one IEEE division rounds
         /// correctly (Clinger's fast path). Only when `fractionDigits > 0`.
         @inline(__always)
-        var double: Double {
+        @inlinable var double: Double {
             let magnitude = Double(mantissa) / exactPowersOfTen[fractionDigits]
             return negative ? -magnitude : magnitude
         }
@@ -204,7 +212,7 @@ package enum JSONGrammar {
 
     /// `shortNumber`'s reading, in parts, so typed readers build their value with no `JSONValue`.
     @inline(__always)
-    static func shortNumberParts(in bytes: UnsafeRawBufferPointer, at offset: Int) -> ShortNumber? {
+    @inlinable static func shortNumberParts(in bytes: UnsafeRawBufferPointer, at offset: Int) -> ShortNumber? {
         let count = bytes.count
         var index = offset
         let negative = index < count && bytes[index] == UInt8(ascii: "-")
@@ -247,7 +255,7 @@ package enum JSONGrammar {
     /// quote, a backslash, a control character or a non-ASCII byte (`bytes.count` if none).
     /// Most string content is plain ASCII, so this tests eight bytes at a time.
     @inline(__always)
-    static func endOfPlainRun(in bytes: UnsafeRawBufferPointer, from offset: Int) -> Int {
+    @inlinable static func endOfPlainRun(in bytes: UnsafeRawBufferPointer, from offset: Int) -> Int {
         let count = bytes.count
         var index = offset
         if let base = bytes.baseAddress {
@@ -265,14 +273,14 @@ package enum JSONGrammar {
     /// Whether every byte of `bytes` is printable ASCII other than `"` and `\\`: text that JSON
     /// spells as it reads, byte for byte (so equal bytes are equal keys).
     @inline(__always)
-    package static func isPlain(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    @inlinable package static func isPlain(_ bytes: UnsafeRawBufferPointer) -> Bool {
         endOfPlainRun(in: bytes, from: 0) == bytes.count
     }
 
     /// Whether `bytes` holds a quote or a backslash: eight bytes at a time, exactly (a word
     /// with no such byte never sets a high bit here).
     @inline(__always)
-    package static func containsQuoteOrBackslash(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    @inlinable package static func containsQuoteOrBackslash(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress else { return false }
         let count = bytes.count
         @inline(__always) func hasOne(in word: UInt64) -> Bool {
@@ -303,7 +311,7 @@ package enum JSONGrammar {
     }
 
     /// Printable ASCII other than `"` and `\\`.
-    private static func isPlainStringByte(_ byte: UInt8) -> Bool {
+    @inlinable static func isPlainStringByte(_ byte: UInt8) -> Bool {
         byte >= 0x20 && byte < 0x80 && byte != 0x22 && byte != 0x5C
     }
 
@@ -311,7 +319,7 @@ package enum JSONGrammar {
     /// `endOfPlainRun`). Exact for the lowest such byte, which is all `endOfPlainRun` uses: the
     /// subtractions' borrows can only mark bytes above one that is truly special.
     @inline(__always)
-    private static func specialBytes(_ word: UInt64) -> UInt64 {
+    @inlinable static func specialBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quotes = word ^ (ones &* 0x22)
@@ -327,7 +335,7 @@ package enum JSONGrammar {
 
     /// The length of the well-formed UTF-8 sequence starting at `offset` (no overlongs,
     /// surrogates or values past U+10FFFF), or nil when it is not one.
-    static func utf8SequenceLength(in bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
+    @inlinable static func utf8SequenceLength(in bytes: UnsafeRawBufferPointer, at offset: Int) -> Int? {
         let count = bytes.count
         guard offset < count else { return nil }
         let lead = bytes[offset]

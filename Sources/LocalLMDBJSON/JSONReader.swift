@@ -5,19 +5,19 @@ import LocalLMDBLMDB
 ///
 /// Trees are for data objects being changed and for documents that repeat a key; reading a
 /// stored record's fields happens in place (see `DataObject`) without building one.
-package enum JSONReader {
+@usableFromInline package enum JSONReader {
     /// The deepest nesting of arrays and objects accepted.
-    static var maxDepth: Int { JSONValidator.maxDepth }
+    @inlinable static var maxDepth: Int { JSONValidator.maxDepth }
 
     /// Parses one complete JSON document.
     /// - Throws: `DatabaseError.invalidJSON`, with the offset of the problem.
-    static func parse(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> JSONValue {
+    @inlinable static func parse(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> JSONValue {
         let summary = try JSONValidator.validate(input)
         return JSONScanner(input).value(at: summary.start, mayRepeatKeys: summary.mayRepeatKeys).value
     }
 
     /// Parses one complete JSON document that must be an object.
-    static func parseObject(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> JSONObject {
+    @inlinable static func parseObject(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> JSONObject {
         let summary = try JSONValidator.validateObject(input)
         return JSONScanner(input).object(at: summary.start, mayRepeatKeys: summary.mayRepeatKeys).object
     }

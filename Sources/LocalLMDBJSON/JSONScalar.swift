@@ -8,30 +8,30 @@ import Foundation
 /// is exactly representable (JSON does not distinguish `1` from `1.0`). Everything else that is
 /// mistyped yields nil, and the caller's default.
 package protocol JSONScalar {
-    var jsonValue: JSONValue { get }
+    @inlinable var jsonValue: JSONValue { get }
     /// Writes `jsonValue`, without making it where the type can.
-    func write(to writer: inout JSONWriter)
+    @inlinable func write(to writer: inout JSONWriter)
     /// The value at `offset`, and where it ends; nil when the value there is another type.
-    static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Self, end: Int)?
+    @inlinable static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Self, end: Int)?
 }
 
 extension JSONScalar {
-    package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
+    @inlinable package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
 }
 
 extension String: JSONScalar {
-    package var jsonValue: JSONValue { .string(self) }
-    package func write(to writer: inout JSONWriter) { writer.write(self) }
-    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
+    @inlinable package var jsonValue: JSONValue { .string(self) }
+    @inlinable package func write(to writer: inout JSONWriter) { writer.write(self) }
+    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
         scanner.string(at: offset)
     }
 }
 
 extension Int: JSONScalar {
-    package var jsonValue: JSONValue { .int(Int64(self)) }
-    package func write(to writer: inout JSONWriter) { writer.write(Int64(self)) }
+    @inlinable package var jsonValue: JSONValue { .int(Int64(self)) }
+    @inlinable package func write(to writer: inout JSONWriter) { writer.write(Int64(self)) }
     @inline(__always)
-    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
+    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
         // The common number read straight into the type: the value `number(at:)` would give.
         if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
             guard number.fractionDigits > 0 else { return Int(exactly: number.integer).map { ($0, number.end) } }
@@ -46,11 +46,11 @@ extension Int: JSONScalar {
 }
 
 extension Double: JSONScalar {
-    package var jsonValue: JSONValue { .double(self) }
-    package func write(to writer: inout JSONWriter) { writer.write(self) }
+    @inlinable package var jsonValue: JSONValue { .double(self) }
+    @inlinable package func write(to writer: inout JSONWriter) { writer.write(self) }
     /// A number, or NaN or an infinity as LocalLMDB stores them (`NonFiniteDouble`).
     @inline(__always)
-    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         if let number = readNumber(scanner, at: offset) { return number }
         return readNonFinite(scanner, at: offset)
     }
@@ -58,7 +58,7 @@ extension Double: JSONScalar {
     /// A number only (nil for one beyond `Double`'s range): how JSON from elsewhere is read, where
     /// a string is never a number (as for `JSONDecoder`).
     @inline(__always)
-    package static func readNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+    @inlinable package static func readNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         // The common number read straight into the type: the value `number(at:)` would give.
         if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
             guard number.fractionDigits > 0 else { return Double(exactly: number.integer).map { ($0, number.end) } }
@@ -74,7 +74,7 @@ extension Double: JSONScalar {
     /// NaN or an infinity, stored as a string spelt exactly as `NonFiniteDouble` writes it, with
     /// no escape (a `String` spelt the same has one: it is not a double).
     @inline(never)
-    package static func readNonFinite(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+    @inlinable package static func readNonFinite(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         guard scanner.byte(at: offset) == UInt8(ascii: "\"") else { return nil }
         let (end, hasEscapes) = scanner.endOfString(at: offset)
         guard !hasEscapes, let value = NonFiniteDouble.value(spelledBy: scanner.bytes((offset + 1)..<max(offset + 1, end - 1))) else {
@@ -85,21 +85,21 @@ extension Double: JSONScalar {
 }
 
 extension Bool: JSONScalar {
-    package var jsonValue: JSONValue { .bool(self) }
-    package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
-    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
+    @inlinable package var jsonValue: JSONValue { .bool(self) }
+    @inlinable package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
+    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
         scanner.bool(at: offset)
     }
 }
 
 extension Date: JSONScalar {
-    package var jsonValue: JSONValue {
+    @inlinable package var jsonValue: JSONValue {
         guard let text = ISO8601Date.format(self) else {
             return .unencodable(reason: "the date \(timeIntervalSince1970) s since 1970 cannot be stored (not finite, or beyond ±2^63 seconds)")
         }
         return .string(text)
     }
-    package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
+    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
         guard let (text, end) = scanner.string(at: offset), let date = ISO8601Date.parse(text) else { return nil }
         return (date, end)
     }

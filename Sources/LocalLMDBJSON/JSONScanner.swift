@@ -6,32 +6,36 @@ import LocalLMDBLMDB
 /// grammar (it does not re-check escapes, UTF-8 or nesting) but never its bounds: every read is
 /// checked against the end of the bytes, so a broken invariant could give a wrong value but
 /// never read outside the buffer.
-package struct JSONScanner {
-    let input: UnsafeRawBufferPointer
+@usableFromInline package struct JSONScanner {
+    @usableFromInline let input: UnsafeRawBufferPointer
 
-    package init(_ input: UnsafeRawBufferPointer) {
+    @inlinable package init(_ input: UnsafeRawBufferPointer) {
         self.input = input
     }
 
     /// A member of an object: where its key's characters and its value are.
-    package struct Member {
+    @usableFromInline package struct Member {
         /// Where the member starts: its key's opening quote.
-        package var start: Int
+        @usableFromInline package var start: Int
         /// The key's bytes, between the quotes, still escaped.
-        package var key: Range<Int>
-        package var keyHasEscapes: Bool
+        @usableFromInline package var key: Range<Int>
+        @usableFromInline package var keyHasEscapes: Bool
         /// Where the value starts.
-        package var value: Int
+        @usableFromInline package var value: Int
+
+        @inlinable init(start: Int, key: Range<Int>, keyHasEscapes: Bool, value: Int) {
+            (self.start, self.key, self.keyHasEscapes, self.value) = (start, key, keyHasEscapes, value)
+        }
     }
 
     /// The byte at `offset`, or 0 past the end (0 is never valid JSON outside a string).
     @inline(__always)
-    package func byte(at offset: Int) -> UInt8 {
+    @inlinable package func byte(at offset: Int) -> UInt8 {
         offset >= 0 && offset < input.count ? input[offset] : 0
     }
 
     @inline(__always)
-    package func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
+    @inlinable package func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
         guard range.lowerBound >= 0, range.upperBound <= input.count, let base = input.baseAddress else {
             return UnsafeRawBufferPointer(rebasing: input[range.clamped(to: 0..<input.count)])
         }
@@ -39,7 +43,7 @@ package struct JSONScanner {
     }
 
     @inline(__always)
-    func skipWhitespace(from offset: Int) -> Int {
+    @inlinable func skipWhitespace(from offset: Int) -> Int {
         var offset = offset
         while offset < input.count, JSONGrammar.isWhitespace(input[offset]) { offset += 1 }
         return offset
@@ -48,7 +52,7 @@ package struct JSONScanner {
     // MARK: Structure
 
     /// The offset just past the value starting at `offset`.
-    package func end(ofValueAt offset: Int) -> Int {
+    @inlinable package func end(ofValueAt offset: Int) -> Int {
         switch byte(at: offset) {
         case UInt8(ascii: "\""):
             return endOfString(at: offset).end
@@ -86,7 +90,7 @@ package struct JSONScanner {
 
     /// The end of the string whose opening quote is at `offset`: just past its closing quote.
     @inline(__always)
-    func endOfString(at offset: Int) -> (end: Int, hasEscapes: Bool) {
+    @inlinable func endOfString(at offset: Int) -> (end: Int, hasEscapes: Bool) {
         var index = offset + 1
         var hasEscapes = false
         while true {
@@ -108,14 +112,14 @@ package struct JSONScanner {
     /// The first member of the object whose `{` is at `offset`: the offset of its key, or nil
     /// when the object is empty.
     @inline(__always)
-    package func firstMember(ofObjectAt offset: Int) -> Int? {
+    @inlinable package func firstMember(ofObjectAt offset: Int) -> Int? {
         let key = skipWhitespace(from: offset + 1)
         return byte(at: key) == UInt8(ascii: "\"") ? key : nil
     }
 
     /// The member whose key starts at `offset`.
     @inline(__always)
-    package func member(at offset: Int) -> Member {
+    @inlinable package func member(at offset: Int) -> Member {
         let (keyEnd, hasEscapes) = endOfString(at: offset)
         var value = skipWhitespace(from: keyEnd)
         if byte(at: value) == UInt8(ascii: ":") { value = skipWhitespace(from: value + 1) }
@@ -125,7 +129,7 @@ package struct JSONScanner {
     /// The member at `offset` if its key is spelled exactly `name`, which must hold no byte
     /// that JSON escapes: then the quote after those bytes is the key's closing quote.
     @inline(__always)
-    package func member(at offset: Int, spelled name: UnsafeRawBufferPointer) -> Member? {
+    @inlinable package func member(at offset: Int, spelled name: UnsafeRawBufferPointer) -> Member? {
         let keyEnd = offset + 1 + name.count
         guard byte(at: keyEnd) == UInt8(ascii: "\""), bytes((offset + 1)..<keyEnd).hasSameBytes(as: name) else { return nil }
         var value = skipWhitespace(from: keyEnd + 1)
@@ -135,14 +139,14 @@ package struct JSONScanner {
 
     /// The next member's key after a value that ended at `valueEnd`, or nil at the object's end.
     @inline(__always)
-    package func nextMember(after valueEnd: Int) -> Int? {
+    @inlinable package func nextMember(after valueEnd: Int) -> Int? {
         let comma = skipWhitespace(from: valueEnd)
         guard byte(at: comma) == UInt8(ascii: ",") else { return nil }
         return skipWhitespace(from: comma + 1)
     }
 
     /// The first element of the array whose `[` is at `offset`, or nil when it is empty.
-    package func firstElement(ofArrayAt offset: Int) -> Int? {
+    @inlinable package func firstElement(ofArrayAt offset: Int) -> Int? {
         let element = skipWhitespace(from: offset + 1)
         let byte = byte(at: element)
         return byte == UInt8(ascii: "]") || byte == 0 ? nil : element
@@ -151,7 +155,7 @@ package struct JSONScanner {
     /// The number of elements of the array whose `[` is at `offset`: its commas outside
     /// strings and nested containers, plus one, in one pass over the bytes (strings skipped
     /// eight bytes at a time, nested containers as a whole).
-    package func elementCount(ofArrayAt offset: Int) -> Int {
+    @inlinable package func elementCount(ofArrayAt offset: Int) -> Int {
         guard firstElement(ofArrayAt: offset) != nil else { return 0 }
         var count = 1
         var index = offset + 1
@@ -176,7 +180,7 @@ package struct JSONScanner {
     /// The next element after one that ended at `elementEnd`; nil at the array's end, with
     /// `arrayEnd` set past its `]`.
     @inline(__always)
-    package func element(after elementEnd: Int, arrayEnd: inout Int) -> Int? {
+    @inlinable package func element(after elementEnd: Int, arrayEnd: inout Int) -> Int? {
         let comma = skipWhitespace(from: elementEnd)
         guard byte(at: comma) == UInt8(ascii: ",") else {
             arrayEnd = comma + 1
@@ -187,7 +191,7 @@ package struct JSONScanner {
 
     /// The next element after one that ended at `elementEnd`, or nil at the array's end.
     @inline(__always)
-    package func nextElement(after elementEnd: Int) -> Int? {
+    @inlinable package func nextElement(after elementEnd: Int) -> Int? {
         nextMember(after: elementEnd)
     }
 
@@ -195,7 +199,7 @@ package struct JSONScanner {
 
     /// The string whose opening quote is at `offset`, and the offset past its closing quote;
     /// nil when the value there is not a string.
-    package func string(at offset: Int) -> (value: String, end: Int)? {
+    @inlinable package func string(at offset: Int) -> (value: String, end: Int)? {
         guard byte(at: offset) == UInt8(ascii: "\"") else { return nil }
         let (end, hasEscapes) = endOfString(at: offset)
         let content = bytes((offset + 1)..<max(offset + 1, end - 1))
@@ -204,7 +208,7 @@ package struct JSONScanner {
     }
 
     /// A string's characters with their escapes decoded.
-    package static func unescape(_ content: UnsafeRawBufferPointer) -> String {
+    @inlinable package static func unescape(_ content: UnsafeRawBufferPointer) -> String {
         var decoded: [UInt8] = []
         decoded.reserveCapacity(content.count)
         var index = 0
@@ -227,7 +231,7 @@ package struct JSONScanner {
 
     /// Whether the key of `member` is `key` (given as UTF-8).
     @inline(__always)
-    func key(of member: Member, equals key: UnsafeRawBufferPointer) -> Bool {
+    @inlinable func key(of member: Member, equals key: UnsafeRawBufferPointer) -> Bool {
         guard member.keyHasEscapes else { return bytes(member.key).hasSameBytes(as: key) }
         var unescaped = Self.unescape(bytes(member.key))
         return unescaped.withUTF8 { UnsafeRawBufferPointer($0).hasSameBytes(as: key) }
@@ -235,14 +239,14 @@ package struct JSONScanner {
 
     /// The number at `offset` (`.int` or `.double`) and the offset past it; nil when the value
     /// there is not a number.
-    func number(at offset: Int) -> (value: JSONValue, end: Int)? {
+    @inlinable func number(at offset: Int) -> (value: JSONValue, end: Int)? {
         if let number = JSONGrammar.shortNumber(in: input, at: offset) { return number }
         return longNumber(at: offset)
     }
 
     /// `number(at:)` for a number that `JSONGrammar.shortNumberParts` does not read.
     @inline(never)
-    func longNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
+    @inlinable func longNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
         let first = byte(at: offset)
         guard first == UInt8(ascii: "-") || JSONGrammar.isDigit(first),
               let shape = JSONGrammar.numberShape(in: input, at: offset),
@@ -251,7 +255,7 @@ package struct JSONScanner {
     }
 
     /// The literal `true` or `false` at `offset`; nil for anything else.
-    func bool(at offset: Int) -> (value: Bool, end: Int)? {
+    @inlinable func bool(at offset: Int) -> (value: Bool, end: Int)? {
         switch byte(at: offset) {
         case UInt8(ascii: "t"): return (true, offset + 4)
         case UInt8(ascii: "f"): return (false, offset + 5)
@@ -264,11 +268,11 @@ package struct JSONScanner {
     /// The value at `offset` as a tree, and the offset past it. Repeated keys keep the last value
     /// when `mayRepeatKeys` (otherwise there are none to find). A container nested deeper than
     /// the thread's stack allows (`StackGuard`) is `.unencodable`, which refuses to be written.
-    package func value(at offset: Int, mayRepeatKeys: Bool) -> (value: JSONValue, end: Int) {
+    @inlinable package func value(at offset: Int, mayRepeatKeys: Bool) -> (value: JSONValue, end: Int) {
         value(at: offset, mayRepeatKeys: mayRepeatKeys, stackLimit: CodecScratch.current.stackLimit)
     }
 
-    private func value(at offset: Int, mayRepeatKeys: Bool, stackLimit: UInt) -> (value: JSONValue, end: Int) {
+    @inlinable func value(at offset: Int, mayRepeatKeys: Bool, stackLimit: UInt) -> (value: JSONValue, end: Int) {
         switch byte(at: offset) {
         case UInt8(ascii: "{"):
             let (object, end) = object(at: offset, mayRepeatKeys: mayRepeatKeys, stackLimit: stackLimit)
@@ -306,7 +310,7 @@ package struct JSONScanner {
     /// would not write back the same (more digits than a `Double` holds, an exponent, trailing
     /// zeros, or beyond its range, which JSON from elsewhere may hold) is kept as its text, so a
     /// tree written out again never changes it.
-    private func treeNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
+    @inlinable func treeNumber(at offset: Int) -> (value: JSONValue, end: Int)? {
         guard let (value, end) = number(at: offset) else {
             return numberText(at: offset).map { (.number(String(decoding: $0.text, as: UTF8.self)), $0.end) }
         }
@@ -319,7 +323,7 @@ package struct JSONScanner {
 
     /// The text of the number at `offset`, and the offset past it; nil when the value there is
     /// not a number. `isInteger` when it has no fraction or exponent.
-    package func numberText(at offset: Int) -> (text: UnsafeRawBufferPointer, isInteger: Bool, end: Int)? {
+    @inlinable package func numberText(at offset: Int) -> (text: UnsafeRawBufferPointer, isInteger: Bool, end: Int)? {
         let first = byte(at: offset)
         guard first == UInt8(ascii: "-") || JSONGrammar.isDigit(first),
               let shape = JSONGrammar.numberShape(in: input, at: offset) else { return nil }
@@ -328,11 +332,11 @@ package struct JSONScanner {
 
     /// The object whose `{` is at `offset` as a tree, and the offset past it. Its members nested
     /// deeper than the thread's stack allows are `.unencodable` (see `value(at:mayRepeatKeys:)`).
-    package func object(at offset: Int, mayRepeatKeys: Bool) -> (object: JSONObject, end: Int) {
+    @inlinable package func object(at offset: Int, mayRepeatKeys: Bool) -> (object: JSONObject, end: Int) {
         object(at: offset, mayRepeatKeys: mayRepeatKeys, stackLimit: CodecScratch.current.stackLimit)
     }
 
-    private func object(at offset: Int, mayRepeatKeys: Bool, stackLimit: UInt) -> (object: JSONObject, end: Int) {
+    @inlinable func object(at offset: Int, mayRepeatKeys: Bool, stackLimit: UInt) -> (object: JSONObject, end: Int) {
         if StackGuard.isLow(stackLimit) {
             let tooDeep = JSONObject.Member(key: "", value: .unencodable(reason: StackGuard.refusal))
             return (JSONObject(members: [tooDeep]), end(ofValueAt: offset))

@@ -8,29 +8,33 @@ import LocalLMDBLMDB
 /// thread's stack runs low (`StackGuard`), so hostile input cannot exhaust the stack. It
 /// allocates nothing, so a stored record is checked in one pass before `JSONScanner` reads
 /// fields out of it in place.
-package struct JSONValidator {
+@usableFromInline package struct JSONValidator {
     /// The deepest nesting of arrays and objects accepted.
-    package static let maxDepth = 512
+    @usableFromInline package static let maxDepth = 512
 
     /// What the validator learnt about a valid document.
-    package struct Summary {
+    @usableFromInline package struct Summary {
         /// Where the document's value starts (after leading whitespace).
-        package var start: Int
+        @usableFromInline package var start: Int
         /// Some object may name a member twice. Readers of such documents must keep the last
         /// value (as most JSON readers do), which reading in place cannot: they build a tree.
-        package var mayRepeatKeys: Bool
+        @usableFromInline package var mayRepeatKeys: Bool
+
+        @inlinable init(start: Int, mayRepeatKeys: Bool) {
+            (self.start, self.mayRepeatKeys) = (start, mayRepeatKeys)
+        }
     }
 
-    private let input: UnsafeRawBufferPointer
-    private var offset = 0
-    private var depth = 0
-    private var mayRepeatKeys = false
+    @usableFromInline let input: UnsafeRawBufferPointer
+    @usableFromInline var offset = 0
+    @usableFromInline var depth = 0
+    @usableFromInline var mayRepeatKeys = false
     /// Where the thread's stack is too low to open another container (`StackGuard`).
-    private let stackLimit: UInt
+    @usableFromInline let stackLimit: UInt
     /// Numbers beyond `Double`'s range are refused.
-    private let numbersInRange: Bool
+    @usableFromInline let numbersInRange: Bool
 
-    private init(_ input: UnsafeRawBufferPointer, numbersInRange: Bool) {
+    @inlinable init(_ input: UnsafeRawBufferPointer, numbersInRange: Bool) {
         self.input = input
         self.numbersInRange = numbersInRange
         stackLimit = CodecScratch.current.stackLimit
@@ -40,7 +44,7 @@ package struct JSONValidator {
     /// refused (they are for stored records and data objects; JSON from elsewhere may hold
     /// them where nothing reads them, and reading one is then a mistyped field).
     /// - Throws: `DatabaseError.invalidJSON`, with the offset of the problem.
-    package static func validate(_ input: UnsafeRawBufferPointer, numbersInRange: Bool = true) throws(DatabaseError) -> Summary {
+    @inlinable package static func validate(_ input: UnsafeRawBufferPointer, numbersInRange: Bool = true) throws(DatabaseError) -> Summary {
         var validator = JSONValidator(input, numbersInRange: numbersInRange)
         do throws(Invalid) {
             validator.skipWhitespace()
@@ -55,7 +59,7 @@ package struct JSONValidator {
     }
 
     /// Checks one complete document that must be an object.
-    static func validateObject(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> Summary {
+    @inlinable static func validateObject(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> Summary {
         let summary = try validate(input)
         guard input[summary.start] == UInt8(ascii: "{") else {
             throw .invalidJSON(reason: "the document is not an object", offset: summary.start)
@@ -66,22 +70,26 @@ package struct JSONValidator {
     /// Why and where the document is invalid: what the checks below throw (small, so that each
     /// level of nesting takes little stack: an unoptimized build keeps room in a frame for the
     /// error of every call in it that throws), and `validate` turns into `invalidJSON`.
-    private struct Invalid: Error {
-        let reason: String
-        let offset: Int
+    @usableFromInline struct Invalid: Error {
+        @usableFromInline let reason: String
+        @usableFromInline let offset: Int
+
+        @inlinable init(reason: String, offset: Int) {
+            (self.reason, self.offset) = (reason, offset)
+        }
     }
 
-    private func failure(_ reason: String) -> Invalid {
+    @inlinable func failure(_ reason: String) -> Invalid {
         Invalid(reason: reason, offset: offset)
     }
 
-    private var current: UInt8? { offset < input.count ? input[offset] : nil }
+    @inlinable var current: UInt8? { offset < input.count ? input[offset] : nil }
 
-    private mutating func skipWhitespace() {
+    @inlinable mutating func skipWhitespace() {
         while offset < input.count, JSONGrammar.isWhitespace(input[offset]) { offset += 1 }
     }
 
-    private mutating func literal(_ text: StaticString) throws(Invalid) {
+    @inlinable mutating func literal(_ text: StaticString) throws(Invalid) {
         let count = text.utf8CodeUnitCount
         guard input.count - offset >= count else { throw failure("invalid literal") }
         for index in 0..<count where input[offset + index] != text.utf8Start[index] {
@@ -90,7 +98,7 @@ package struct JSONValidator {
         offset += count
     }
 
-    private mutating func value() throws(Invalid) {
+    @inlinable mutating func value() throws(Invalid) {
         guard let byte = current else { throw failure("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"): try object()
@@ -106,7 +114,7 @@ package struct JSONValidator {
 
     /// Moves past an opening `{` or `[`; and past `closing` too when the container is empty.
     /// - Returns: Whether the container was empty.
-    private mutating func enterContainer(closing: UInt8) throws(Invalid) -> Bool {
+    @inlinable mutating func enterContainer(closing: UInt8) throws(Invalid) -> Bool {
         depth += 1
         guard depth <= Self.maxDepth else { throw failure("nesting deeper than \(Self.maxDepth) levels") }
         guard !StackGuard.isLow(stackLimit) else { throw failure(StackGuard.refusal) }
@@ -120,7 +128,7 @@ package struct JSONValidator {
 
     /// Moves past what follows a member or element: a `,` (another follows) or `closing`.
     /// - Returns: Whether the container ended.
-    private mutating func endOfEntry(closing: UInt8) throws(Invalid) -> Bool {
+    @inlinable mutating func endOfEntry(closing: UInt8) throws(Invalid) -> Bool {
         skipWhitespace()
         switch current {
         case UInt8(ascii: ","):
@@ -136,7 +144,7 @@ package struct JSONValidator {
         }
     }
 
-    private mutating func object() throws(Invalid) {
+    @inlinable mutating func object() throws(Invalid) {
         let objectStart = offset
         if try enterContainer(closing: UInt8(ascii: "}")) { return }
         // Repeated keys, found exactly and in linear time. Keys compare as Swift strings do
@@ -160,17 +168,19 @@ package struct JSONValidator {
     }
 
     /// The keys of an object met so far, for finding a repeated one (see `object()`).
-    private struct Keys {
+    @usableFromInline struct Keys {
         /// The filter's bits of the keys seen.
-        var seen: UInt64 = 0
+        @usableFromInline var seen: UInt64 = 0
         /// The keys seen, once the filter is not enough.
-        var set: Set<String>?
-        var count = 0
+        @usableFromInline var set: Set<String>?
+        @usableFromInline var count = 0
+
+        @inlinable init() {}
     }
 
     /// Checks the member name at `offset`, in the object at `objectStart`, and moves past it;
     /// notes when it repeats a key of `keys`, which it joins.
-    private mutating func member(of objectStart: Int, keys: inout Keys) throws(Invalid) {
+    @inlinable mutating func member(of objectStart: Int, keys: inout Keys) throws(Invalid) {
         guard current == UInt8(ascii: "\"") else { throw failure("expected a member name") }
         let keyStart = offset
         let (keyHasEscapes, isPlain) = try string()
@@ -195,9 +205,9 @@ package struct JSONValidator {
     }
 
     /// How many plain ASCII keys an object may have before its keys go into a set.
-    private static let filterLimit = 16
+    @usableFromInline static let filterLimit = 16
 
-    private static func filterBit(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    @inlinable static func filterBit(_ key: UnsafeRawBufferPointer) -> UInt64 {
         let mix = key.count &* 31 &+ Int(key.first ?? 0) &* 7 &+ Int(key.last ?? 0)
         return 1 << UInt64(mix & 63)
     }
@@ -205,7 +215,7 @@ package struct JSONValidator {
     /// Whether a member before `end` in the object at `objectStart` has the key `key` (plain
     /// ASCII, as every key before it is while the filter is in use). The object is valid up to
     /// `end`, so the scanner can walk it.
-    private func isRepeat(_ key: UnsafeRawBufferPointer, inObjectAt objectStart: Int, before end: Int) -> Bool {
+    @inlinable func isRepeat(_ key: UnsafeRawBufferPointer, inObjectAt objectStart: Int, before end: Int) -> Bool {
         let scanner = JSONScanner(input)
         var member = scanner.firstMember(ofObjectAt: objectStart)
         while let keyOffset = member, keyOffset < end {
@@ -218,7 +228,7 @@ package struct JSONValidator {
 
     /// The keys of the members before `end` in the object at `objectStart`, decoded; marks the
     /// document as repeating keys if two of them are equal.
-    private mutating func earlierKeys(inObjectAt objectStart: Int, before end: Int) -> Set<String> {
+    @inlinable mutating func earlierKeys(inObjectAt objectStart: Int, before end: Int) -> Set<String> {
         let scanner = JSONScanner(input)
         var keys = Set<String>()
         var member = scanner.firstMember(ofObjectAt: objectStart)
@@ -232,7 +242,7 @@ package struct JSONValidator {
         return keys
     }
 
-    private mutating func array() throws(Invalid) {
+    @inlinable mutating func array() throws(Invalid) {
         if try enterContainer(closing: UInt8(ascii: "]")) { return }
         while true {
             try value()
@@ -240,7 +250,7 @@ package struct JSONValidator {
         }
     }
 
-    private mutating func number() throws(Invalid) {
+    @inlinable mutating func number() throws(Invalid) {
         guard let shape = JSONGrammar.numberShape(in: input, at: offset) else {
             // Point at the offending byte: past the sign and digits that were fine.
             while let byte = current, JSONGrammar.isDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") { offset += 1 }
@@ -259,7 +269,7 @@ package struct JSONValidator {
     /// Checks the string whose opening quote is at `offset` and moves past its closing quote.
     /// - Returns: Whether it contains escapes, and whether it is plain: printable ASCII with
     ///   no escapes, spelt as it reads.
-    private mutating func string() throws(Invalid) -> (hasEscapes: Bool, isPlain: Bool) {
+    @inlinable mutating func string() throws(Invalid) -> (hasEscapes: Bool, isPlain: Bool) {
         offset += 1
         var hasEscapes = false
         var isPlain = true

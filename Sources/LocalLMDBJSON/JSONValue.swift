@@ -1,7 +1,7 @@
 import LocalLMDBLMDB
 
 /// A parsed JSON value. Integers that fit in 64 bits stay exact; other numbers are `Double`.
-package enum JSONValue: Sendable, Equatable {
+@usableFromInline package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -24,46 +24,46 @@ package enum JSONValue: Sendable, Equatable {
 /// one key). `set` replaces in place, and readers keep the last of repeated keys (as most JSON
 /// readers do), so a lookup can stop at the first match. Beyond `indexThreshold` members, keys
 /// are also kept in a dictionary, so building a wide object is linear, not quadratic.
-package struct JSONObject: Sendable, Equatable {
-    package struct Member: Sendable, Equatable {
-        package var key: String
-        package var value: JSONValue
+@usableFromInline package struct JSONObject: Sendable, Equatable {
+    @usableFromInline package struct Member: Sendable, Equatable {
+        @usableFromInline package var key: String
+        @usableFromInline package var value: JSONValue
 
-        package init(key: String, value: JSONValue) {
+        @inlinable package init(key: String, value: JSONValue) {
             self.key = key
             self.value = value
         }
     }
 
-    package var members: [Member] = [] {
+    @usableFromInline package var members: [Member] = [] {
         didSet { index = nil }
     }
 
     /// Member positions by key, built on demand for wide objects; nil when not built (or stale).
-    private var index: [String: Int]?
-    private static let indexThreshold = 16
+    @usableFromInline var index: [String: Int]?
+    @usableFromInline static let indexThreshold = 16
 
-    package init(members: [Member] = []) {
+    @inlinable package init(members: [Member] = []) {
         self.members = members
     }
 
-    package static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    @inlinable package static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         lhs.members == rhs.members
     }
 
     /// The index of the member named `key`.
-    func index(of key: String) -> Int? {
+    @inlinable func index(of key: String) -> Int? {
         if let index { return index[key] }
         return members.firstIndex { $0.key == key }
     }
 
     /// The value of the member named `key`.
-    package subscript(key: String) -> JSONValue? {
+    @inlinable package subscript(key: String) -> JSONValue? {
         index(of: key).map { members[$0].value }
     }
 
     /// Replaces the value of `key` in place, or appends it.
-    package mutating func set(_ key: String, _ value: JSONValue) {
+    @inlinable package mutating func set(_ key: String, _ value: JSONValue) {
         if index == nil, members.count >= Self.indexThreshold {
             var built: [String: Int] = [:]
             built.reserveCapacity(members.count * 2)

@@ -12,29 +12,29 @@ import LocalLMDBLMDB
 /// given back to the thread's `ReadScratch` (or allocated and freed); writes are stores into
 /// room reserved ahead, without the uniqueness and capacity checks of appending to an array
 /// byte by byte. `bytes` copies the output out.
-package struct JSONWriter: ~Copyable {
+@usableFromInline package struct JSONWriter: ~Copyable {
     /// The output: `count` bytes written, room for `capacity`.
-    private var base: UnsafeMutableRawPointer
-    private var count = 0
-    private var capacity: Int
+    @usableFromInline var base: UnsafeMutableRawPointer
+    @usableFromInline var count = 0
+    @usableFromInline var capacity: Int
     /// Something could not be written (too deep, or `.unencodable`): see `JSONWriter.failure(in:)`.
-    package private(set) var failed = false
+    @usableFromInline package var failed = false
     /// Containers open around the value being written.
-    private var depth = 0
+    @usableFromInline var depth = 0
     /// The deepest nesting written so far (1 for an object holding only scalars).
-    package private(set) var deepest = 0
+    @usableFromInline package var deepest = 0
     /// Where the thread's stack is too low to write another container (`StackGuard`).
-    private let stackLimit: UInt
+    @usableFromInline let stackLimit: UInt
 
     /// Output memory kept for the thread's next writer is at most this large.
-    private static let keptCapacity = 64 << 10
+    @usableFromInline static let keptCapacity = 64 << 10
 
     /// Room a new writer starts with, past its prefix: a typical record's document.
-    private static let startingRoom = 384
+    @usableFromInline static let startingRoom = 384
 
     /// A writer whose output starts with `prefix`; its memory is that of a writer that finished
     /// on this thread when one is kept.
-    package init(prefix: [UInt8] = []) {
+    @inlinable package init(prefix: [UInt8] = []) {
         let needed = prefix.count + Self.startingRoom
         let scratch = CodecScratch.current
         stackLimit = scratch.stackLimit
@@ -58,21 +58,21 @@ package struct JSONWriter: ~Copyable {
     }
 
     /// The output so far, copied.
-    package var bytes: [UInt8] {
+    @inlinable package var bytes: [UInt8] {
         Array(UnsafeRawBufferPointer(start: base, count: count))
     }
 
     /// The number of bytes written.
-    package var byteCount: Int { count }
+    @inlinable package var byteCount: Int { count }
 
     /// Calls `body` with the output so far, which it may change in place.
-    package func withOutput<R>(_ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+    @inlinable package func withOutput<R>(_ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
         body(UnsafeMutableRawBufferPointer(start: base, count: count))
     }
 
     /// Appends `json`, which must be a complete JSON value nested `levels` deep; fails (as
     /// `write` of its value would) when that takes it past the nesting limit.
-    package mutating func write(json: UnsafeRawBufferPointer, levels: Int) {
+    @inlinable package mutating func write(json: UnsafeRawBufferPointer, levels: Int) {
         guard depth + levels <= JSONValidator.maxDepth else {
             failed = true
             return append("null")
@@ -82,63 +82,67 @@ package struct JSONWriter: ~Copyable {
     }
 
     /// Appends `literal` (punctuation the caller knows to be valid where it goes).
-    package mutating func write(literal: StaticString) {
+    @inlinable package mutating func write(literal: StaticString) {
         append(literal)
     }
 
     /// Appends `byte` (a separator the caller knows to be valid where it goes).
-    package mutating func write(byte: UInt8) {
+    @inlinable package mutating func write(byte: UInt8) {
         append(byte)
     }
 
     /// Appends `raw` as it is: bytes the caller knows to be valid where they go.
-    package mutating func write(raw: UnsafeRawBufferPointer) {
+    @inlinable package mutating func write(raw: UnsafeRawBufferPointer) {
         append(raw)
     }
 
     /// Opens an object or an array (`{` or `[`) whose members or elements the caller writes;
     /// false (and `failed`, with nothing opened) past the nesting limit.
-    package mutating func open(_ bracket: UInt8) -> Bool {
+    @inlinable package mutating func open(_ bracket: UInt8) -> Bool {
         guard enter() else { return false }
         append(bracket)
         return true
     }
 
     /// Closes what `open` opened.
-    package mutating func close(_ bracket: UInt8) {
+    @inlinable package mutating func close(_ bracket: UInt8) {
         append(bracket)
         depth -= 1
     }
 
     /// A point in the output to go back to (`truncate(to:)`).
-    package struct Mark {
-        fileprivate let count: Int
-        fileprivate let deepest: Int
+    @usableFromInline package struct Mark {
+        @usableFromInline let count: Int
+        @usableFromInline let deepest: Int
+
+        @inlinable init(count: Int, deepest: Int) {
+            (self.count, self.deepest) = (count, deepest)
+        }
     }
 
     /// The point the output has reached.
-    package var mark: Mark { Mark(count: count, deepest: deepest) }
+    @inlinable package var mark: Mark { Mark(count: count, deepest: deepest) }
 
     /// Forgets everything written after `mark`, and any failure there: for taking back a value
     /// that could not be written. Containers opened since must have been closed.
-    package mutating func truncate(to mark: Mark) {
+    @inlinable package mutating func truncate(to mark: Mark) {
         count = mark.count
         deepest = mark.deepest
         failed = false
     }
 
     /// Drops the last byte written (the closing bracket a caller wrote to lend the output).
-    package mutating func dropLast() {
+    @inlinable package mutating func dropLast() {
         count -= 1
     }
 
     /// Makes room for `extra` more bytes.
     @inline(__always)
-    private mutating func reserve(_ extra: Int) {
+    @inlinable mutating func reserve(_ extra: Int) {
         if count + extra > capacity { grow(to: count + extra) }
     }
 
-    private mutating func grow(to needed: Int) {
+    @inlinable mutating func grow(to needed: Int) {
         let newCapacity = max(needed, capacity * 2)
         let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 1)
         newBase.copyMemory(from: base, byteCount: count)
@@ -148,14 +152,14 @@ package struct JSONWriter: ~Copyable {
     }
 
     @inline(__always)
-    private mutating func append(_ byte: UInt8) {
+    @inlinable mutating func append(_ byte: UInt8) {
         reserve(1)
         base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
         count += 1
     }
 
     @inline(__always)
-    private mutating func append(_ raw: UnsafeRawBufferPointer) {
+    @inlinable mutating func append(_ raw: UnsafeRawBufferPointer) {
         guard let source = raw.baseAddress, !raw.isEmpty else { return }
         reserve(raw.count)
         (base + count).copyMemory(from: source, byteCount: raw.count)
@@ -163,11 +167,11 @@ package struct JSONWriter: ~Copyable {
     }
 
     @inline(__always)
-    private mutating func append(_ literal: StaticString) {
+    @inlinable mutating func append(_ literal: StaticString) {
         append(UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
-    package mutating func write(_ value: JSONValue) {
+    @inlinable package mutating func write(_ value: JSONValue) {
         switch value {
         case .null: append("null")
         case let .bool(flag): flag ? append("true") : append("false")
@@ -192,7 +196,7 @@ package struct JSONWriter: ~Copyable {
         }
     }
 
-    package mutating func write(_ object: JSONObject) {
+    @inlinable package mutating func write(_ object: JSONObject) {
         guard enter() else { return }
         append(UInt8(ascii: "{"))
         let members = object.members
@@ -209,7 +213,7 @@ package struct JSONWriter: ~Copyable {
     /// Opens a container; false (and `failed`) past the reader's nesting limit, which the
     /// writer does not go beyond either, or when the thread's stack runs low (so no input can
     /// exhaust its stack).
-    private mutating func enter() -> Bool {
+    @inlinable mutating func enter() -> Bool {
         depth += 1
         guard depth <= JSONValidator.maxDepth, !StackGuard.isLow(stackLimit) else {
             depth -= 1
@@ -225,12 +229,12 @@ package struct JSONWriter: ~Copyable {
     /// or unencodable (`address.tags[3]`), and the reason; nil when it can be (a write that
     /// failed all the same ran out of stack: see `StackGuard`). Walks the tree again, so only a
     /// failed write pays for it.
-    package static func failure(in object: JSONObject) -> (path: String, reason: String)? {
+    @inlinable package static func failure(in object: JSONObject) -> (path: String, reason: String)? {
         var path: [String] = []
         return failure(in: .object(object), depth: 0, path: &path, stackLimit: CodecScratch.current.stackLimit)
     }
 
-    private static func failure(in value: JSONValue, depth: Int, path: inout [String], stackLimit: UInt) -> (path: String, reason: String)? {
+    @inlinable static func failure(in value: JSONValue, depth: Int, path: inout [String], stackLimit: UInt) -> (path: String, reason: String)? {
         func found(_ reason: String) -> (path: String, reason: String) {
             (String(path.joined().trimmingPrefix(".")), reason)
         }
@@ -258,7 +262,7 @@ package struct JSONWriter: ~Copyable {
         return nil
     }
 
-    package mutating func write(_ number: Int64) {
+    @inlinable package mutating func write(_ number: Int64) {
         if number < 0 { append(UInt8(ascii: "-")) }
         // Work with the magnitude so Int64.min does not overflow.
         var magnitude = number.magnitude
@@ -273,7 +277,7 @@ package struct JSONWriter: ~Copyable {
         }
     }
 
-    package mutating func write(_ number: Double) {
+    @inlinable package mutating func write(_ number: Double) {
         guard number.isFinite else {
             var text = NonFiniteDouble.text(for: number)
             return text.withUTF8 { writeString(UnsafeRawBufferPointer($0)) }
@@ -286,7 +290,7 @@ package struct JSONWriter: ~Copyable {
     /// (`"NaN"`, `"Infinity"`…: `NonFiniteDouble`) has its first character escaped
     /// (`"\u0049nfinity"`): every JSON reader reads the same text, and no `Double` read takes it
     /// for the double.
-    package mutating func write(_ text: String) {
+    @inlinable package mutating func write(_ text: String) {
         var text = text
         text.withUTF8 { utf8 in
             let raw = UnsafeRawBufferPointer(utf8)
@@ -303,13 +307,13 @@ package struct JSONWriter: ~Copyable {
     }
 
     /// Writes the member name `key`.
-    package mutating func write(key: String) {
+    @inlinable package mutating func write(key: String) {
         var key = key
         key.withUTF8 { writeString(UnsafeRawBufferPointer($0)) }
     }
 
     /// Writes the UTF-8 text `raw` as a JSON string, escaping what JSON requires.
-    private mutating func writeString(_ raw: UnsafeRawBufferPointer) {
+    @inlinable mutating func writeString(_ raw: UnsafeRawBufferPointer) {
         // Room for the quotes and the text as it is; escapes reserve their own.
         reserve(raw.count + 2)
         append(UInt8(ascii: "\""))
@@ -326,13 +330,13 @@ package struct JSONWriter: ~Copyable {
     }
 
     /// Appends the two lowercase hexadecimal digits of `byte`.
-    private mutating func appendHex(_ byte: UInt8) {
+    @inlinable mutating func appendHex(_ byte: UInt8) {
         let hex: StaticString = "0123456789abcdef"
         append(hex.utf8Start[Int(byte >> 4)])
         append(hex.utf8Start[Int(byte & 0xF)])
     }
 
-    private mutating func appendEscape(for byte: UInt8) {
+    @inlinable mutating func appendEscape(for byte: UInt8) {
         append(UInt8(ascii: "\\"))
         switch byte {
         case UInt8(ascii: "\""): append(UInt8(ascii: "\""))

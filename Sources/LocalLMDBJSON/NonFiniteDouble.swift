@@ -12,9 +12,9 @@ import LocalLMDBLMDB
 /// `Double` read accepts. So a model that tries `Double` before `String` (the usual `AnyCodable`)
 /// reads the one as a number and the other as text, as `JSONDecoder` would. (Records written
 /// before this rule spelt such strings plainly: read as `Double`, they are the double.)
-package enum NonFiniteDouble {
+@usableFromInline package enum NonFiniteDouble {
     /// The stored text of a non-finite `value`.
-    static func text(for value: Double) -> String {
+    @inlinable static func text(for value: Double) -> String {
         if value == .infinity { return "Infinity" }
         if value == -.infinity { return "-Infinity" }
         if value.bitPattern == Double.nan.bitPattern { return "NaN" }
@@ -25,7 +25,7 @@ package enum NonFiniteDouble {
     /// The double spelt `text` (a string's bytes between its quotes, as written), if they are
     /// exactly one of these spellings.
     @inline(__always)
-    static func value(spelledBy text: UnsafeRawBufferPointer) -> Double? {
+    @inlinable static func value(spelledBy text: UnsafeRawBufferPointer) -> Double? {
         switch text.count {
         case 3: return text.hasSameBytes(as: bytes("NaN")) ? .nan : nil
         case 8: return text.hasSameBytes(as: bytes("Infinity")) ? .infinity : nil
@@ -36,7 +36,7 @@ package enum NonFiniteDouble {
     }
 
     /// The NaN other than `.nan` spelt `text` (`NaN:0x` and 16 lowercase hex digits), if any.
-    private static func payloadNaN(spelledBy text: UnsafeRawBufferPointer) -> Double? {
+    @inlinable static func payloadNaN(spelledBy text: UnsafeRawBufferPointer) -> Double? {
         guard text.prefix(6).elementsEqual("NaN:0x".utf8) else { return nil }
         var bits: UInt64 = 0
         for byte in text.dropFirst(6) {
@@ -52,7 +52,7 @@ package enum NonFiniteDouble {
         return value.isNaN && bits != Double.nan.bitPattern ? value : nil
     }
 
-    private static func bytes(_ text: StaticString) -> UnsafeRawBufferPointer {
+    @inlinable static func bytes(_ text: StaticString) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }
 }

@@ -12,11 +12,11 @@ import LocalLMDBLMDB
 /// a probability of about 2⁻⁶⁴. The length is mixed in first, and the tail is zero-padded. It
 /// guards against corruption, not against a writer that means harm: such a writer can write
 /// anything, checksum included, and the reader still never reads outside the value's bytes.
-package enum RecordChecksum {
+@usableFromInline package enum RecordChecksum {
     /// The checksum of `bytes`, continuing from `previous` (the checksum of the bytes before
     /// them, when a value is checked in two parts): `previous` enters the first lane only, so
     /// a change to the earlier part, which always changes `previous`, always changes the result.
-    package static func of(_ bytes: UnsafeRawBufferPointer, after previous: UInt64 = 0) -> UInt64 {
+    @inlinable package static func of(_ bytes: UnsafeRawBufferPointer, after previous: UInt64 = 0) -> UInt64 {
         let multiplier: UInt64 = 0xFF51_AFD7_ED55_8CCD
         let seed: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
         var lanes: (UInt64, UInt64, UInt64, UInt64) = (seed ^ previous, seed &+ 1, seed &+ 2, seed &+ 3)
@@ -53,7 +53,7 @@ package enum RecordChecksum {
 
     /// How many bytes of `bytes` are `{` or `[`: at least the document's depth of nesting,
     /// as every level opens with one (the ones inside strings only add to the count).
-    package static func openings(in bytes: UnsafeRawBufferPointer) -> Int {
+    @inlinable package static func openings(in bytes: UnsafeRawBufferPointer) -> Int {
         let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
         // `[` is `{` with bit 5 clear: setting it in every byte finds both as `{`.
         let pattern: UInt64 = 0x7B7B_7B7B_7B7B_7B7B
@@ -87,13 +87,13 @@ package enum RecordChecksum {
     /// The sum of the eight bytes of `word`: pairs into 16-bit lanes (each at most 510), then
     /// the lanes (at most 2,040).
     @inline(__always)
-    private static func sumOfBytes(_ word: UInt64) -> Int {
+    @inlinable static func sumOfBytes(_ word: UInt64) -> Int {
         let pairs = (word & 0x00FF_00FF_00FF_00FF) &+ ((word >> 8) & 0x00FF_00FF_00FF_00FF)
         return Int(truncatingIfNeeded: (pairs &* 0x0001_0001_0001_0001) >> 48)
     }
 
     /// A final mix (MurmurHash3's), so every input bit reaches every output bit.
-    private static func finish(_ value: UInt64) -> UInt64 {
+    @inlinable static func finish(_ value: UInt64) -> UInt64 {
         var hash = value
         hash ^= hash >> 33
         hash = hash &* 0xFF51_AFD7_ED55_8CCD
@@ -104,8 +104,8 @@ package enum RecordChecksum {
     }
 }
 
-private extension UInt64 {
-    func rotated(by count: UInt64) -> UInt64 {
+extension UInt64 {
+    @inlinable func rotated(by count: UInt64) -> UInt64 {
         self << count | self >> (64 - count)
     }
 }

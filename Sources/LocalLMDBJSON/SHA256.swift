@@ -3,8 +3,8 @@ import LocalLMDBLMDB
 /// SHA-256 (FIPS 180-4), used only to turn names longer than LMDB's key limit into fixed-size
 /// keys. A collision-resistant digest is needed because two distinct long ids sharing a key
 /// would silently overwrite each other.
-package enum SHA256 {
-    private static let roundConstants: [UInt32] = [
+@usableFromInline package enum SHA256 {
+    @usableFromInline static let roundConstants: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
         0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
         0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -16,7 +16,7 @@ package enum SHA256 {
     ]
 
     /// The 32-byte digest of `message`.
-    package static func digest<Bytes: Collection<UInt8>>(_ message: Bytes) -> [UInt8] {
+    @inlinable package static func digest<Bytes: Collection<UInt8>>(_ message: Bytes) -> [UInt8] {
         var state: [UInt32] = [
             0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
         ]
@@ -57,7 +57,7 @@ package enum SHA256 {
     }
 
     @inline(__always)
-    private static func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 {
+    @inlinable static func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 {
         (value >> count) | (value << (32 - count))
     }
 }

@@ -7,7 +7,7 @@ import Darwin
 extension Array where Element == UInt8 {
     /// `withUnsafeBytes` with a typed error.
     @discardableResult
-    package func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    @inlinable package func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let result: Result<R, E> = withUnsafeBytes { buffer in
             Result { () throws(E) in try body(buffer) }
         }
@@ -20,7 +20,7 @@ extension UnsafeRawBufferPointer {
     /// Short buffers (member names, mostly) are compared in place; a call to `memcmp` costs
     /// more than comparing them.
     @inline(__always)
-    package func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
+    @inlinable package func hasSameBytes(as other: UnsafeRawBufferPointer) -> Bool {
         guard count == other.count else { return false }
         guard count > 0, let left = baseAddress, let right = other.baseAddress else { return true }
         guard count <= 16 else { return memcmp(left, right, count) == 0 }

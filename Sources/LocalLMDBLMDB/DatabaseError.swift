@@ -2,7 +2,7 @@
 /// `LocalLMDB` makes of it where a call leaves the library. The lower layers cannot name the
 /// public type, which lives (and is documented) in the top module; each case means what the
 /// public case of its name means.
-package enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+@usableFromInline package enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     case emptyID
     case invalidDirectory(path: String, reason: String)
     case incompatibleOptions(path: String, reason: String)
@@ -28,7 +28,7 @@ package enum DatabaseError: Error, Sendable, Equatable, CustomStringConvertible 
     case changesUnavailable(token: String, reason: String)
 
     /// A sentence describing the error, with its context.
-    package var description: String {
+    @usableFromInline package var description: String {
         switch self {
         case .emptyID:
             return "Record ids must not be empty."

@@ -8,25 +8,25 @@
 /// thread's limit, and stops with a typed error there rather than overflow it. The limit keeps
 /// `reserve` below it: room for the step under way, for whatever it calls that does not
 /// recurse, and for reporting the error.
-package enum StackGuard {
+@usableFromInline package enum StackGuard {
     /// Why a value was refused when the stack ran low.
-    package static let refusal = "nested too deeply for this thread's stack"
+    @usableFromInline package static let refusal = "nested too deeply for this thread's stack"
 
     /// The room kept below the limit of a stack of `size` bytes.
-    static func reserve(forStackOf size: UInt) -> UInt {
+    @inlinable static func reserve(forStackOf size: UInt) -> UInt {
         min(size / 4, 128 << 10)
     }
 
     /// The address below which the calling thread's stack is too low to recurse further; 0
     /// when its bounds cannot be found (then only the nesting limits hold).
-    package static func limitOfCurrentThread() -> UInt {
+    @inlinable package static func limitOfCurrentThread() -> UInt {
         guard let (lowest, size) = ThreadStack.bounds else { return 0 }
         return lowest + reserve(forStackOf: size)
     }
 
     /// Whether the calling thread's stack has grown past `limit` (`ReadScratch.stackLimit`).
     @inline(__always)
-    package static func isLow(_ limit: UInt) -> Bool {
+    @inlinable package static func isLow(_ limit: UInt) -> Bool {
         var marker: UInt8 = 0
         return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) } < limit
     }

@@ -9,7 +9,7 @@ import Darwin
 ///
 /// Confinement: a thread's instance is reached only through `current` on that thread, so its
 /// users need no lock, provided they keep it on the thread (never send it to another).
-package final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {
+@usableFromInline package final class ThreadLocal<Value: AnyObject>: @unchecked Sendable {
     @usableFromInline let key: pthread_key_t
     @usableFromInline let make: @Sendable () -> Value
 

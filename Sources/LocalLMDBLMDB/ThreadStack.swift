@@ -1,9 +1,9 @@
 import CLMDB
 
 /// The calling thread's stack, as the system reports it.
-package enum ThreadStack {
+@usableFromInline package enum ThreadStack {
     /// Its lowest address and its size in bytes; nil when they cannot be found.
-    static var bounds: (lowest: UInt, size: UInt)? {
+    @inlinable static var bounds: (lowest: UInt, size: UInt)? {
         var lowest: UInt = 0
         var size = 0
         guard clmdb_stack_bounds(&lowest, &size) else { return nil }
