@@ -11,7 +11,7 @@ import Foundation
 /// session on a directory (however the directory is reached) uses the same engine. An engine
 /// closes when its last session closes or is deinitialized: the environment closes then, not
 /// whenever the last reference happens to go.
-package final class DatabaseEngine: Sendable {
+@usableFromInline package final class DatabaseEngine: Sendable {
     package let path: String
     package let configuration: EngineConfiguration
     package let store: RecordStore
@@ -31,7 +31,7 @@ package final class DatabaseEngine: Sendable {
     /// and a strong reference would be retained and released by every read, from every
     /// thread, on one shared reference count. The read path uses it through
     /// `Environment.withReadTransaction(in:)`, which retains nothing.
-    let unmanagedEnvironment: Unmanaged<Environment>
+    @usableFromInline let unmanagedEnvironment: Unmanaged<Environment>
     /// What a read by id needs of the engine, as plain values.
     package let readTarget: ReadTarget
 

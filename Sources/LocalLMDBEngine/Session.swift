@@ -16,10 +16,10 @@ import Foundation
 ///   otherwise in a read-only snapshot on the caller's thread, never through the writer;
 /// - a blocking call that would wait for itself fails at once with `wouldDeadlock`;
 /// - nothing runs after `close()`.
-package final class Session: Sendable {
+@usableFromInline package final class Session: Sendable {
     typealias Owner = TransactionCoordinator.Owner
 
-    package let engine: DatabaseEngine
+    @usableFromInline package let engine: DatabaseEngine
     let owner: Owner
     package let busyTimeout: Duration
 
@@ -307,6 +307,7 @@ package final class Session: Sendable {
     }
 
     /// Runs `body` in a read-only snapshot on the calling thread.
+    @inlinable
     package func snapshot<R>(_ body: (Transaction) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
         try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
     }

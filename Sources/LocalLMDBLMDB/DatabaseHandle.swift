@@ -1,10 +1,10 @@
 import CLMDB
 
 /// A named database inside an environment (LMDB's `MDB_dbi`), valid while the environment is open.
-package typealias DatabaseHandle = MDB_dbi
+@usableFromInline package typealias DatabaseHandle = MDB_dbi
 
 /// Where `Cursor.get` puts the cursor: LMDB's cursor operations the layers above use.
-package enum CursorPosition: Sendable {
+@usableFromInline package enum CursorPosition: Sendable {
     /// The first pair.
     case first
     /// The last pair.
@@ -19,7 +19,7 @@ package enum CursorPosition: Sendable {
     case keyAndValue
 
     /// LMDB's operation.
-    var operation: MDB_cursor_op {
+    @inlinable var operation: MDB_cursor_op {
         switch self {
         case .first: return MDB_FIRST
         case .last: return MDB_LAST
@@ -32,7 +32,7 @@ package enum CursorPosition: Sendable {
 }
 
 /// How `Transaction.put` treats a key already present.
-package enum PutMode: Sendable {
+@usableFromInline package enum PutMode: Sendable {
     /// Replace its value (or, in a sorted-duplicates database, add the value).
     case upsert
     /// Store nothing and report it (`MDB_NOOVERWRITE`).
@@ -41,7 +41,7 @@ package enum PutMode: Sendable {
     case keepExistingPair
 
     /// LMDB's flags.
-    var flags: UInt32 {
+    @inlinable var flags: UInt32 {
         switch self {
         case .upsert: return 0
         case .keepExisting: return UInt32(MDB_NOOVERWRITE)

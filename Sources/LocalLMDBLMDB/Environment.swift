@@ -15,7 +15,7 @@ import Darwin
 /// and no transaction active, so `mdb_env_set_mapsize` never runs while a transaction of this
 /// process is active. Read transactions use `MDB_NOTLS`, so they belong to no thread and are
 /// pooled in the gate after use. A read takes no lock and writes nothing another thread uses.
-package final class Environment: @unchecked Sendable {
+@usableFromInline package final class Environment: @unchecked Sendable {
     /// The environment's directory.
     let path: String
     /// The directory, held open while the environment is.
@@ -141,6 +141,7 @@ package final class Environment: @unchecked Sendable {
     /// `withReadTransaction`, through a reference that is used without being retained (a
     /// method call through a stored reference retains and releases it: a reference count that
     /// every reading thread would write). `environment` must be kept alive by the caller.
+    @inlinable
     package static func withReadTransaction<R>(
         in environment: Unmanaged<Environment>, _ body: (Transaction) throws(DatabaseError) -> R
     ) throws(DatabaseError) -> R {
@@ -149,7 +150,8 @@ package final class Environment: @unchecked Sendable {
         return try body(transaction)
     }
 
-    private func beginReadOutcome() -> Result<(Transaction, TransactionGate.Ticket), DatabaseError> {
+    @usableFromInline
+    func beginReadOutcome() -> Result<(Transaction, TransactionGate.Ticket), DatabaseError> {
         Result { () throws(DatabaseError) in try beginRead() }
     }
 
@@ -188,7 +190,8 @@ package final class Environment: @unchecked Sendable {
         return (code, idle)
     }
 
-    private func endRead(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
+    @usableFromInline
+    func endRead(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
         mdb_txn_reset(transaction.handle)
         if !gate.putIdle(transaction.handle, ticket) { mdb_txn_abort(transaction.handle) }
         gate.leave(ticket)

@@ -11,15 +11,15 @@ import Darwin
 /// operations inside one. It is not `Sendable`: a transaction is used on one thread at a time,
 /// and a write transaction only on the thread that began it (LMDB's writer lock is a mutex owned
 /// by that thread), which every mutating call checks.
-package struct Transaction {
+@usableFromInline package struct Transaction {
     /// The `MDB_txn*`. Valid until the environment commits, aborts or resets it.
-    let handle: OpaquePointer
+    @usableFromInline let handle: OpaquePointer
     /// True for write transactions.
-    package let isWrite: Bool
+    @usableFromInline package let isWrite: Bool
     /// The thread that began a write transaction.
-    private let ownerThread: pthread_t
+    @usableFromInline let ownerThread: pthread_t
 
-    init(handle: OpaquePointer, isWrite: Bool) {
+    @inlinable init(handle: OpaquePointer, isWrite: Bool) {
         self.handle = handle
         self.isWrite = isWrite
         self.ownerThread = pthread_self()
@@ -27,10 +27,10 @@ package struct Transaction {
 
     /// LMDB's id of the transaction: for a read transaction, the last commit it sees; for a
     /// write transaction, the id its commit will have (one more than the last commit).
-    package var id: Int { mdb_txn_id(handle) }
+    @inlinable package var id: Int { mdb_txn_id(handle) }
 
     /// Throws unless the calling thread may use this transaction for writing.
-    func checkWriterThread(_ operation: @autoclosure () -> String) throws(DatabaseError) {
+    @inlinable func checkWriterThread(_ operation: @autoclosure () -> String) throws(DatabaseError) {
         if isWrite && pthread_equal(ownerThread, pthread_self()) == 0 {
             throw .wrongThread(operation: operation())
         }
@@ -38,7 +38,7 @@ package struct Transaction {
 
     /// The value stored under `key`, pointing into the map: valid until the transaction ends
     /// or (in a write transaction) the next write.
-    package func get(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(DatabaseError) -> UnsafeRawBufferPointer? {
+    @inlinable package func get(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer) throws(DatabaseError) -> UnsafeRawBufferPointer? {
         var keyValue = MDB_val(key)
         var dataValue = MDB_val()
         let code = mdb_get(handle, database, &keyValue, &dataValue)
@@ -50,7 +50,7 @@ package struct Transaction {
     /// Stores `value` under `key`. Returns false when `mode` forbade the write (the key, or
     /// the pair, exists).
     @discardableResult
-    package func put(_ database: DatabaseHandle, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, mode: PutMode = .upsert) throws(DatabaseError) -> Bool {
+    @inlinable package func put(_ database: DatabaseHandle, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, mode: PutMode = .upsert) throws(DatabaseError) -> Bool {
         try checkWriterThread("put")
         var keyValue = MDB_val(key)
         var dataValue = MDB_val(value)
@@ -63,7 +63,7 @@ package struct Transaction {
     /// Deletes `key` (all of its duplicates when `value` is nil, else just that pair).
     /// Returns false when there was nothing to delete.
     @discardableResult
-    package func delete(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer? = nil) throws(DatabaseError) -> Bool {
+    @inlinable package func delete(_ database: MDB_dbi, _ key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer? = nil) throws(DatabaseError) -> Bool {
         try checkWriterThread("delete")
         var keyValue = MDB_val(key)
         let code: Int32
@@ -79,20 +79,20 @@ package struct Transaction {
     }
 
     /// The number of entries (counting duplicates) in `database`, from `mdb_stat`: O(1).
-    package func entryCount(_ database: MDB_dbi) throws(DatabaseError) -> Int {
+    @inlinable package func entryCount(_ database: MDB_dbi) throws(DatabaseError) -> Int {
         var stat = MDB_stat()
         try LMDBStatus.check(mdb_stat(handle, database, &stat), "stat")
         return stat.ms_entries
     }
 
     /// Removes every entry of `database`, keeping the database itself.
-    package func empty(_ database: MDB_dbi) throws(DatabaseError) {
+    @inlinable package func empty(_ database: MDB_dbi) throws(DatabaseError) {
         try checkWriterThread("drop")
         try LMDBStatus.check(mdb_drop(handle, database, 0), "drop")
     }
 
     /// Runs `body` with a cursor on `database`, closed when `body` returns.
-    package func withCursor<R>(_ database: MDB_dbi, _ body: (Cursor) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
+    @inlinable package func withCursor<R>(_ database: MDB_dbi, _ body: (Cursor) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
         var cursor: OpaquePointer?
         try LMDBStatus.check(mdb_cursor_open(handle, database, &cursor), "cursor open")
         guard let cursor else { throw LMDBStatus.error(EINVAL, "cursor open") }
@@ -103,12 +103,12 @@ package struct Transaction {
 
 extension MDB_val {
     /// A value describing `buffer`. LMDB does not write through it.
-    init(_ buffer: UnsafeRawBufferPointer) {
+    @inlinable init(_ buffer: UnsafeRawBufferPointer) {
         self.init(mv_size: buffer.count, mv_data: UnsafeMutableRawPointer(mutating: buffer.baseAddress))
     }
 
     /// The bytes this value points at.
-    var bytes: UnsafeRawBufferPointer {
+    @inlinable var bytes: UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: mv_data, count: mv_size)
     }
 }

@@ -31,9 +31,9 @@ import Foundation
 ///   otherwise wait for itself;
 /// - the gate is never shut for long while transactions are inside (`withGateShut`), so a
 ///   transaction that waits for another thread's transaction is not waited for in a circle.
-package final class TransactionGate: @unchecked Sendable {
+@usableFromInline package final class TransactionGate: @unchecked Sendable {
     /// Where a transaction was counted; `leave` takes it back on the same thread.
-    struct Ticket {
+    @usableFromInline struct Ticket {
         let stripe: Int
         // The thread's own slot, alive as long as the thread, which takes the ticket back:
         // unowned(unsafe) keeps a ticket (and the write transaction holding one) trivially destroyed.

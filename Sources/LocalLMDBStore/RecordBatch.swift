@@ -15,63 +15,84 @@ import LocalLMDBJSON
 /// - bytes of a chunk below its `used` count never change; only a batch holding the only
 ///   reference to its last chunk appends to it, so copies of a batch share chunks safely;
 /// - `types[entry.type]` is the record's class, each name once.
-package struct RecordBatch: Sendable {
+@usableFromInline package struct RecordBatch: Sendable {
     /// A stored class name used in the batch, with its key in the type index.
-    struct RecordType: Sendable {
-        let name: String
-        let key: StorageKey
+    @usableFromInline struct RecordType: Sendable {
+        @usableFromInline let name: String
+        @usableFromInline let key: StorageKey
+
+        @inlinable init(name: String, key: StorageKey) {
+            self.name = name
+            self.key = key
+        }
     }
 
     /// One record's bytes, lent for the duration of a call.
-    struct Record {
+    @usableFromInline struct Record {
         /// The key in `records`.
-        let key: UnsafeRawBufferPointer
+        @usableFromInline let key: UnsafeRawBufferPointer
         /// The full id when the key is a digest of it; empty when the key is the id itself.
-        let fullID: UnsafeRawBufferPointer
+        @usableFromInline let fullID: UnsafeRawBufferPointer
         /// The complete `RecordValue` bytes.
-        let value: UnsafeRawBufferPointer
+        @usableFromInline let value: UnsafeRawBufferPointer
         /// The record's class: an index into `types`.
-        let type: Int
+        @usableFromInline let type: Int
 
         /// The record id's UTF-8.
-        var id: UnsafeRawBufferPointer { fullID.isEmpty ? key : fullID }
+        @inlinable var id: UnsafeRawBufferPointer { fullID.isEmpty ? key : fullID }
+
+        @inlinable init(key: UnsafeRawBufferPointer, fullID: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, type: Int) {
+            self.key = key
+            self.fullID = fullID
+            self.value = value
+            self.type = type
+        }
     }
 
-    private struct Entry {
-        var chunk: Int32
-        var type: Int32
-        var start: Int
-        var keyCount: Int
-        var idCount: Int
-        var valueCount: Int
+    @usableFromInline struct Entry: Sendable {
+        @usableFromInline var chunk: Int32
+        @usableFromInline var type: Int32
+        @usableFromInline var start: Int
+        @usableFromInline var keyCount: Int
+        @usableFromInline var idCount: Int
+        @usableFromInline var valueCount: Int
+
+        @inlinable init(chunk: Int32, type: Int32, start: Int, keyCount: Int, idCount: Int, valueCount: Int) {
+            self.chunk = chunk
+            self.type = type
+            self.start = start
+            self.keyCount = keyCount
+            self.idCount = idCount
+            self.valueCount = valueCount
+        }
     }
 
-    private var chunks: [RecordChunk] = []
-    private var entries: [Entry] = []
+    @usableFromInline var chunks: [RecordChunk] = []
+    @usableFromInline var entries: [Entry] = []
     /// The classes of the records, each once, in the order first used.
-    private(set) var types: [RecordType] = []
+    @usableFromInline var types: [RecordType] = []
     /// The size of every value together.
-    package private(set) var valueBytes = 0
+    @usableFromInline package var valueBytes = 0
     /// The size of every key together.
-    private(set) var keyBytes = 0
+    @usableFromInline var keyBytes = 0
     /// The size of every record's class name together.
-    private(set) var typeNameBytes = 0
+    @usableFromInline var typeNameBytes = 0
 
     /// Chunks grow to this size (a record larger than it gets a chunk of its own size).
-    static let chunkSize = 1 << 20
+    @usableFromInline static let chunkSize = 1 << 20
 
-    package init() {}
+    @inlinable package init() {}
 
     /// The number of records.
-    package var count: Int { entries.count }
+    @inlinable package var count: Int { entries.count }
     /// Whether the batch has no records.
-    package var isEmpty: Bool { entries.isEmpty }
+    @inlinable package var isEmpty: Bool { entries.isEmpty }
     /// The records' positions, in the order given.
-    var indices: Range<Int> { entries.indices }
+    @inlinable var indices: Range<Int> { entries.indices }
 
     /// Appends a record of the class `typeName` under `key`, with `value` (the complete
     /// `RecordValue` bytes) and `fullID` when `key` is a digest of the id.
-    package mutating func append(key: StorageKey, fullID: String?, typeName: String, maxKeySize: Int, value: UnsafeRawBufferPointer) {
+    @inlinable package mutating func append(key: StorageKey, fullID: String?, typeName: String, maxKeySize: Int, value: UnsafeRawBufferPointer) {
         let type = typeIndex(of: typeName) ?? addType(RecordType(name: typeName, key: StorageKey(typeName, maxKeySize: maxKeySize)))
         var fullID = fullID ?? ""
         key.withBytes { key in
@@ -80,7 +101,7 @@ package struct RecordBatch: Sendable {
     }
 
     /// Appends `other`'s records, after this batch's. Their bytes are shared, not copied.
-    package mutating func append(contentsOf other: RecordBatch) {
+    @inlinable package mutating func append(contentsOf other: RecordBatch) {
         var mapped: [Int32] = []
         mapped.reserveCapacity(other.types.count)
         for type in other.types { mapped.append(Int32(typeIndex(of: type.name) ?? addType(type))) }
@@ -99,7 +120,7 @@ package struct RecordBatch: Sendable {
 
     /// Calls `body` with the record at `index`.
     @inline(__always)
-    func withRecord<R, E: Error>(at index: Int, _ body: (Record) throws(E) -> R) throws(E) -> R {
+    @inlinable func withRecord<R, E: Error>(at index: Int, _ body: (Record) throws(E) -> R) throws(E) -> R {
         let entry = entries[index]
         let start = UnsafeRawPointer(chunks[Int(entry.chunk)].base + entry.start)
         let idStart = start + entry.keyCount
@@ -112,14 +133,14 @@ package struct RecordBatch: Sendable {
     }
 
     /// The class of the record at `index` (an index into `types`).
-    func type(at index: Int) -> Int {
+    @inlinable func type(at index: Int) -> Int {
         Int(entries[index].type)
     }
 
     /// The index in `types` of the class `name`, compared by its bytes: class names that are
     /// equal as Swift strings but spelt differently (canonically equivalent) are different
     /// classes, stored under different keys.
-    private func typeIndex(of name: String) -> Int? {
+    @inlinable func typeIndex(of name: String) -> Int? {
         @inline(__always) func same(_ type: RecordType) -> Bool {
             type.name.utf8.count == name.utf8.count && type.name.utf8.elementsEqual(name.utf8)
         }
@@ -128,12 +149,12 @@ package struct RecordBatch: Sendable {
         return types.firstIndex(where: same)
     }
 
-    private mutating func addType(_ type: RecordType) -> Int {
+    @inlinable mutating func addType(_ type: RecordType) -> Int {
         types.append(type)
         return types.count - 1
     }
 
-    private mutating func append(key: UnsafeRawBufferPointer, fullID: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, type: Int) {
+    @inlinable mutating func append(key: UnsafeRawBufferPointer, fullID: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, type: Int) {
         let size = key.count + fullID.count + value.count
         let (chunk, start) = reserve(size)
         var target = chunks[chunk].base + start
@@ -155,7 +176,7 @@ package struct RecordBatch: Sendable {
     /// Room for `size` bytes: in the last chunk when this batch alone holds it and it has room,
     /// else in a new chunk, twice the last one's size up to `chunkSize` (so a batch of one
     /// record takes just its size) and never smaller than `size`.
-    private mutating func reserve(_ size: Int) -> (chunk: Int, start: Int) {
+    @inlinable mutating func reserve(_ size: Int) -> (chunk: Int, start: Int) {
         if let last = chunks.indices.last, isKnownUniquelyReferenced(&chunks[last]), chunks[last].capacity - chunks[last].used >= size {
             let start = chunks[last].used
             chunks[last].used += size
@@ -173,14 +194,14 @@ package struct RecordBatch: Sendable {
 ///
 /// Sendable: bytes are written only by the batch holding the only reference, before it is
 /// shared, and are never changed afterwards.
-package final class RecordChunk: @unchecked Sendable {
+@usableFromInline package final class RecordChunk: @unchecked Sendable {
     /// The memory, `capacity` bytes.
-    let base: UnsafeMutableRawPointer
-    let capacity: Int
+    @usableFromInline let base: UnsafeMutableRawPointer
+    @usableFromInline let capacity: Int
     /// How many bytes from `base` hold records; the rest is free.
-    var used = 0
+    @usableFromInline var used = 0
 
-    init(capacity: Int) {
+    @inlinable init(capacity: Int) {
         self.capacity = capacity
         base = UnsafeMutableRawPointer.allocate(byteCount: max(capacity, 1), alignment: 16)
     }

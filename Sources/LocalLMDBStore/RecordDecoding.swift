@@ -3,7 +3,7 @@ import LocalLMDBJSON
 /// Parses stored values into `DecodedRecord`s: the class name from the header and the checked
 /// JSON document. Bytes and names only: `RecordEncoding` makes values from models, and
 /// `DecodedRecord.instantiate` makes models from stored objects.
-package enum RecordDecoding {
+@usableFromInline package enum RecordDecoding {
     /// Parses and checks a stored value; the object reads its JSON in place, so the result is
     /// valid only during the read transaction `value` came from. Errors name the record by the
     /// id in the value or else by its `key`.
@@ -13,16 +13,16 @@ package enum RecordDecoding {
     /// or a document `JSONValidator` accepted as such), unless it has so many `{` and `[` that
     /// its nesting could exceed the validator's limit. A mismatch is a corrupt record. A value
     /// of format 1 (no checksum), or any value when `validating`, is checked by the validator.
-    static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, validating: Bool = false) throws(DatabaseError) -> DecodedRecord {
+    @inlinable static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, validating: Bool = false) throws(DatabaseError) -> DecodedRecord {
         try decode(value: value, id: nil, validating: validating) { stored in stored?.id(key: key) ?? displayID(key) }
     }
 
     /// `decode(key:value:)` for a record read by `id`, which errors name.
-    package static func decode(value: UnsafeRawBufferPointer, id: String) throws(DatabaseError) -> DecodedRecord {
+    @inlinable package static func decode(value: UnsafeRawBufferPointer, id: String) throws(DatabaseError) -> DecodedRecord {
         try decode(value: value, id: id, validating: false) { _ in id }
     }
 
-    private static func decode(
+    @inlinable static func decode(
         value: UnsafeRawBufferPointer, id: String?, validating: Bool, name: (RecordValue?) -> String
     ) throws(DatabaseError) -> DecodedRecord {
         value.prefetch()
@@ -55,27 +55,37 @@ package enum RecordDecoding {
     }
 
     /// A readable name for a record key whose value could not be parsed.
-    static func displayID(_ key: UnsafeRawBufferPointer) -> String {
+    @inlinable static func displayID(_ key: UnsafeRawBufferPointer) -> String {
         guard key.isHashedKey else { return String(decoding: key, as: UTF8.self) }
         return "<sha256 " + key.dropFirst().map { String($0, radix: 16) }.joined() + ">"
     }
 }
 
 /// A record's checked contents, ready to become a model object.
-package struct DecodedRecord {
+@usableFromInline package struct DecodedRecord {
     /// The record's id, when the reader knows it (reads by type do not build id strings).
-    package let id: String?
-    package let typeName: String
-    package let object: EncodedObject
+    @usableFromInline package let id: String?
+    @usableFromInline package let typeName: String
+    @usableFromInline package let object: EncodedObject
 
     /// A copy with bytes of its own, to carry out of the read transaction.
-    package func detached() -> Detached {
+    @inlinable package func detached() -> Detached {
         Detached(stored: DecodedRecord(id: id, typeName: typeName, object: object.owned()))
     }
 
     /// A stored object whose bytes it owns. Sendable because those bytes are never written
     /// after they are copied, and nothing in it points into LMDB's map.
-    package struct Detached: @unchecked Sendable {
-        package let stored: DecodedRecord
+    @usableFromInline package struct Detached: @unchecked Sendable {
+        @usableFromInline package let stored: DecodedRecord
+
+        @inlinable init(stored: DecodedRecord) {
+            self.stored = stored
+        }
+    }
+
+    @inlinable init(id: String?, typeName: String, object: EncodedObject) {
+        self.id = id
+        self.typeName = typeName
+        self.object = object
     }
 }

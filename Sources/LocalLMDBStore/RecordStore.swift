@@ -14,7 +14,7 @@ import Foundation
 /// has exactly one index entry, under its stored class name, and each index entry has a record.
 ///
 /// All methods are synchronous and run inside a transaction the caller provides.
-package struct RecordStore: Sendable {
+@usableFromInline package struct RecordStore: Sendable {
     /// The layout written: 2 since records carry checksums (`RecordValue`). A database of
     /// layout 1 is read as it is and marked 2 when it is first opened for writing, as records
     /// of format 2 go into it from then on (and an earlier version of LocalLMDB, which cannot
@@ -110,6 +110,7 @@ package struct RecordStore: Sendable {
     /// `value(_:in:)` given the records database alone: the hot path of a read by id, which
     /// must not copy the store (a copy retains what it holds: a shared reference count
     /// written by every read, from every thread).
+    @inlinable
     package static func value(_ key: StorageKey, records: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) -> UnsafeRawBufferPointer? {
         try key.withBytes { bytes throws(DatabaseError) in try transaction.get(records, bytes) }
     }

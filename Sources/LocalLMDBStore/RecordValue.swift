@@ -13,27 +13,27 @@ import LocalLMDBJSON
 /// The class name is kept outside the JSON so that type checks and the integrity walk need not
 /// parse the document. The checksum lets a read trust a document that LocalLMDB wrote without
 /// checking its grammar (see `RecordDecoding`).
-package struct RecordValue {
+@usableFromInline package struct RecordValue {
     /// The format written.
-    static let formatVersion: UInt8 = 2
+    @usableFromInline static let formatVersion: UInt8 = 2
     /// The format before checksums, still read.
-    static let uncheckedFormatVersion: UInt8 = 1
+    @usableFromInline static let uncheckedFormatVersion: UInt8 = 1
     /// Bytes of the stored checksum.
-    static let checksumSize = 8
+    @usableFromInline static let checksumSize = 8
 
     /// The header's bytes before the checksum (format byte, class name, full id).
-    let header: UnsafeRawBufferPointer
+    @usableFromInline let header: UnsafeRawBufferPointer
     /// The class name's UTF-8 bytes.
-    let typeName: UnsafeRawBufferPointer
+    @usableFromInline let typeName: UnsafeRawBufferPointer
     /// The full id's UTF-8 bytes, or empty when the key is the id.
-    let fullID: UnsafeRawBufferPointer
+    @usableFromInline let fullID: UnsafeRawBufferPointer
     /// The stored checksum of `json`; nil in a value of format 1.
-    let checksum: UInt64?
+    @usableFromInline let checksum: UInt64?
     /// The JSON document.
-    let json: UnsafeRawBufferPointer
+    @usableFromInline let json: UnsafeRawBufferPointer
 
     /// Parses a stored value; the views point into `bytes`.
-    init(parsing bytes: UnsafeRawBufferPointer) throws(RecordValueError) {
+    @inlinable init(parsing bytes: UnsafeRawBufferPointer) throws(RecordValueError) {
         guard let version = bytes.first else { throw .empty }
         guard version == Self.formatVersion || version == Self.uncheckedFormatVersion else { throw .unknownFormat(version) }
         var offset = 1
@@ -53,32 +53,32 @@ package struct RecordValue {
 
     /// Whether the header and `json` are what was written: the checksum matches. Always false
     /// for a value of format 1, which has none.
-    var isIntact: Bool {
+    @inlinable var isIntact: Bool {
         checksum == Self.checksum(header: header, json: json)
     }
 
     /// The checksum of a value's header (up to the checksum) and JSON document.
-    static func checksum(header: UnsafeRawBufferPointer, json: UnsafeRawBufferPointer) -> UInt64 {
+    @inlinable static func checksum(header: UnsafeRawBufferPointer, json: UnsafeRawBufferPointer) -> UInt64 {
         RecordChecksum.of(json, after: RecordChecksum.of(header))
     }
 
     /// A length-prefixed name of the header. Lengths stop at 35 bits (5 bytes), as they always have.
-    private static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(RecordValueError) -> UnsafeRawBufferPointer {
+    @inlinable static func lengthPrefixed(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int) throws(RecordValueError) -> UnsafeRawBufferPointer {
         guard let field = Varint.lengthPrefixed(in: bytes, at: &offset, maxShift: 35) else { throw .truncated }
         return field
     }
 
     /// The class name as a String.
-    var typeNameString: String { String(decoding: typeName, as: UTF8.self) }
+    @inlinable var typeNameString: String { String(decoding: typeName, as: UTF8.self) }
 
     /// The record id: the full id when present, else the key itself.
-    func id(key: UnsafeRawBufferPointer) -> String {
+    @inlinable func id(key: UnsafeRawBufferPointer) -> String {
         String(decoding: fullID.isEmpty ? key : fullID, as: UTF8.self)
     }
 
     /// Writes the header for a value, with room for the checksum; the caller appends the JSON
     /// document, then calls `sealChecksum` with the header's length.
-    package static func appendHeader(typeName: String, fullID: String?, to buffer: inout [UInt8]) {
+    @inlinable package static func appendHeader(typeName: String, fullID: String?, to buffer: inout [UInt8]) {
         buffer.append(formatVersion)
         Varint.append(lengthPrefixed: typeName, to: &buffer)
         Varint.append(lengthPrefixed: fullID ?? "", to: &buffer)
@@ -86,12 +86,12 @@ package struct RecordValue {
     }
 
     /// Stores the checksum of the JSON document after the header of `headerSize` bytes.
-    static func sealChecksum(in value: inout [UInt8], headerSize: Int) {
+    @inlinable static func sealChecksum(in value: inout [UInt8], headerSize: Int) {
         value.withUnsafeMutableBytes { sealChecksum(in: $0, headerSize: headerSize) }
     }
 
     /// `sealChecksum` on bytes in place.
-    package static func sealChecksum(in value: UnsafeMutableRawBufferPointer, headerSize: Int) {
+    @inlinable package static func sealChecksum(in value: UnsafeMutableRawBufferPointer, headerSize: Int) {
         let bytes = UnsafeRawBufferPointer(value)
         let checksum = Self.checksum(
             header: UnsafeRawBufferPointer(rebasing: bytes[..<(headerSize - checksumSize)]),
@@ -101,12 +101,12 @@ package struct RecordValue {
 }
 
 /// Why a stored value could not be parsed.
-package enum RecordValueError: Error, CustomStringConvertible {
+@usableFromInline package enum RecordValueError: Error, CustomStringConvertible {
     case empty
     case unknownFormat(UInt8)
     case truncated
 
-    package var description: String {
+    @inlinable package var description: String {
         switch self {
         case .empty: return "the stored value is empty"
         case let .unknownFormat(version): return "unknown value format \(version)"

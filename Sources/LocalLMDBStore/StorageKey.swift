@@ -6,20 +6,20 @@ import LocalLMDBJSON
 /// LMDB's key limit of 511 bytes) is stored under `0xFF` followed by its SHA-256 digest. No UTF-8
 /// string starts with the byte `0xFF`, so the two forms never collide; the full name of a hashed
 /// key is kept in the record's value.
-package struct StorageKey: Sendable, Hashable {
+@usableFromInline package struct StorageKey: Sendable, Hashable {
     /// A name that is its own key keeps the `String` (its UTF-8 is the key, with no copy).
-    private enum Form: Sendable {
+    @usableFromInline enum Form: Sendable {
         case name(String)
         /// The digest, and the name it was made from.
         case digest([UInt8], name: String)
     }
 
-    private let form: Form
+    @usableFromInline let form: Form
 
     /// The first byte of a hashed key.
-    static let hashMarker: UInt8 = 0xFF
+    @usableFromInline static let hashMarker: UInt8 = 0xFF
 
-    package init(_ name: String, maxKeySize: Int) {
+    @inlinable package init(_ name: String, maxKeySize: Int) {
         let length = name.utf8.count
         if length == 0 || length > maxKeySize {
             form = .digest([Self.hashMarker] + SHA256.digest(Array(name.utf8)), name: name)
@@ -29,20 +29,20 @@ package struct StorageKey: Sendable, Hashable {
     }
 
     /// The id or class name this key was made from.
-    var id: String {
+    @inlinable var id: String {
         switch form {
         case let .name(name), let .digest(_, name): return name
         }
     }
 
     /// True when the key is a digest, so the name must be read from the record's value.
-    package var isHashed: Bool {
+    @inlinable package var isHashed: Bool {
         if case .digest = form { return true }
         return false
     }
 
     /// The LMDB key, copied.
-    var bytes: [UInt8] {
+    @inlinable var bytes: [UInt8] {
         switch form {
         case let .name(name): return Array(name.utf8)
         case let .digest(digest, _): return digest
@@ -51,7 +51,7 @@ package struct StorageKey: Sendable, Hashable {
 
     /// Calls `body` with the key's bytes.
     @discardableResult
-    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    @inlinable func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         switch form {
         case var .name(name):
             let result: Result<R, E> = name.withUTF8 { utf8 in
@@ -65,16 +65,16 @@ package struct StorageKey: Sendable, Hashable {
 
     // Keys are equal when their bytes are: `String`'s == would also equate different UTF-8
     // spellings of the same characters, which LMDB stores under different keys.
-    package static func == (lhs: StorageKey, rhs: StorageKey) -> Bool {
+    @inlinable package static func == (lhs: StorageKey, rhs: StorageKey) -> Bool {
         lhs.withBytes { left in rhs.withBytes { right in left.hasSameBytes(as: right) } }
     }
 
-    package func hash(into hasher: inout Hasher) {
+    @inlinable package func hash(into hasher: inout Hasher) {
         withBytes { hasher.combine(bytes: $0) }
     }
 }
 
 extension UnsafeRawBufferPointer {
     /// True when the buffer starts with the hashed-key marker.
-    var isHashedKey: Bool { first == StorageKey.hashMarker }
+    @inlinable var isHashedKey: Bool { first == StorageKey.hashMarker }
 }
