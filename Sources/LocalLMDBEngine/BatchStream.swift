@@ -108,7 +108,7 @@ package final class BatchStream: @unchecked Sendable {
             var classes: [StoredClass] = []
             for case let .put(part, partClasses) in parts {
                 records.append(contentsOf: part)
-                classes.addAbsent(partClasses)
+                classes.addAbsent(partClasses[...])
             }
             return records.isEmpty ? nil : .put(records, classes: classes)
         }

@@ -21,7 +21,7 @@ package struct WriteBuffer: Sendable {
 
     mutating func append(_ more: RecordBatch, classes moreClasses: [StoredClass]) {
         records.append(contentsOf: more)
-        classes.addAbsent(moreClasses)
+        classes.addAbsent(moreClasses[...])
     }
 
     /// The buffered records as one put, in the order they were written; nil when there are none.

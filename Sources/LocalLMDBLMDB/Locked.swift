@@ -5,15 +5,15 @@ import Foundation
 /// The lock is held only for the duration of `withLock`'s closure, which must not block or
 /// call back into code that takes the same lock. `Value` must be `Sendable`: the value is
 /// handed from thread to thread.
-package final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
+@usableFromInline package final class Locked<Value: Sendable>: @unchecked Sendable {
+    @usableFromInline let lock = NSLock()
+    @usableFromInline var value: Value
 
-    package init(_ value: Value) {
+    @inlinable package init(_ value: Value) {
         self.value = value
     }
 
-    package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+    @inlinable package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
         lock.lock()
         defer { lock.unlock() }
         return try body(&value)

@@ -10,17 +10,17 @@ import LocalLMDBLMDB
 ///
 /// Stored as `name \0 mangledName \0 qualifiedName`; rows written before the qualified name was
 /// kept end after the mangled name.
-package struct StoredClass: Sendable, Equatable {
+@usableFromInline package struct StoredClass: Sendable, Equatable {
     /// The class name records are stored under (SwiftLocal's short class name, or a registered one).
-    package let name: String
+    @usableFromInline package let name: String
     /// The owning type's mangled Swift name, which the Swift runtime resolves in any process
     /// that links the type's module.
-    package let mangledName: String
+    @usableFromInline package let mangledName: String
     /// The owning type's module-qualified name, for messages; empty in older rows.
-    package let qualifiedName: String
+    @usableFromInline package let qualifiedName: String
     /// The owning type was registered explicitly, so it takes the name over from another type.
     /// Not stored.
-    package let adopts: Bool
+    @usableFromInline package let adopts: Bool
 
     package init(name: String, mangledName: String, qualifiedName: String, adopts: Bool = false) {
         self.name = name
@@ -102,7 +102,7 @@ package struct ClassTable {
 
 extension [StoredClass] {
     /// Appends each of `classes` not already here, in order.
-    package mutating func addAbsent(_ classes: some Sequence<StoredClass>) {
+    @inlinable package mutating func addAbsent(_ classes: ArraySlice<StoredClass>) {
         for storedClass in classes where !contains(storedClass) { append(storedClass) }
     }
 }
