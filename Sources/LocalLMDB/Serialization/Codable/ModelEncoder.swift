@@ -64,8 +64,12 @@ final class ModelEncoder: Encoder {
     static func dataObject<T: Persistable & Encodable>(encoding model: T) throws -> DataObject {
         let node = EncodingNode()
         node.shape = .object
-        node.object.members.reserveCapacity(16)
-        node.object.members.append(JSONObject.Member(key: DataObject.classNameKey, value: .string(DataObject.className(of: model))))
+        // Built here and stored whole: `members` has an observer, which across the module
+        // boundary makes each change in place a copy.
+        var members: [JSONObject.Member] = []
+        members.reserveCapacity(16)
+        members.append(JSONObject.Member(key: DataObject.classNameKey, value: .string(DataObject.className(of: model))))
+        node.object = JSONObject(members: members)
         // A nested model's object is a level below the container holding it.
         let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState(), level: ReadScratch.current.encodingLevel + 1)
         try model.encode(to: encoder)
