@@ -42,7 +42,10 @@ extension TransactionCoordinator {
         guard !hasUserTransaction else { return completion(.notWritten) }
         flush()  // Writes queued before this one commit before it.
         do throws(DatabaseError) {
-            guard let count = try commitStream(stream) else { return completion(.notWritten) }
+            guard let count = try commitStream(stream) else {
+                streamsLetGo.withLock { $0 += 1 }
+                return completion(.notWritten)
+            }
             completion(.written(count))
         } catch {
             completion(.failed(error))

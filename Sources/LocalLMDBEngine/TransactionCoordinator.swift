@@ -74,6 +74,12 @@ package final class TransactionCoordinator: @unchecked Sendable {
         let busyTimeout: Duration
     }
 
+    /// How many writes wait for another owner's transaction to end. Writer thread only.
+    package var writesWaitingForATransaction: Int { pending.count { $0.waiter != 0 } }
+
+    /// How many batches in parts the writer let go of, their next part late (for tests).
+    package let streamsLetGo = Locked(0)
+
     // Internal, not private, for the extension in TransactionCoordinator+Streams.swift.
     let thread: WriterThread
     let store: RecordStore

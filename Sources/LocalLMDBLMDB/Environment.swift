@@ -199,6 +199,12 @@ import Darwin
 
     // MARK: Write transactions
 
+    /// Makes the next write transaction check for the reader slots of dead processes, as it
+    /// does once the check is a second old (for tests, which need not wait that second).
+    package func forgetReaderCheck() {
+        lastReaderCheck.withLock { $0 = .now - .seconds(2) }
+    }
+
     /// Begins a write transaction on the calling thread, which alone may use and end it.
     /// Grows the map first when it is more than three quarters used.
     package func beginWrite() throws(DatabaseError) -> WriteTransaction {

@@ -14,6 +14,14 @@ package final class OpenDirectories: @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var open: Set<FileIdentity> = []
+    private var waiters = 0
+
+    /// How many claims are waiting for a directory to be released (for tests).
+    package var waitingClaims: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return waiters
+    }
 
     /// Claims `directory`, waiting up to `timeout` for a previous environment on it to close.
     func claim(_ directory: FileIdentity, path: String, timeout: TimeInterval = 30) throws(DatabaseError) {
@@ -21,7 +29,10 @@ package final class OpenDirectories: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         while open.contains(directory) {
-            guard condition.wait(until: deadline) else {
+            waiters += 1
+            let signalled = condition.wait(until: deadline)
+            waiters -= 1
+            guard signalled else {
                 throw .incompatibleOptions(path: path, reason: "the previous environment on this directory did not close")
             }
         }

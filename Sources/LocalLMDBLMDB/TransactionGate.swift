@@ -54,7 +54,8 @@ import Foundation
     /// slots, which other processes on the environment need too (0: none are pooled).
     let idleSlots: Int
 
-    /// Line 0: the gate (word 0: 1 while shut), closed for good (word 1). Line 1 + s: stripe
+    /// Line 0: the gate (word 0: 1 while shut), closed for good (word 1), threads waiting at
+    /// the shut gate (word 2), times shut (word 3). Line 1 + s: stripe
     /// s's count (word 0) and idle read transactions (words 1…idlePerStripe, 0 when empty).
     private let lines = AtomicLines(lines: 1 + TransactionGate.stripeCount)
     /// One shutter at a time.
@@ -85,8 +86,10 @@ import Foundation
                 return Ticket(stripe: stripe, slot: slot)
             }
             lines.add(-1, line: 1 + stripe)
+            lines.add(1, line: 0, word: 2)
             var waits = 0
             while lines.load(line: 0) != 0 { Self.pause(&waits) }
+            lines.add(-1, line: 0, word: 2)
         }
     }
 
@@ -96,6 +99,13 @@ import Foundation
         ticket.slot.leave(identity)
         lines.add(-1, line: 1 + ticket.stripe)
     }
+
+    /// How many threads wait at the shut gate to begin a transaction (for tests).
+    package var waitingToEnter: Int { lines.load(line: 0, word: 2) }
+
+    /// How many times a shutter has shut the gate (for tests: a shutter waiting for the
+    /// transactions inside shuts it again every few milliseconds).
+    package var timesShut: Int { lines.load(line: 0, word: 3) }
 
     /// Whether `close` ran: no transaction may begin.
     var isClosed: Bool { lines.load(line: 0, word: 1) != 0 }
@@ -118,6 +128,7 @@ import Foundation
         var attempt = 0
         while true {
             lines.store(1, line: 0)
+            lines.add(1, line: 0, word: 3)
             if drained(within: Self.drainLimit) {
                 defer { lines.store(0, line: 0) }
                 return try body()

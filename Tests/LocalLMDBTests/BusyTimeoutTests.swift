@@ -41,7 +41,7 @@ struct BusyTimeoutTests {
             let second = try LocalDatabase(directory: path, busyTimeout: .seconds(20))
             try await first.startTransaction()
             let waiting = Task { try await second.write(Record(id: "later", data: Entry(sequence: 1, payload: "p"))) }
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(await waitForWaitingWrites(1, on: first))
             try await first.write(Record(id: "first", data: Entry(sequence: 0, payload: "p")))
             try await first.commitTransaction()
             #expect(try await waiting.value)

@@ -65,7 +65,7 @@ final class HeldBatch: Sendable {
 
     /// Returns once the encoding has stopped.
     func waitUntilHeld() async throws {
-        while !reached.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await waitUntil(seconds: 120) { reached.withLock { $0 } })
     }
 
     /// Lets the encoding go on, and waits (at most 30 s) for the write: what it returned.
@@ -148,7 +148,7 @@ struct LargeBatchTests {
                 let records = (0..<size).map { Record(id: "n-\($0)", data: Note(text: "note \($0)")) }
                 written.withLock { $0 = database.write(contentsOf: records) }
             }.start()
-            while written.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(await waitUntil(seconds: 600) { written.withLock { $0 } != nil })
             #expect(written.withLock { $0 } == size)
             #expect(database.count(Note.self) == size)
             #expect((database.read(id: "n-\(size - 1)") as Note?)?.text == "note \(size - 1)")
@@ -183,7 +183,8 @@ struct LargeBatchTests {
         try await withTemporaryDirectory { directory in
             let batch = try HeldBatch(directory: directory, size: Self.size)
             try await batch.waitUntilHeld()
-            try await Task.sleep(for: .milliseconds(400))  // The writer has let go.
+            let coordinator = try batch.database.opened.get().engine.coordinator
+            #expect(await waitUntil(seconds: 60) { coordinator.streamsLetGo.withLock { $0 } == 1 })  // The writer has let go.
             batch.database.close()
             #expect(batch.release() == 0)  // Failed (closed), and returned.
             let reopened = try LocalDatabase(directory: directory, configuration: smallParts)

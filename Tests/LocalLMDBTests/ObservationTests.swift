@@ -75,9 +75,10 @@ struct ObservationTests {
             _ = try await database.count()  // applies the buffered write inside the transaction
             try await database.rollbackTransaction()
             try await database.write(Record(id: "kept", data: Note(text: "committed")))
-            #expect(await collected.wait { !$0.isEmpty })
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(collected.elements.map(\.changes) == [[.written(id: "kept", className: "Note")]])
+            // A later commit arrives after it, with nothing of the rolled-back one in between.
+            try await database.write(Record(id: "marker", data: Note(text: "after")))
+            #expect(await collected.wait { $0.count >= 2 })
+            #expect(collected.elements.map(\.changes) == [[.written(id: "kept", className: "Note")], [.written(id: "marker", className: "Note")]])
         }
     }
 
@@ -290,10 +291,13 @@ struct ObservationTests {
         try await withDatabase { database, directory in
             let start = try database.changeToken()
             let (process, output) = try launchHelper(["write-loop", directory.path, "crash"])
-            try await Task.sleep(for: .milliseconds(400))
+            // Killed once it has acknowledged some writes (lines of output).
+            let lines = LineCollector(output)
+            #expect(await lines.wait { $0.count >= 3 })
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            let acknowledged = completeLines(of: output).flatMap { $0.split(separator: " ").dropFirst().map(String.init) }
+            #expect(lines.waitForEnd())
+            let acknowledged = lines.all.flatMap { $0.split(separator: " ").dropFirst().map(String.init) }
             #expect(!acknowledged.isEmpty)
             // Every write the killed process was told was durable is in the feed, exactly once.
             let feed = try database.changes(since: start)

@@ -18,7 +18,8 @@ struct OpenDirectoriesTests {
             try paths.claim(example, path: "/tmp/example")  // blocks until the release below
             return released.withLock { $0 }
         }
-        try await Task.sleep(nanoseconds: 100_000_000)
+        // Released only once the second claim waits for it.
+        #expect(await waitUntil(seconds: 30) { paths.waitingClaims == 1 })
         released.withLock { $0 = true }
         paths.release(example)
         #expect(try await claimedAfterRelease.value)

@@ -236,3 +236,33 @@ func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
     }
     return condition()
 }
+
+/// Whether `condition` became true within `seconds`, checked between yields of this thread:
+/// for waiting, off the cooperative pool, on state another thread changes.
+func spinUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        sched_yield()
+    }
+    return condition()
+}
+
+/// What `body` gives on `database`'s writer thread, where the transaction state lives.
+func onWriterThread<R: Sendable>(_ database: LocalDatabase, _ body: @escaping @Sendable (TransactionCoordinator) -> R) async -> R {
+    let engine = database.session.engine
+    return await withCheckedContinuation { continuation in
+        engine.thread.submit { continuation.resume(returning: body(engine.coordinator)) }
+    }
+}
+
+/// Waits (at most `seconds`) until `count` writes of other databases wait for a transaction
+/// on `database`'s directory to end.
+func waitForWaitingWrites(_ count: Int, on database: LocalDatabase, seconds: Double = 60) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if await onWriterThread(database, { $0.writesWaitingForATransaction }) >= count { return true }
+        await Task.yield()
+    }
+    return false
+}

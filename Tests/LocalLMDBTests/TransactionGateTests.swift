@@ -83,14 +83,16 @@ struct TransactionGateTests {
                     gate.leave(ticket)
                     newcomerDone.signal()
                 }
-                usleep(50_000)
+                // The newcomer waits at the gate, and is not let in while it is shut.
+                #expect(spinUntil(seconds: 30) { gate.waitingToEnter == 1 })
                 shutSeen.withLock { $0.append(newcomerIn.withLock { $0 } ? 1 : 0) }
                 _ = newcomerDone  // let the newcomer finish once the gate opens
             }
             shut.signal()
         }
-        usleep(50_000)
-        // The shutter has not run its body while transactions are inside.
+        // The shutter has shut the gate and given up (transactions are inside) several times,
+        // and has not run its body.
+        #expect(spinUntil(seconds: 30) { gate.timesShut >= 3 })
         #expect(shutSeen.withLock { $0 }.isEmpty)
         for _ in 0..<4 { release.signal() }
         shut.wait()
@@ -111,7 +113,7 @@ struct TransactionGateTests {
             shutterDone.signal()
         }
         shutterStarted.wait()
-        usleep(20_000)  // the shutter is now waiting for `outer`
+        #expect(spinUntil(seconds: 30) { gate.timesShut > 0 })  // the shutter is now waiting for `outer`
         let nested = gate.enter()  // would deadlock if the gate made this thread wait
         gate.leave(nested)
         gate.leave(outer)
@@ -130,7 +132,7 @@ struct TransactionGateTests {
             _ = gate.withGateShut { true }
             shutterDone.signal()
         }
-        usleep(10_000)  // the shutter has shut the gate and waits for `outer`
+        #expect(spinUntil(seconds: 30) { gate.timesShut > 0 })  // the shutter has shut the gate and waits for `outer`
         let helperDone = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             let ticket = gate.enter()

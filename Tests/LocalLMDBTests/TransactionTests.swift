@@ -122,7 +122,7 @@ struct TransactionTests {
 
             // The other database's write waits for the transaction to end.
             let waitingWrite = Task { try await other.write(Record(id: "other", data: Note(text: "y"))) }
-            try await Task.sleep(nanoseconds: 50_000_000)
+            #expect(await waitForWaitingWrites(1, on: owner))
             #expect(try await owner.count() == 1)
             try await owner.commitTransaction()
             _ = try await waitingWrite.value
