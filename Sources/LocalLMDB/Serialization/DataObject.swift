@@ -53,9 +53,8 @@ public final class DataObject {
     /// The name of `object`'s stored class, which the encode under way on this thread notes
     /// (for the write to claim the name).
     static func className(of object: any Persistable) -> String {
-        let scratch = ReadScratch.current
-        let storedClass = TypeRegistry.storedClass(of: Swift.type(of: object), scratch: scratch)
-        scratch.noteEncoded(storedClass)
+        let storedClass = TypeRegistry.storedClass(of: Swift.type(of: object))
+        EncodeScratch.current.noteEncoded(storedClass)
         return storedClass.name
     }
 

@@ -62,8 +62,8 @@ public enum Legacy {
     /// The calling thread's cache, emptied first if a refactor was added since it was filled.
     /// (Loading the generation before reading `refactors` means an answer cached under a
     /// generation was computed from that generation's map or a later one.)
-    private static func cache() -> ReadScratch.LegacyCache {
-        let cache = ReadScratch.current.legacy
+    private static func cache() -> ClassCache.LegacyCache {
+        let cache = ClassCache.current.legacy
         let now = generation.load(line: 0)
         if cache.generation != now {
             cache.currentNames.removeAll()

@@ -68,7 +68,7 @@ enum ObjectDecoding {
 
     /// The type to restore an object stored as `storedName` as, when `requested` is asked for.
     static func resolve(
-        storedName: String, requested: any Persistable.Type, context: ReadContext?, scratch: ReadScratch
+        storedName: String, requested: any Persistable.Type, context: ReadContext?, scratch: ClassCache
     ) -> Resolution {
         resolve(
             storedName: storedName, requested: requested, requestedName: TypeRegistry.name(of: requested, scratch: scratch),
@@ -77,7 +77,7 @@ enum ObjectDecoding {
 
     /// `resolve`, given the requested type's stored name (`TypeRegistry.name(of: requested)`).
     static func resolve(
-        storedName: String, requested: any Persistable.Type, requestedName: String, context: ReadContext?, scratch: ReadScratch
+        storedName: String, requested: any Persistable.Type, requestedName: String, context: ReadContext?, scratch: ClassCache
     ) -> Resolution {
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
         do throws(DatabaseError) {
@@ -102,7 +102,7 @@ enum ObjectDecoding {
     /// type owns the name or nobody does. Remembered per thread once the type is found to own
     /// it in a committed snapshot, so the hot read paths look it up once.
     static func conflict(
-        for id: ObjectIdentifier, context: ReadContext?, scratch: ReadScratch = .current
+        for id: ObjectIdentifier, context: ReadContext?, scratch: ClassCache = .current
     ) throws(DatabaseError) -> Failure? {
         guard let context else { return nil }
         if scratch.isVerified(id, in: context.database) { return nil }
@@ -135,12 +135,12 @@ enum ObjectDecoding {
             if scratch.isReading, scratch.failure == nil { scratch.failure = .tooDeep }
             return requested.init(dataObject: DataObject(fields: JSONObject()))
         }
-        let requestedName = TypeRegistry.name(of: requested, scratch: scratch)
+        let requestedName = TypeRegistry.name(of: requested, scratch: scratch.classes)
         // Usually the class member comes first and names the requested class as it is spelt.
         let classEnd = object.endOfClassName(spelled: requestedName)
         if let storedName = classEnd != nil ? requestedName : object.className {
             var failure: Failure?
-            switch resolve(storedName: storedName, requested: requested, requestedName: requestedName, context: scratch.context, scratch: scratch) {
+            switch resolve(storedName: storedName, requested: requested, requestedName: requestedName, context: scratch.context, scratch: scratch.classes) {
             case .requested:
                 break
             case let .stored(stored):

@@ -2,38 +2,32 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
-/// What encoding and decoding keep per thread between calls: a spare data object, the stored
-/// classes of the types they met, and the state of the read or encode under way. With it,
-/// reads on a thread that has read before allocate no data object for the records they restore
-/// and take no lock for type names.
+/// What reads keep per thread between calls: a spare data object and decoder, and the state
+/// of the read under way. With it, reads on a thread that has read before allocate no data
+/// object for the records they restore.
 ///
-/// Confinement: each thread has its own instance (thread-local storage), used only by
-/// synchronous code on that thread, and released when the thread exits. Users take the spare
-/// out while they use it, so a nested use on the same thread finds none rather than the same.
-/// A read or encode that runs inside another on the same thread (a model's initializer that
-/// reads another database) saves and restores the outer one's state.
+/// Confinement: each thread has its own (`ThreadLocal`), used only by synchronous code on that
+/// thread. Users take a spare out while they use it, so a nested use on the same thread finds
+/// none rather than the same. A read that runs inside another on the same thread (a model's
+/// initializer that reads another database) saves and restores the outer one's state.
 final class ReadScratch {
     // Exclusivity is not checked at run time on the stored properties: the scratch is used by
     // its own thread only, each access is a plain load or store, and the checks (a call per
     // access, several per read) cost more than the reads of the fields they guarded.
+
+    /// The calling thread's scratch.
+    static var current: ReadScratch {
+        @inline(__always) get { scratches.current }
+    }
+
+    private static let scratches = ThreadLocal { ReadScratch() }
 
     /// A data object that the last model restored on this thread did not keep.
     @exclusivity(unchecked) var spare: DataObject?
     /// A top `ModelDecoder` that the last `Decodable` model decoded on this thread did not keep
     /// (`ModelDecoder.decode(_:from:dates:)`).
     @exclusivity(unchecked) var spareDecoder: ModelDecoder?
-    /// Stored classes by type, most recent last; a few entries, searched linearly. Two arrays
-    /// rather than one of pairs, so a search compares identities without copying classes.
-    @exclusivity(unchecked) private var classTypes: [ObjectIdentifier] = []
-    @exclusivity(unchecked) private var classes: [StoredClass] = []
-    private static let classCapacity = 8
-
     /// The database the current read restores objects from, for resolving nested classes.
     @exclusivity(unchecked) var context: ReadContext?
     /// A database read is restoring objects on this thread (nested objects read outside one,
@@ -42,39 +36,9 @@ final class ReadScratch {
     /// The first problem met while restoring the current record's nested objects: the read
     /// throws it once the model's initializer returns (initializers cannot throw).
     @exclusivity(unchecked) var failure: ObjectDecoding.Failure?
-    /// Types known to own their stored name in a database, as (database, type); a few entries.
-    @exclusivity(unchecked) private var verified: [(database: UInt64, type: ObjectIdentifier)] = []
-
-    /// `Encodable` values being encoded inside one another on this thread (`ModelEncoder.box`).
-    @exclusivity(unchecked) var encodingDepth = 0
-    /// The nesting level of the container a nested model being encoded on this thread is stored
-    /// in (0 outside one): the model's object is one level deeper (`ModelEncoder.dataObject`).
-    @exclusivity(unchecked) var encodingLevel = 0
-
-    /// The stored classes met by the encodes under way (kept, emptied, between encodes).
-    @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
-    /// How many encodes that collect classes are under way on this thread.
-    @exclusivity(unchecked) private var collecting = 0
-
-    /// `Legacy`'s answers on this thread, for the generation of its refactors they hold.
-    final class LegacyCache {
-        var generation = -1
-        var currentNames: [String: String] = [:]
-        var allNames: [String: [String]] = [:]
-    }
-
-    /// `Legacy`'s answers on this thread.
-    let legacy = LegacyCache()
-
-    /// The calling thread's scratch.
-    static var current: ReadScratch {
-        if let stored = pthread_getspecific(key) {
-            return Unmanaged<ReadScratch>.fromOpaque(stored).takeUnretainedValue()
-        }
-        let scratch = ReadScratch()
-        pthread_setspecific(key, Unmanaged.passRetained(scratch).toOpaque())
-        return scratch
-    }
+    /// This thread's class names, for the classes the read meets.
+    let classes = ClassCache.current
+    private init() {}
 
     /// The record `id` restored as `type` reading `object` in place, with this thread's spare
     /// data object (see `DataObject.restore(_:from:spare:)`); the spare is out of the scratch
@@ -127,76 +91,4 @@ final class ReadScratch {
         self.failure = nil
         throw failure.error(id: id() ?? "", className: className())
     }
-
-    // MARK: Stored classes
-
-    /// The stored name remembered for `type`, if any (without copying the whole stored class).
-    func name(of type: ObjectIdentifier) -> String? {
-        classTypes.lastIndex(of: type).map { classes[$0].name }
-    }
-
-    /// The stored class remembered for `type`, if any.
-    func storedClass(of type: ObjectIdentifier) -> StoredClass? {
-        classTypes.lastIndex(of: type).map { classes[$0] }
-    }
-
-    /// Remembers `storedClass` for `type`, forgetting the oldest when full.
-    func remember(_ storedClass: StoredClass, for type: ObjectIdentifier) {
-        if classes.count == Self.classCapacity {
-            classes.removeFirst()
-            classTypes.removeFirst()
-        }
-        classes.append(storedClass)
-        classTypes.append(type)
-    }
-
-    /// Whether `type` is known to own its name in `database`.
-    func isVerified(_ type: ObjectIdentifier, in database: UInt64) -> Bool {
-        verified.contains { $0.database == database && $0.type == type }
-    }
-
-    /// Remembers that `type` owns its name in `database`.
-    func rememberVerified(_ type: ObjectIdentifier, in database: UInt64) {
-        if verified.count == Self.classCapacity { verified.removeFirst() }
-        verified.append((database, type))
-    }
-
-    // MARK: Encoding
-
-    /// Runs `body`, adding to `classes` the stored class of every data object it creates
-    /// (`DataObject(self)`) that `classes` does not hold yet.
-    func collectingClasses<R>(into classes: inout [StoredClass], _ body: () -> R) -> R {
-        let start = encodedClasses.count
-        collecting += 1
-        defer {
-            collecting -= 1
-            encodedClasses.removeSubrange(start...)
-        }
-        let result = body()
-        classes.addAbsent(encodedClasses[start...])
-        return result
-    }
-
-    /// Notes that a data object of `storedClass` was created, when an encode collects them.
-    func noteEncoded(_ storedClass: StoredClass) {
-        guard collecting > 0, !encodedClasses.contains(storedClass) else { return }
-        encodedClasses.append(storedClass)
-    }
-
-    /// The thread-local slot; its destructor releases a thread's scratch when the thread exits.
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key, releaseScratch)
-        return key
-    }()
 }
-
-#if canImport(Darwin)
-private func releaseScratch(_ stored: UnsafeMutableRawPointer) {
-    Unmanaged<ReadScratch>.fromOpaque(stored).release()
-}
-#else
-private func releaseScratch(_ stored: UnsafeMutableRawPointer?) {
-    if let stored { Unmanaged<ReadScratch>.fromOpaque(stored).release() }
-}
-#endif

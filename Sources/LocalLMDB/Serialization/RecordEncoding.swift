@@ -12,7 +12,7 @@ enum RecordEncoding {
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, classes: inout [StoredClass]
     ) throws(DatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
-        let fields = ReadScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
+        let fields = EncodeScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
         let dataObject: DataObject
         switch fields {
         case let .success(success): dataObject = success
@@ -103,12 +103,12 @@ extension DecodedRecord {
     func instantiate<T: Persistable>(as requested: T.Type, context: ReadContext?) throws(DatabaseError) -> T {
         let scratch = ReadScratch.current
         var type = requested
-        switch ObjectDecoding.resolve(storedName: typeName, requested: requested, context: context, scratch: scratch) {
+        switch ObjectDecoding.resolve(storedName: typeName, requested: requested, context: context, scratch: scratch.classes) {
         case .requested:
             break
         case let .stored(stored):
             guard let resolved = stored as? T.Type else {
-                throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested, scratch: scratch), stored: typeName)
+                throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested, scratch: scratch.classes), stored: typeName)
             }
             type = resolved
         case let .failure(failure):

@@ -54,17 +54,17 @@ final class TypeRegistry: Sendable {
     private let state = Locked(State())
 
     /// The name `type` is stored under.
-    static func name(of type: any Persistable.Type, scratch: ReadScratch = .current) -> String {
+    static func name(of type: any Persistable.Type, scratch: ClassCache = .current) -> String {
         scratch.name(of: ObjectIdentifier(type)) ?? storedClass(of: type, scratch: scratch).name
     }
 
     /// The stored class of the type with identity `id`, if that type has been named before.
     static func storedClass(ofID id: ObjectIdentifier) -> StoredClass? {
-        ReadScratch.current.storedClass(of: id) ?? shared.state.withLock { $0.classes[id] }
+        ClassCache.current.storedClass(of: id) ?? shared.state.withLock { $0.classes[id] }
     }
 
     /// `type`'s stored class, from the calling thread's cache when it has it.
-    static func storedClass(of type: any Persistable.Type, scratch: ReadScratch = .current) -> StoredClass {
+    static func storedClass(of type: any Persistable.Type, scratch: ClassCache = .current) -> StoredClass {
         let id = ObjectIdentifier(type)
         if let known = scratch.storedClass(of: id) { return known }
         let storedClass = shared.state.withLock { $0.storedClass(of: type) }

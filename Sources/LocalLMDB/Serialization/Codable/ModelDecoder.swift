@@ -341,7 +341,7 @@ final class ModelDecoder: Decoder {
         var restoreAs = requested
         if let storedName = object.className {
             let scratch = ReadScratch.current
-            switch ObjectDecoding.resolve(storedName: storedName, requested: requested, context: scratch.context, scratch: scratch) {
+            switch ObjectDecoding.resolve(storedName: storedName, requested: requested, context: scratch.context, scratch: scratch.classes) {
             case .requested:
                 break
             case let .stored(stored):

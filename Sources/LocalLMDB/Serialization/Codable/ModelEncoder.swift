@@ -71,7 +71,7 @@ final class ModelEncoder: Encoder {
         members.append(JSONObject.Member(key: DataObject.classNameKey, value: .string(DataObject.className(of: model))))
         node.object = JSONObject(members: members)
         // A nested model's object is a level below the container holding it.
-        let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState(), level: ReadScratch.current.encodingLevel + 1)
+        let encoder = ModelEncoder(below: nil, key: nil, node: node, state: EncodingState(), level: EncodeScratch.current.encodingLevel + 1)
         try model.encode(to: encoder)
         if let failure = encoder.state.failure { throw failure }
         guard case let .object(fields) = node.value() else {
@@ -83,7 +83,7 @@ final class ModelEncoder: Encoder {
     /// `value` on its own, for `DataObject.add(key:value:)`.
     static func jsonValue<T: Encodable>(of value: T, at key: String) throws -> JSONValue {
         // The encoder stands for the data object: its level, when it is a nested model's.
-        let encoder = ModelEncoder(below: nil, key: nil, state: EncodingState(), level: ReadScratch.current.encodingLevel + 1)
+        let encoder = ModelEncoder(below: nil, key: nil, state: EncodingState(), level: EncodeScratch.current.encodingLevel + 1)
         let boxed = try encoder.box(value, at: ModelKey(stringValue: key))
         if let failure = encoder.state.failure { throw failure }
         return boxed
@@ -97,7 +97,7 @@ final class ModelEncoder: Encoder {
         // stops there too (nested models included: the count is the thread's, and it counts
         // values passed on through single value containers, which nest no container), or
         // sooner when the thread's stack runs low.
-        let scratch = ReadScratch.current
+        let scratch = EncodeScratch.current
         guard scratch.encodingDepth < JSONValidator.maxDepth, !CodecScratch.current.stackIsLow else {
             throw EncodingError.invalidValue(value, .init(
                 codingPath: path(key),

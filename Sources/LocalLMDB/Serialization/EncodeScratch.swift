@@ -1,0 +1,46 @@
+import LocalLMDBLMDB
+import LocalLMDBStore
+import LocalLMDBEngine
+
+/// What encodes keep per thread: how deeply `Encodable` values nest, and the stored classes
+/// the encodes under way met.
+///
+/// Confinement: each thread has its own (`ThreadLocal`), used only by synchronous code on it.
+final class EncodeScratch {
+    /// The calling thread's scratch.
+    static var current: EncodeScratch {
+        @inline(__always) get { scratches.current }
+    }
+
+    private static let scratches = ThreadLocal { EncodeScratch() }
+
+    /// `Encodable` values being encoded inside one another on this thread (`ModelEncoder.box`).
+    @exclusivity(unchecked) var encodingDepth = 0
+    /// The nesting level of the container a nested model being encoded on this thread is stored
+    /// in (0 outside one): the model's object is one level deeper (`ModelEncoder.dataObject`).
+    @exclusivity(unchecked) var encodingLevel = 0
+    /// The stored classes met by the encodes under way (kept, emptied, between encodes).
+    @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
+    /// How many encodes that collect classes are under way on this thread.
+    @exclusivity(unchecked) private var collecting = 0
+
+    /// Runs `body`, adding to `classes` the stored class of every data object it creates
+    /// (`DataObject(self)`) that `classes` does not hold yet.
+    func collectingClasses<R>(into classes: inout [StoredClass], _ body: () -> R) -> R {
+        let start = encodedClasses.count
+        collecting += 1
+        defer {
+            collecting -= 1
+            encodedClasses.removeSubrange(start...)
+        }
+        let result = body()
+        classes.addAbsent(encodedClasses[start...])
+        return result
+    }
+
+    /// Notes that a data object of `storedClass` was created, when an encode collects them.
+    func noteEncoded(_ storedClass: StoredClass) {
+        guard collecting > 0, !encodedClasses.contains(storedClass) else { return }
+        encodedClasses.append(storedClass)
+    }
+}
