@@ -114,3 +114,26 @@ package final class BatchStream: @unchecked Sendable {
         }
     }
 }
+
+extension BatchStream {
+    /// What became of a batch sent in parts.
+    enum Outcome: Sendable {
+        /// Written and durable: this many records.
+        case written(Int)
+        /// Not written, for this reason.
+        case failed(DatabaseError)
+        /// Not written, and let go of: a transaction was open, or the caller was slow. The
+        /// caller writes the batch whole, as any other write, once it has encoded all of it.
+        case notWritten
+
+        /// The number of records written; nil when the caller is to write the batch whole.
+        /// - Throws: The reason it failed.
+        func written() throws(DatabaseError) -> Int? {
+            switch self {
+            case let .written(count): return count
+            case let .failed(error): throw error
+            case .notWritten: return nil
+            }
+        }
+    }
+}

@@ -15,8 +15,8 @@ import LocalLMDBStore
 ///
 /// Invariant: the count is the number of continuations resumed by `resuming` whose task has not
 /// yet called `running`; it is never negative.
-package enum PoolDemand {
-    private static let waiting = AtomicLines(lines: 1)
+@usableFromInline package enum PoolDemand {
+    @usableFromInline static let waiting = AtomicLines(lines: 1)
 
     /// Call just before resuming a task's continuation from a thread of the library's.
     @inline(__always)
@@ -32,11 +32,11 @@ package enum PoolDemand {
     }
 
     /// Whether a resumed task of the library's waits for a pool thread.
-    @inline(__always)
+    @inlinable
     static var someoneWaits: Bool { waiting.load(line: 0) > 0 }
 
     /// Yields the calling task's thread when a resumed task of the library's waits for one.
-    @inline(__always)
+    @inlinable
     package static nonisolated(nonsending) func giveWay() async {
         if someoneWaits { await Task.yield() }
     }

@@ -24,7 +24,7 @@ extension Session {
     package nonisolated(nonsending) func perform(batchOf total: Int, _ produce: BatchProducer) async throws(DatabaseError) -> Int {
         let whole: WriteOperation?
         if let partRecords = try partRecords(forBatchOf: total) {
-            let outcome = WriteOutcome()
+            let outcome = BatchStream.PendingOutcome()
             switch try streamParts(total: total, limits: (partRecords, BatchStream.partBytes), outcome: outcome, produce) {
             case let .sent(stream):
                 if let count = try await outcome.value.written() { return count }
@@ -47,7 +47,7 @@ extension Session {
         let whole: WriteOperation?
         if let partRecords = try partRecords(forBatchOf: total) {
             try checkNotRestoring("write")
-            let outcome = WriteOutcome()
+            let outcome = BatchStream.PendingOutcome()
             switch try streamParts(total: total, limits: (partRecords, BatchStream.partBytes), outcome: outcome, produce) {
             case let .sent(stream):
                 if let count = try outcome.wait().written() { return count }
@@ -83,12 +83,12 @@ extension Session {
     }
 
     /// What became of a batch's parts (`streamParts`).
-    private enum Streamed {
+    private enum SentParts {
         /// Queued on the writer thread with the first part, and finished: the write reports to
-        /// the `WriteOutcome`.
+        /// the `BatchStream.PendingOutcome`.
         case sent(BatchStream)
         /// Queued, then abandoned because producing a later part threw this error: the
-        /// `WriteOutcome` reports once the writer has let go.
+        /// `BatchStream.PendingOutcome` reports once the writer has let go.
         case abandoned(DatabaseError)
         /// Not queued (the session has a transaction open, or this is the writer thread): the
         /// parts as one put, to write as any other; nil when there were none.
@@ -100,8 +100,8 @@ extension Session {
     /// error, or what queuing threw (`closed`, `readOnly`; encoding then stops), when nothing
     /// was queued.
     private func streamParts(
-        total: Int, limits: PartLimits, outcome: WriteOutcome, _ produce: BatchProducer
-    ) throws(DatabaseError) -> Streamed {
+        total: Int, limits: PartLimits, outcome: BatchStream.PendingOutcome, _ produce: BatchProducer
+    ) throws(DatabaseError) -> SentParts {
         let stream = BatchStream()
         // nil until the first part decides: true once queued, false when written whole.
         var streaming: Bool? = engine.thread.isCurrent ? false : nil
@@ -127,54 +127,56 @@ extension Session {
     }
 }
 
-/// The outcome of a batch queued on the writer thread in parts, awaited (or waited for) once
-/// the caller has sent them all.
-package final class WriteOutcome: @unchecked Sendable {
-    typealias Outcome = TransactionCoordinator.StreamOutcome
+extension BatchStream {
+    /// The outcome of a batch queued on the writer thread in parts, awaited (or waited for) once
+    /// the caller has sent them all.
+    final class PendingOutcome: @unchecked Sendable {
+        typealias Outcome = BatchStream.Outcome
 
-    // Guarded by `lock`.
-    private let lock = NSLock()
-    private var result: Outcome?
-    private var waiter: CheckedContinuation<Outcome, Never>?
-    private let done = DispatchSemaphore(value: 0)
+        // Guarded by `lock`.
+        private let lock = NSLock()
+        private var result: Outcome?
+        private var waiter: CheckedContinuation<Outcome, Never>?
+        private let done = DispatchSemaphore(value: 0)
 
-    /// Records the outcome (once), resuming whoever waits for it.
-    func complete(_ outcome: Outcome) {
-        let waiting = lock.withLock {
-            result = outcome
-            defer { waiter = nil }
-            return waiter
-        }
-        if let waiting {
-            PoolDemand.resuming()
-            waiting.resume(returning: outcome)
-        }
-        done.signal()
-    }
-
-    /// The outcome, once known. Awaited by one task at a time.
-    var value: Outcome {
-        get async {
-            let outcome = await withCheckedContinuation { continuation in
-                let known = lock.withLock {
-                    if result == nil { waiter = continuation }
-                    return result
-                }
-                if let known {
-                    PoolDemand.resuming()
-                    continuation.resume(returning: known)
-                }
+        /// Records the outcome (once), resuming whoever waits for it.
+        func complete(_ outcome: Outcome) {
+            let waiting = lock.withLock {
+                result = outcome
+                defer { waiter = nil }
+                return waiter
             }
-            PoolDemand.running()
-            return outcome
+            if let waiting {
+                PoolDemand.resuming()
+                waiting.resume(returning: outcome)
+            }
+            done.signal()
         }
-    }
 
-    /// Blocks until the outcome is known.
-    func wait() -> Outcome {
-        done.wait()
-        done.signal()  // Later waits return at once.
-        // Never nil: `done` is signalled only after `result` is set.
-        return lock.withLock { result } ?? .failed(.wrongThread(operation: "write"))
+        /// The outcome, once known. Awaited by one task at a time.
+        var value: Outcome {
+            get async {
+                let outcome = await withCheckedContinuation { continuation in
+                    let known = lock.withLock {
+                        if result == nil { waiter = continuation }
+                        return result
+                    }
+                    if let known {
+                        PoolDemand.resuming()
+                        continuation.resume(returning: known)
+                    }
+                }
+                PoolDemand.running()
+                return outcome
+            }
+        }
+
+        /// Blocks until the outcome is known.
+        func wait() -> Outcome {
+            done.wait()
+            done.signal()  // Later waits return at once.
+            // Never nil: `done` is signalled only after `result` is set.
+            return lock.withLock { result } ?? .failed(.wrongThread(operation: "write"))
+        }
     }
 }

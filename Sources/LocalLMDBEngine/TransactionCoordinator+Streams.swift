@@ -7,33 +7,12 @@ extension TransactionCoordinator {
     /// send a part) before it lets go of the batch: far longer than encoding a few records takes.
     static let streamPatience = Duration.milliseconds(250)
 
-    /// What became of a batch sent in parts.
-    enum StreamOutcome: Sendable {
-        /// Written and durable: this many records.
-        case written(Int)
-        /// Not written, for this reason.
-        case failed(DatabaseError)
-        /// Not written, and let go of: a transaction was open, or the caller was slow. The
-        /// caller writes the batch whole, as any other write, once it has encoded all of it.
-        case notWritten
-
-        /// The number of records written; nil when the caller is to write the batch whole.
-        /// - Throws: The reason it failed.
-        func written() throws(DatabaseError) -> Int? {
-            switch self {
-            case let .written(count): return count
-            case let .failed(error): throw error
-            case .notWritten: return nil
-            }
-        }
-    }
-
     /// Writes `stream` in a transaction of its own, applying its parts as they come, after the
     /// writes already pending; `completion` runs once it is durable, has failed, or has been let
     /// go of (`notWritten`: when a user transaction is open, which the caller's session must
     /// see to, or when the caller makes no progress for `streamPatience`). After `completion`
     /// the writer no longer reads `stream`.
-    func performStream(_ stream: BatchStream, completion: @escaping @Sendable (StreamOutcome) -> Void) {
+    func performStream(_ stream: BatchStream, completion: @escaping @Sendable (BatchStream.Outcome) -> Void) {
         do throws(DatabaseError) {
             guard thread.isCurrent else { throw .wrongThread(operation: "write") }
         } catch {

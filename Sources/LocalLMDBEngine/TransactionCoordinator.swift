@@ -34,7 +34,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
         var write: WriteTransaction?
         var journal: [WriteOperation] = []
         /// What the journal changed, for the change log.
-        var changes = ChangeRecord()
+        var changes = ChangeSet()
         /// Why the transaction failed, when it has.
         var failure: DatabaseError?
         /// LMDB's id for the transaction's commit. Every LMDB transaction it is rebuilt in must
@@ -329,7 +329,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     ///   read the state before that commit (a count deleted, a record replaced), must not be
     ///   replayed over it. The caller's transaction then fails; nothing of it is written.
     private func rebuild(
-        _ journal: [WriteOperation], expecting transactionID: Int, changes: inout ChangeRecord
+        _ journal: [WriteOperation], expecting transactionID: Int, changes: inout ChangeSet
     ) throws(DatabaseError) -> WriteTransaction {
         if let fault = failNextRebuild {
             failNextRebuild = nil
@@ -349,7 +349,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
                         + "(transaction \(found - 1) committed after \(transactionID - 1)); replaying it could undo that commit")
             }
             do throws(DatabaseError) {
-                var replayed = ChangeRecord()
+                var replayed = ChangeSet()
                 for operation in journal { _ = try store.apply(operation, in: write.transaction, changes: &replayed) }
                 changes = replayed
                 return write
@@ -456,14 +456,14 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// `apply` again in a new transaction. Returns what `apply` returned; nil, with nothing
     /// written, when `apply` gives up (returns nil).
     func commitNew<R>(
-        reserving bytes: Int, _ apply: (Transaction, inout ChangeRecord) throws(DatabaseError) -> R?
+        reserving bytes: Int, _ apply: (Transaction, inout ChangeSet) throws(DatabaseError) -> R?
     ) throws(DatabaseError) -> R? {
         try checkThread("commit")
         // Failing to grow here only means growing later, as the map fills.
         try? environment.reserve(bytes: bytes)
         return try retryingWhenTheMapFills { () throws(DatabaseError) -> R? in
             let write = try environment.beginWrite()
-            var changes = ChangeRecord()
+            var changes = ChangeSet()
             let result: R
             let logged: UInt64?
             do throws(DatabaseError) {

@@ -42,7 +42,7 @@ package final class WriterThread: @unchecked Sendable {
         started.wait()
     }
 
-    /// True on the executor's thread.
+    /// True on the writer thread.
     var isCurrent: Bool {
         pthread_equal(threadID, pthread_self()) != 0
     }

@@ -10,18 +10,18 @@ import CLMDB
 ///
 /// Ownership: the words are one allocation, made in `init` and freed in `deinit`; nothing else
 /// keeps pointers into it.
-package final class AtomicLines: @unchecked Sendable {
+@usableFromInline package final class AtomicLines: @unchecked Sendable {
     /// Bytes per line.
-    static let lineSize = 128
+    @usableFromInline static let lineSize = 128
     /// Words per line.
-    static let wordsPerLine = lineSize / MemoryLayout<Int>.stride
+    @usableFromInline static let wordsPerLine = lineSize / MemoryLayout<Int>.stride
 
-    private let words: UnsafeMutablePointer<Int>
+    @usableFromInline let words: UnsafeMutablePointer<Int>
     /// The number of lines.
-    let count: Int
+    @usableFromInline let count: Int
 
     /// `count` lines of zeros.
-    package init(lines count: Int) {
+    @inlinable package init(lines count: Int) {
         self.count = count
         let raw = UnsafeMutableRawPointer.allocate(byteCount: count * Self.lineSize, alignment: Self.lineSize)
         words = raw.initializeMemory(as: Int.self, repeating: 0, count: count * Self.wordsPerLine)
@@ -33,36 +33,36 @@ package final class AtomicLines: @unchecked Sendable {
     }
 
     @inline(__always)
-    private func word(_ line: Int, _ index: Int) -> UnsafeMutablePointer<Int> {
+    @inlinable func word(_ line: Int, _ index: Int) -> UnsafeMutablePointer<Int> {
         words + (line * Self.wordsPerLine + index)
     }
 
     @inline(__always)
-    package func load(line: Int, word index: Int = 0) -> Int {
+    @inlinable package func load(line: Int, word index: Int = 0) -> Int {
         clmdb_atomic_load(word(line, index))
     }
 
     @inline(__always)
-    package func store(_ value: Int, line: Int, word index: Int = 0) {
+    @inlinable package func store(_ value: Int, line: Int, word index: Int = 0) {
         clmdb_atomic_store(word(line, index), value)
     }
 
     /// Adds `delta`; returns the new value.
     @inline(__always)
     @discardableResult
-    package func add(_ delta: Int, line: Int, word index: Int = 0) -> Int {
+    @inlinable package func add(_ delta: Int, line: Int, word index: Int = 0) -> Int {
         clmdb_atomic_add(word(line, index), delta)
     }
 
     /// Stores `value`; returns the value before.
     @inline(__always)
-    func exchange(_ value: Int, line: Int, word index: Int = 0) -> Int {
+    @inlinable func exchange(_ value: Int, line: Int, word index: Int = 0) -> Int {
         clmdb_atomic_exchange(word(line, index), value)
     }
 
     /// Stores `desired` if the word holds `expected`; returns whether it did.
     @inline(__always)
-    func compareExchange(expected: Int, desired: Int, line: Int, word index: Int = 0) -> Bool {
+    @inlinable func compareExchange(expected: Int, desired: Int, line: Int, word index: Int = 0) -> Bool {
         clmdb_atomic_compare_exchange(word(line, index), expected, desired)
     }
 }

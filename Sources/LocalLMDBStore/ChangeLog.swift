@@ -36,7 +36,7 @@ package struct ChangeLog: Sendable {
 
     /// Records `entry` as the next commit's changes, and trims the oldest entries past the
     /// limits. Returns the new sequence number; nil (and nothing written) for no changes.
-    func append(_ entry: ChangeRecord, in transaction: Transaction) throws(DatabaseError) -> UInt64? {
+    func append(_ entry: ChangeSet, in transaction: Transaction) throws(DatabaseError) -> UInt64? {
         guard !entry.isEmpty else { return nil }
         let (first, last) = try bounds(in: transaction)
         let sequence = last + 1
@@ -162,7 +162,7 @@ package struct ChangeLog: Sendable {
     /// deleted (3) is the kind byte and the class name;
     /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
     /// value, then the UTF-8 bytes.
-    static func encode(_ record: ChangeRecord, tag: UInt64 = 0, previous: UInt64 = 0) -> [UInt8] {
+    static func encode(_ record: ChangeSet, tag: UInt64 = 0, previous: UInt64 = 0) -> [UInt8] {
         var writer = EntryWriter()
         writer.bytes += uint64(tag) + uint64(previous)
         for entry in record.entries {
@@ -216,7 +216,7 @@ package struct ChangeLog: Sendable {
 
     /// `encode` of a list of changes.
     static func encode(_ changes: [LoggedChange]) -> [UInt8] {
-        encode(ChangeRecord(changes))
+        encode(ChangeSet(changes))
     }
 
     /// The size of a version 2 entry's header: the version byte and two tags.

@@ -36,11 +36,11 @@ extension RecordStore {
                         return
                     }
                     let id = (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key)
-                    let typeKey = StorageKey(stored.typeName, maxKeySize: environment.maxKeySize)
+                    let typeKey = StorageKey(stored.className, maxKeySize: environment.maxKeySize)
                     let indexed = try typeKey.withBytes { typeBytes throws(DatabaseError) in
                         try index.get(.keyAndValue, key: typeBytes, value: key) != nil
                     }
-                    if !indexed { problems.append(.missingIndexEntry(id: id, type: stored.typeName)) }
+                    if !indexed { problems.append(.missingIndexEntry(id: id, type: stored.className)) }
                 }
             }
         }
@@ -48,15 +48,15 @@ extension RecordStore {
         try transaction.withCursor(types) { index throws(DatabaseError) in
             try index.forEach { typeKey, recordKey throws(DatabaseError) in
                 indexCount += 1
-                let typeName = RecordDecoding.displayID(typeKey)
+                let className = RecordDecoding.displayID(typeKey)
                 guard let value = try transaction.get(records, recordKey) else {
-                    problems.append(.orphanedIndexEntry(type: typeName, id: RecordDecoding.displayID(recordKey)))
+                    problems.append(.orphanedIndexEntry(type: className, id: RecordDecoding.displayID(recordKey)))
                     return
                 }
                 guard let stored = try? RecordValue(parsing: value) else { return }  // reported above
-                let storedKey = StorageKey(stored.typeNameString, maxKeySize: environment.maxKeySize)
+                let storedKey = StorageKey(stored.classNameString, maxKeySize: environment.maxKeySize)
                 if !storedKey.bytes.elementsEqual(typeKey) {
-                    problems.append(.misfiledIndexEntry(id: stored.id(key: recordKey), indexedAs: typeName, storedAs: stored.typeNameString))
+                    problems.append(.misfiledIndexEntry(id: stored.id(key: recordKey), indexedAs: className, storedAs: stored.classNameString))
                 }
             }
         }

@@ -17,7 +17,7 @@ import LocalLMDBJSON
 /// - `types[entry.type]` is the record's class, each name once.
 @usableFromInline package struct RecordBatch: Sendable {
     /// A stored class name used in the batch, with its key in the type index.
-    @usableFromInline struct RecordType: Sendable {
+    @usableFromInline struct RecordClass: Sendable {
         @usableFromInline let name: String
         @usableFromInline let key: StorageKey
 
@@ -70,13 +70,13 @@ import LocalLMDBJSON
     @usableFromInline var chunks: [RecordChunk] = []
     @usableFromInline var entries: [Entry] = []
     /// The classes of the records, each once, in the order first used.
-    @usableFromInline var types: [RecordType] = []
+    @usableFromInline var types: [RecordClass] = []
     /// The size of every value together.
     @usableFromInline package var valueBytes = 0
     /// The size of every key together.
     @usableFromInline var keyBytes = 0
     /// The size of every record's class name together.
-    @usableFromInline var typeNameBytes = 0
+    @usableFromInline var classNameBytes = 0
 
     /// Chunks grow to this size (a record larger than it gets a chunk of its own size).
     @usableFromInline static let chunkSize = 1 << 20
@@ -90,10 +90,10 @@ import LocalLMDBJSON
     /// The records' positions, in the order given.
     @inlinable var indices: Range<Int> { entries.indices }
 
-    /// Appends a record of the class `typeName` under `key`, with `value` (the complete
+    /// Appends a record of the class `className` under `key`, with `value` (the complete
     /// `RecordValue` bytes) and `fullID` when `key` is a digest of the id.
-    @inlinable package mutating func append(key: StorageKey, fullID: String?, typeName: String, maxKeySize: Int, value: UnsafeRawBufferPointer) {
-        let type = typeIndex(of: typeName) ?? addType(RecordType(name: typeName, key: StorageKey(typeName, maxKeySize: maxKeySize)))
+    @inlinable package mutating func append(key: StorageKey, fullID: String?, className: String, maxKeySize: Int, value: UnsafeRawBufferPointer) {
+        let type = typeIndex(of: className) ?? addType(RecordClass(name: className, key: StorageKey(className, maxKeySize: maxKeySize)))
         var fullID = fullID ?? ""
         key.withBytes { key in
             fullID.withUTF8 { id in append(key: key, fullID: UnsafeRawBufferPointer(id), value: value, type: type) }
@@ -115,7 +115,7 @@ import LocalLMDBJSON
         }
         valueBytes += other.valueBytes
         keyBytes += other.keyBytes
-        typeNameBytes += other.typeNameBytes
+        classNameBytes += other.classNameBytes
     }
 
     /// Calls `body` with the record at `index`.
@@ -141,7 +141,7 @@ import LocalLMDBJSON
     /// equal as Swift strings but spelt differently (canonically equivalent) are different
     /// classes, stored under different keys.
     @inlinable func typeIndex(of name: String) -> Int? {
-        @inline(__always) func same(_ type: RecordType) -> Bool {
+        @inline(__always) func same(_ type: RecordClass) -> Bool {
             type.name.utf8.count == name.utf8.count && type.name.utf8.elementsEqual(name.utf8)
         }
         // A batch is usually of one class: the last one added is checked first.
@@ -149,7 +149,7 @@ import LocalLMDBJSON
         return types.firstIndex(where: same)
     }
 
-    @inlinable mutating func addType(_ type: RecordType) -> Int {
+    @inlinable mutating func addType(_ type: RecordClass) -> Int {
         types.append(type)
         return types.count - 1
     }
@@ -170,7 +170,7 @@ import LocalLMDBJSON
             keyCount: key.count, idCount: fullID.count, valueCount: value.count))
         valueBytes += value.count
         keyBytes += key.count
-        typeNameBytes += types[type].name.utf8.count
+        classNameBytes += types[type].name.utf8.count
     }
 
     /// Room for `size` bytes: in the last chunk when this batch alone holds it and it has room,

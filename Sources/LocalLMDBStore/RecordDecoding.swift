@@ -43,12 +43,12 @@ import LocalLMDBJSON
             if !validating, stored.json.first == UInt8(ascii: "{"),
                stored.json.count < 2 * (JSONValidator.maxDepth + 1)
                 || RecordChecksum.openings(in: stored.json) <= JSONValidator.maxDepth {
-                return DecodedRecord(id: id, typeName: stored.typeNameString, object: EncodedObject(bytes: stored.json, owner: nil))
+                return DecodedRecord(id: id, className: stored.classNameString, object: EncodedObject(bytes: stored.json, owner: nil))
             }
         }
         do throws(DatabaseError) {
             let object = try EncodedObject.validating(stored.json, owner: nil)
-            return DecodedRecord(id: id, typeName: stored.typeNameString, object: object)
+            return DecodedRecord(id: id, className: stored.classNameString, object: object)
         } catch {
             throw .corruptRecord(id: name(stored), reason: error.description)
         }
@@ -65,12 +65,12 @@ import LocalLMDBJSON
 @usableFromInline package struct DecodedRecord {
     /// The record's id, when the reader knows it (reads by type do not build id strings).
     @usableFromInline package let id: String?
-    @usableFromInline package let typeName: String
+    @usableFromInline package let className: String
     @usableFromInline package let object: EncodedObject
 
     /// A copy with bytes of its own, to carry out of the read transaction.
     @inlinable package func detached() -> Detached {
-        Detached(stored: DecodedRecord(id: id, typeName: typeName, object: object.owned()))
+        Detached(stored: DecodedRecord(id: id, className: className, object: object.owned()))
     }
 
     /// A stored object whose bytes it owns. Sendable because those bytes are never written
@@ -83,9 +83,9 @@ import LocalLMDBJSON
         }
     }
 
-    @inlinable init(id: String?, typeName: String, object: EncodedObject) {
+    @inlinable init(id: String?, className: String, object: EncodedObject) {
         self.id = id
-        self.typeName = typeName
+        self.className = className
         self.object = object
     }
 }

@@ -212,12 +212,12 @@ import Foundation
 
     /// Applies one operation, adding what it changed to `changes` (for the change log).
     /// Returns the number of records written or deleted.
-    package func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeRecord) throws(DatabaseError) -> Int {
+    package func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
             // A record that changes class leaves its old class: observers of that class must
-            // hear it, in its place among the batch's writes (see `ChangeRecord.append(written:leaving:)`).
+            // hear it, in its place among the batch's writes (see `ChangeSet.append(written:leaving:)`).
             var left: [(index: Int, className: String)] = []
             for index in Self.keyOrder(records) {
                 try records.withRecord(at: index) { record throws(DatabaseError) in
@@ -254,7 +254,7 @@ import Foundation
     }
 
     /// Records `changes` as the commit's entry in the change log (see `ChangeLog.append`).
-    package func logChanges(_ changes: ChangeRecord, in transaction: Transaction) throws(DatabaseError) -> UInt64? {
+    package func logChanges(_ changes: ChangeSet, in transaction: Transaction) throws(DatabaseError) -> UInt64? {
         try changeLog?.append(changes, in: transaction)
     }
 
@@ -279,7 +279,7 @@ import Foundation
 
     /// Puts `record` of the class `type`; returns the class name it was stored under before,
     /// when that was another.
-    private func put(_ record: RecordBatch.Record, of type: RecordBatch.RecordType, in transaction: Transaction) throws(DatabaseError) -> String? {
+    private func put(_ record: RecordBatch.Record, of type: RecordBatch.RecordClass, in transaction: Transaction) throws(DatabaseError) -> String? {
         let key = record.key
         var previousClass: String?
         // A new record (the common case in a batch) goes in with one search of the tree: a put
@@ -356,7 +356,7 @@ import Foundation
     private func storedTypeKey(_ key: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) -> StoredType {
         guard let existing = try transaction.get(records, key) else { return .none }
         guard let stored = try? RecordValue(parsing: existing) else { return .unreadable }
-        let name = stored.typeNameString
+        let name = stored.classNameString
         return .some(StorageKey(name, maxKeySize: environment.maxKeySize), name)
     }
 

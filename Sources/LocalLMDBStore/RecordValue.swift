@@ -24,7 +24,7 @@ import LocalLMDBJSON
     /// The header's bytes before the checksum (format byte, class name, full id).
     @usableFromInline let header: UnsafeRawBufferPointer
     /// The class name's UTF-8 bytes.
-    @usableFromInline let typeName: UnsafeRawBufferPointer
+    @usableFromInline let className: UnsafeRawBufferPointer
     /// The full id's UTF-8 bytes, or empty when the key is the id.
     @usableFromInline let fullID: UnsafeRawBufferPointer
     /// The stored checksum of `json`; nil in a value of format 1.
@@ -37,7 +37,7 @@ import LocalLMDBJSON
         guard let version = bytes.first else { throw .empty }
         guard version == Self.formatVersion || version == Self.uncheckedFormatVersion else { throw .unknownFormat(version) }
         var offset = 1
-        typeName = try Self.lengthPrefixed(bytes, &offset)
+        className = try Self.lengthPrefixed(bytes, &offset)
         fullID = try Self.lengthPrefixed(bytes, &offset)
         header = UnsafeRawBufferPointer(rebasing: bytes[..<offset])
         if version == Self.formatVersion {
@@ -69,7 +69,7 @@ import LocalLMDBJSON
     }
 
     /// The class name as a String.
-    @inlinable var typeNameString: String { String(decoding: typeName, as: UTF8.self) }
+    @inlinable var classNameString: String { String(decoding: className, as: UTF8.self) }
 
     /// The record id: the full id when present, else the key itself.
     @inlinable func id(key: UnsafeRawBufferPointer) -> String {
@@ -78,9 +78,9 @@ import LocalLMDBJSON
 
     /// Writes the header for a value, with room for the checksum; the caller appends the JSON
     /// document, then calls `sealChecksum` with the header's length.
-    @inlinable package static func appendHeader(typeName: String, fullID: String?, to buffer: inout [UInt8]) {
+    @inlinable package static func appendHeader(className: String, fullID: String?, to buffer: inout [UInt8]) {
         buffer.append(formatVersion)
-        Varint.append(lengthPrefixed: typeName, to: &buffer)
+        Varint.append(lengthPrefixed: className, to: &buffer)
         Varint.append(lengthPrefixed: fullID ?? "", to: &buffer)
         buffer.append(contentsOf: repeatElement(0, count: checksumSize))
     }

@@ -22,7 +22,7 @@ extension WriteOperation {
     /// deletes, which free pages.
     package var estimatedGrowth: Int {
         guard case let .put(records, _) = self else { return 0 }
-        return 2 * (records.valueBytes + 2 * records.keyBytes + records.typeNameBytes + 64 * records.count)
+        return 2 * (records.valueBytes + 2 * records.keyBytes + records.classNameBytes + 64 * records.count)
     }
 }
 

@@ -427,7 +427,7 @@ struct CodableAdversarialTests {
                 let json = Array(prefix.utf8) + Array(String(repeating: opening, count: depth).utf8) + Array("null".utf8)
                     + Array(repeating: UInt8(ascii: "}"), count: depth + 1)
                 var value: [UInt8] = []
-                RecordValue.appendHeader(typeName: className, fullID: nil, to: &value)
+                RecordValue.appendHeader(className: className, fullID: nil, to: &value)
                 let headerSize = value.count
                 value += json
                 RecordValue.sealChecksum(in: &value, headerSize: headerSize)

@@ -13,7 +13,7 @@ struct RecordBatchTests {
     func add(_ batch: inout RecordBatch, _ id: String, _ type: String, _ value: String, maxKeySize: Int = 511) {
         let key = StorageKey(id, maxKeySize: maxKeySize)
         Array(value.utf8).withUnsafeBytes { value in
-            batch.append(key: key, fullID: key.isHashed ? id : nil, typeName: type, maxKeySize: maxKeySize, value: value)
+            batch.append(key: key, fullID: key.isHashed ? id : nil, className: type, maxKeySize: maxKeySize, value: value)
         }
     }
 
@@ -41,7 +41,7 @@ struct RecordBatchTests {
         #expect(contents(batch) == ["a:T:1", "b:U:2", "c:T:3", "d:U:4"])
         #expect(contents(merged) == ["z:U:0", "a:T:1", "b:U:2", "c:T:3", "y:T:9"])
         #expect(merged.types.map(\.name) == ["U", "T"])
-        #expect(merged.valueBytes == 5 && merged.keyBytes == 5 && merged.typeNameBytes == 5)
+        #expect(merged.valueBytes == 5 && merged.keyBytes == 5 && merged.classNameBytes == 5)
     }
 
     @Test func largeRecordsAndHashedIDsKeepEveryByte() {

@@ -153,7 +153,7 @@ struct RecordChecksumTests {
             let json = Array(#"{"object":"Entry","payload":"#.utf8) + Array(repeating: UInt8(ascii: "["), count: depth)
                 + Array(repeating: UInt8(ascii: "]"), count: depth) + Array(#","sequence":1}"#.utf8)
             var value: [UInt8] = []
-            RecordValue.appendHeader(typeName: "Entry", fullID: nil, to: &value)
+            RecordValue.appendHeader(className: "Entry", fullID: nil, to: &value)
             let headerSize = value.count
             value += json
             RecordValue.sealChecksum(in: &value, headerSize: headerSize)

@@ -1,6 +1,7 @@
 // The reads both faces offer, each a `SessionRead`: what to do in a snapshot on the caller's
 // thread, or in the session's transaction on the writer thread and then on the caller's thread.
-// The faces only choose `Session.read` (async) or `Session.readBlocking`.
+// The faces run them with `Session.read` (async) or `Session.readBlocking`; a read by id on the
+// actor face runs `ReadByID.snapshot` itself, its hot path.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
@@ -88,7 +89,7 @@ struct ReadAll<T: Persistable>: SessionRead {
         let scratch = ReadScratch.current
         return try scratch.reading(in: readContext(store, database, nil)) { () throws(DatabaseError) in
             try detached.map { object, id throws(DatabaseError) in
-                try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.typeName)
+                try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.className)
             }
         }
     }
@@ -98,7 +99,7 @@ struct ReadAll<T: Persistable>: SessionRead {
         let scratch = ReadScratch.current
         return try scratch.reading(in: readContext(store, database, transaction)) { () throws(DatabaseError) in
             try store.objects(typeKeys: typeKeys, in: transaction) { stored, id throws(DatabaseError) in
-                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.typeName)
+                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
             }
         }
     }

@@ -79,11 +79,6 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
         }
     }
 
-    /// Runs `read`: in the open transaction when there is one, else in a snapshot on this thread.
-    private func read<Read: SessionRead>(_ read: Read, _ name: String, in session: Session) throws(DatabaseError) -> Read.Value {
-        if try session.readsInTransactionBlocking(name) { return try session.readInTransactionBlocking(read, name) }
-        return try session.snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
-    }
 
     // MARK: DatabaseTarget
 
@@ -111,17 +106,17 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// Every object stored as `T` (its current and legacy class names); `[]` on failure.
     public func read<T: Persistable>() -> [T] {
-        run([]) { session throws(DatabaseError) in try read(ReadAll<T>(in: session.engine), "read", in: session) }
+        run([]) { session throws(DatabaseError) in try session.readBlocking(ReadAll<T>(in: session.engine), "read") }
     }
 
     /// The object stored under `id`, as `T` or a subclass; nil when there is none or on failure.
     public func read<T: Persistable>(id: String) -> T? {
-        run(nil) { session throws(DatabaseError) in try read(ReadByID<T>(id, in: session.engine), "read", in: session) }
+        run(nil) { session throws(DatabaseError) in try session.readBlocking(ReadByID<T>(id, in: session.engine), "read") }
     }
 
     /// The ids of every record stored as `T`; `[]` on failure.
     public func readIDs<T: Persistable>(_ allOf: T.Type) -> [String] {
-        run([]) { session throws(DatabaseError) in try read(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs", in: session) }
+        run([]) { session throws(DatabaseError) in try session.readBlocking(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs") }
     }
 
     /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
@@ -148,17 +143,17 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// The number of records (0 on failure).
     public func count() -> Int {
-        run(0) { session throws(DatabaseError) in try read(StoreRead<Int>.countAll(in: session.engine), "count", in: session) }
+        run(0) { session throws(DatabaseError) in try session.readBlocking(StoreRead<Int>.countAll(in: session.engine), "count") }
     }
 
     /// The number of records stored as `T` (0 on failure).
     public func count<T: Persistable>(_ allOf: T.Type) -> Int {
-        run(0) { session throws(DatabaseError) in try read(StoreRead<Int>.count(of: allOf, in: session.engine), "count", in: session) }
+        run(0) { session throws(DatabaseError) in try session.readBlocking(StoreRead<Int>.count(of: allOf, in: session.engine), "count") }
     }
 
     /// Checks that the type index and the records agree and that every record decodes; nil on failure.
     public func verifyIntegrity() -> IntegrityReport? {
-        run(nil) { session throws(DatabaseError) in try read(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity", in: session) }
+        run(nil) { session throws(DatabaseError) in try session.readBlocking(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity") }
     }
 
     /// Begins a transaction (see `LocalDatabase.startTransaction(override:)` for the rules).

@@ -18,16 +18,16 @@ enum RecordEncoding {
         case let .success(success): dataObject = success
         case let .failure(error): throw ModelCoding.encodingError(error, id: record.id)
         }
-        let typeName = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
+        let className = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         let fullID = key.isHashed ? record.id : nil
         header.removeAll(keepingCapacity: true)
-        RecordValue.appendHeader(typeName: typeName, fullID: fullID, to: &header)
+        RecordValue.appendHeader(className: className, fullID: fullID, to: &header)
         let headerSize = header.count
         let encoded = dataObject.withEncoded(prefix: header) { value in
             guard let value else { return false }
             RecordValue.sealChecksum(in: value, headerSize: headerSize)
-            batch.append(key: key, fullID: fullID, typeName: typeName, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
+            batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
             return true
         }
         guard encoded else {
@@ -103,19 +103,19 @@ extension DecodedRecord {
     func instantiate<T: Persistable>(as requested: T.Type, context: ReadContext?) throws(DatabaseError) -> T {
         let scratch = ReadScratch.current
         var type = requested
-        switch ObjectDecoding.resolve(storedName: typeName, requested: requested, context: context, scratch: scratch.classes) {
+        switch ObjectDecoding.resolve(storedName: className, requested: requested, context: context, scratch: scratch.classes) {
         case .requested:
             break
         case let .stored(stored):
             guard let resolved = stored as? T.Type else {
-                throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested, scratch: scratch.classes), stored: typeName)
+                throw .typeMismatch(id: id ?? "", requested: TypeRegistry.name(of: requested, scratch: scratch.classes), stored: className)
             }
             type = resolved
         case let .failure(failure):
             throw failure.error(id: id ?? "")
         }
         return try scratch.reading(in: context) { () throws(DatabaseError) in
-            try scratch.restore(type, from: object, id: id ?? "", storedName: typeName)
+            try scratch.restore(type, from: object, id: id ?? "", storedName: className)
         }
     }
 

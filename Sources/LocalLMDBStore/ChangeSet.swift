@@ -3,7 +3,7 @@ import LocalLMDBJSON
 /// What a transaction changed, gathered as its operations are applied, for the change log: one
 /// entry per operation (a put of many records is one entry holding its records), so gathering
 /// costs nothing per record; the log entry is written from it at the commit.
-package struct ChangeRecord: Sendable {
+package struct ChangeSet: Sendable {
     enum Entry: Sendable {
         /// Records written, in order.
         case written(RecordBatch)
