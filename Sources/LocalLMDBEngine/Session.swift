@@ -48,6 +48,13 @@ import Foundation
             inTransaction && !failed && buffer.hasRoom(for: records) && classes.allSatisfy(claimed.contains)
         }
 
+        /// The state's invariants, checked in debug builds after every change (`withState`): a
+        /// failed transaction is an open one; outside a transaction nothing is buffered or
+        /// claimed; no more transaction ends finished than began.
+        func invariantsHold() -> Bool {
+            (!failed || inTransaction) && (inTransaction || (buffer.isEmpty && claimed.isEmpty)) && endingInFlight >= 0
+        }
+
         /// Forgets what was known of the transaction: one begins or ends.
         mutating func transactionChanged() {
             buffer = WriteBuffer()
@@ -78,7 +85,7 @@ import Foundation
     private func withState<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
         try state.withLock { state throws(E) in
             defer {
-                assert(state.endingInFlight >= 0, "more transaction ends finished than began")
+                assert(state.invariantsHold(), "a session's state broke its invariants")
                 flags.store((state.closed ? 1 : 0) | (state.inTransaction ? 2 : 0) | (state.endingInFlight > 0 ? 4 : 0), line: 0)
             }
             return try body(&state)

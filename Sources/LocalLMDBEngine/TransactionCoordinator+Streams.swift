@@ -13,13 +13,14 @@ extension TransactionCoordinator {
     /// see to, or when the caller makes no progress for `streamPatience`). After `completion`
     /// the writer no longer reads `stream`.
     func performStream(_ stream: BatchStream, completion: @escaping @Sendable (BatchStream.Outcome) -> Void) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
         do throws(DatabaseError) {
             guard thread.isCurrent else { throw .wrongThread(operation: "write") }
         } catch {
             return completion(.failed(error))
         }
         guard !hasUserTransaction else { return completion(.notWritten) }
-        flush()  // Writes queued before this one commit before it.
+        flushPending()  // Writes queued before this one commit before it.
         do throws(DatabaseError) {
             guard let count = try commitStream(stream) else {
                 streamsLetGo.withLock { $0 += 1 }

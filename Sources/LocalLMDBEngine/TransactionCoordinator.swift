@@ -109,6 +109,19 @@ package final class TransactionCoordinator: @unchecked Sendable {
         self.store = store
     }
 
+    /// The coordinator's invariants, checked in debug builds when each step the writer thread
+    /// runs (`begin`, `perform`, `commit`, `rollback`, `flush`, ...) ends: an open transaction
+    /// has its LMDB transaction exactly when it has not failed; with none open, no begin and no
+    /// write waits for one; a group is expected to hold at least one write.
+    func invariantsHold() -> Bool {
+        if let open = user {
+            guard (open.write == nil) == (open.failure != nil) else { return false }
+        } else {
+            guard waitingToBegin.isEmpty, !pending.contains(where: { $0.waiter != 0 }) else { return false }
+        }
+        return lastGroupSize >= 1
+    }
+
     private func checkThread(_ operation: String) throws(DatabaseError) {
         guard thread.isCurrent else { throw .wrongThread(operation: operation) }
     }
@@ -133,6 +146,12 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// owner's transaction is open, for at most `busyTimeout`. An open transaction of `owner`'s
     /// is rolled back when `override` is true, and left intact (with an error) otherwise.
     func begin(owner: Owner, override: Bool, busyTimeout: Duration, completion: @escaping BeginCompletion) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
+        beginning(owner: owner, override: override, busyTimeout: busyTimeout, completion: completion)
+    }
+
+    /// `begin`, inside another step.
+    private func beginning(owner: Owner, override: Bool, busyTimeout: Duration, completion: @escaping BeginCompletion) {
         do throws(DatabaseError) {
             try checkThread("startTransaction")
         } catch {
@@ -148,7 +167,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
             open.write.take()?.abort()
             user = nil
         }
-        flush()
+        flushPending()
         do throws(DatabaseError) {
             let writerLock = try environment.holdWriterLock()
             user = UserTransaction(owner: owner, write: try environment.beginWrite(), writerLock: writerLock)
@@ -207,6 +226,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// - Throws: `transactionFailed` when the writes fail, or when `owner`'s transaction is no
     ///   longer open (the writes cannot be kept).
     func applyAcknowledged(_ operation: WriteOperation, owner: Owner) throws(DatabaseError) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
         do throws(DatabaseError) {
             guard try applyInTransaction(operation, owner: owner) != nil else {
                 throw .transactionFailed(reason: "the transaction ended before its writes were applied")
@@ -226,6 +246,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     ///   failed, for its owner to roll back); the commit's error, when the commit fails (none of
     ///   its changes are kept and it is over).
     func commit(owner: Owner) throws(DatabaseError) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
         try checkThread("commitTransaction")
         guard let open = user, open.owner == owner else { throw .noActiveTransaction }
         guard let current = open.write.take() else { throw .transactionFailed(reason: open.failure?.description ?? "") }
@@ -288,6 +309,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
 
     /// Rolls back `owner`'s transaction, failed or not.
     func rollback(owner: Owner) throws(DatabaseError) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
         try checkThread("rollbackTransaction")
         guard let open = user, open.owner == owner else { throw .noActiveTransaction }
         user = nil
@@ -298,13 +320,14 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// Rolls back `owner`'s transaction if it has one, and commits the writes waiting for a
     /// group commit: for a session that closes or is deinitialized.
     func detach(owner: Owner) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
         guard thread.isCurrent else { return }
         if let open = user, open.owner == owner {
             user = nil
             open.write.take()?.abort()
             transactionEnded()
         }
-        flush()
+        flushPending()
     }
 
     /// Runs `body` in `owner`'s open transaction; nil when it has none.
@@ -363,10 +386,10 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// After a user transaction ends: commit the writes that waited for it, then open the next
     /// waiting owner's transaction.
     private func transactionEnded() {
-        flush()
+        flushPending()
         while user == nil, !waitingToBegin.isEmpty {
             let next = waitingToBegin.removeFirst()
-            begin(owner: next.owner, override: false, busyTimeout: next.busyTimeout, completion: next.completion)
+            beginning(owner: next.owner, override: false, busyTimeout: next.busyTimeout, completion: next.completion)
         }
     }
 
@@ -395,6 +418,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// once the commit is durable). A write that waits for another owner's transaction fails
     /// with `busy` after `busyTimeout`.
     func perform(_ operation: WriteOperation, owner: Owner, busyTimeout: Duration, completion: @escaping Completion) {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
         do throws(DatabaseError) {
             if let result = try applyInTransaction(operation, owner: owner) {
                 return completion(.success(result))
@@ -425,6 +449,12 @@ package final class TransactionCoordinator: @unchecked Sendable {
 
     /// Commits every pending write in one transaction (each alone if the group fails).
     func flush() {
+        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
+        flushPending()
+    }
+
+    /// `flush`, inside another step.
+    func flushPending() {
         guard user == nil, !pending.isEmpty else { return }
         let batch = pending
         pending.removeAll()

@@ -15,6 +15,9 @@ package struct WriteBuffer: Sendable {
     static let maxBytes = 4 << 20
 
     /// Whether `more` records fit without sending the buffer.
+    /// Whether nothing is buffered.
+    var isEmpty: Bool { records.isEmpty }
+
     func hasRoom(for more: RecordBatch) -> Bool {
         records.count + more.count <= Self.maxRecords && records.valueBytes + more.valueBytes <= Self.maxBytes
     }
