@@ -298,8 +298,9 @@ import Foundation
     /// Whether a read must go through this session's open transaction (`readInTransaction`);
     /// when not, it runs in a `snapshot` on the calling thread.
     ///
-    /// Most reads go through `read(_:)`; a read by id, the hottest, asks here and then runs
-    /// its snapshot read itself (no `SessionRead` value to build, see `ReadByID.snapshot`).
+    /// Most reads go through `readOutsideTransaction(_:)` or `readBlocking`; a read by id, the
+    /// hottest, asks here and then runs its snapshot read itself (no `SessionRead` value to
+    /// build, see `ReadByID.snapshot`).
     @usableFromInline
     package func readsInTransaction() throws(DatabaseError) -> Bool {
         try checkOpen()
@@ -320,13 +321,13 @@ import Foundation
         try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
     }
 
-    /// Runs `read` where this session's reads run: in its open transaction when it has one
-    /// (behind its writes), else in a snapshot on the calling thread. Gives way first to the
-    /// tasks the library resumed (`PoolDemand`), so that looping readers never hold them up.
+    /// `read`'s value from a snapshot on the calling thread, where a read runs when this session
+    /// has no transaction open; nil when it has one: `readInTransaction` runs it there, behind
+    /// the transaction's writes. The asynchronous face calls this first (synchronous, so it
+    /// costs no asynchronous call on the hot path), after `PoolDemand.giveWay()`.
     @inlinable
-    package nonisolated(nonsending) func read<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
-        await PoolDemand.giveWay()
-        if try readsInTransaction() { return try await readInTransaction(read) }
+    package func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(DatabaseError) -> Read.Value? {
+        if try readsInTransaction() { return nil }
         return try snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
     }
 

@@ -22,7 +22,7 @@ extension JSONScalar {
 extension String: JSONScalar {
     @inlinable package var jsonValue: JSONValue { .string(self) }
     @inlinable package func write(to writer: inout JSONWriter) { writer.write(self) }
-    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
+    @inlinable @inline(__always) package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: String, end: Int)? {
         scanner.string(at: offset)
     }
 }
@@ -30,8 +30,7 @@ extension String: JSONScalar {
 extension Int: JSONScalar {
     @inlinable package var jsonValue: JSONValue { .int(Int64(self)) }
     @inlinable package func write(to writer: inout JSONWriter) { writer.write(Int64(self)) }
-    @inline(__always)
-    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
+    @inlinable @inline(__always) package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Int, end: Int)? {
         // The common number read straight into the type: the value `number(at:)` would give.
         if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
             guard number.fractionDigits > 0 else { return Int(exactly: number.integer).map { ($0, number.end) } }
@@ -49,8 +48,7 @@ extension Double: JSONScalar {
     @inlinable package var jsonValue: JSONValue { .double(self) }
     @inlinable package func write(to writer: inout JSONWriter) { writer.write(self) }
     /// A number, or NaN or an infinity as LocalLMDB stores them (`NonFiniteDouble`).
-    @inline(__always)
-    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
+    @inlinable @inline(__always) package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         if let number = readNumber(scanner, at: offset) { return number }
         return readNonFinite(scanner, at: offset)
     }
@@ -87,7 +85,7 @@ extension Double: JSONScalar {
 extension Bool: JSONScalar {
     @inlinable package var jsonValue: JSONValue { .bool(self) }
     @inlinable package func write(to writer: inout JSONWriter) { writer.write(jsonValue) }
-    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
+    @inlinable @inline(__always) package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Bool, end: Int)? {
         scanner.bool(at: offset)
     }
 }
@@ -99,7 +97,7 @@ extension Date: JSONScalar {
         }
         return .string(text)
     }
-    @inlinable package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
+    @inlinable @inline(__always) package static func read(_ scanner: JSONScanner, at offset: Int) -> (value: Date, end: Int)? {
         guard let (text, end) = scanner.string(at: offset), let date = ISO8601Date.parse(text) else { return nil }
         return (date, end)
     }

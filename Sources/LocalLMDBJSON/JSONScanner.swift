@@ -155,7 +155,7 @@ import LocalLMDBLMDB
     /// The number of elements of the array whose `[` is at `offset`: its commas outside
     /// strings and nested containers, plus one, in one pass over the bytes (strings skipped
     /// eight bytes at a time, nested containers as a whole).
-    @inlinable package func elementCount(ofArrayAt offset: Int) -> Int {
+    @inlinable @inline(__always) package func elementCount(ofArrayAt offset: Int) -> Int {
         guard firstElement(ofArrayAt: offset) != nil else { return 0 }
         var count = 1
         var index = offset + 1

@@ -201,7 +201,10 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>() async throws -> [T] {
         do throws(DatabaseError) {
-            return try await session.read(ReadAll<T>(in: session.engine))
+            let read = ReadAll<T>(in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if let value = try session.readOutsideTransaction(read) { return value }
+            return try await session.readInTransaction(read)
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -209,21 +212,30 @@ public actor LocalDatabase {
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
         do throws(DatabaseError) {
-            return try await session.read(StoreRead<[String]>.ids(of: allOf, in: session.engine))
+            let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if let value = try session.readOutsideTransaction(read) { return value }
+            return try await session.readInTransaction(read)
         } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records: O(1).
     public nonisolated(nonsending) func count() async throws -> Int {
         do throws(DatabaseError) {
-            return try await session.read(StoreRead<Int>.countAll(in: session.engine))
+            let read = StoreRead<Int>.countAll(in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if let value = try session.readOutsideTransaction(read) { return value }
+            return try await session.readInTransaction(read)
         } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         do throws(DatabaseError) {
-            return try await session.read(StoreRead<Int>.count(of: allOf, in: session.engine))
+            let read = StoreRead<Int>.count(of: allOf, in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if let value = try session.readOutsideTransaction(read) { return value }
+            return try await session.readInTransaction(read)
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -233,7 +245,10 @@ public actor LocalDatabase {
     /// database's transaction when one is open) and changes nothing. It walks every record.
     public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
         do throws(DatabaseError) {
-            return try await session.read(StoreRead<IntegrityReport>.integrity(in: session.engine))
+            let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
+            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            if let value = try session.readOutsideTransaction(read) { return value }
+            return try await session.readInTransaction(read)
         } catch { throw LocalDatabaseError(error) }
     }
 

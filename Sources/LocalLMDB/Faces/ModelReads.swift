@@ -1,7 +1,7 @@
 // The reads both faces offer, each a `SessionRead`: what to do in a snapshot on the caller's
 // thread, or in the session's transaction on the writer thread and then on the caller's thread.
-// The faces run them with `Session.read` (async) or `Session.readBlocking`; a read by id on the
-// actor face runs `ReadByID.snapshot` itself, its hot path.
+// The faces run them with `Session.readOutsideTransaction` then `readInTransaction` (async), or
+// `Session.readBlocking`; a read by id on the actor face runs `ReadByID.snapshot` itself, its hot path.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore

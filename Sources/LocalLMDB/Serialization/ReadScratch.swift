@@ -64,6 +64,7 @@ final class ReadScratch {
 
     /// Runs `body` as one read from the database `context` describes: nested objects resolve
     /// their classes in it, and a problem restoring any of them is thrown after `body`.
+    @inline(__always)
     func reading<R>(
         in context: ReadContext?, _ body: () throws(DatabaseError) -> R
     ) throws(DatabaseError) -> R {
