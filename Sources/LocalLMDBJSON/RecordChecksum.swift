@@ -105,7 +105,7 @@ import LocalLMDBLMDB
 }
 
 extension UInt64 {
-    @inlinable func rotated(by count: UInt64) -> UInt64 {
+    @inlinable @inline(__always) func rotated(by count: UInt64) -> UInt64 {
         self << count | self >> (64 - count)
     }
 }

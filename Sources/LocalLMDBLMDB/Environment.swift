@@ -23,10 +23,10 @@ import Darwin
     /// LMDB's largest key (and `MDB_DUPSORT` value) in bytes: 511 in the default build.
     package let maxKeySize: Int
 
-    private let handle: OpaquePointer
+    @usableFromInline let handle: OpaquePointer
     /// Counts the transactions of this process, pools idle read transactions, and is shut
     /// while the map is resized or the environment closes.
-    private let gate: TransactionGate
+    @usableFromInline let gate: TransactionGate
     /// The map never grows by more than this at once: beyond it, growth is linear.
     private static let maxGrowthStep = 1 << 30
     /// When stale reader slots were last cleared. Slots of processes that died mid-read pin old
@@ -150,12 +150,13 @@ import Darwin
         return try body(transaction)
     }
 
-    @usableFromInline
+    @inlinable
     func beginReadOutcome() -> Result<(Transaction, TransactionGate.Ticket), DatabaseError> {
         Result { () throws(DatabaseError) in try beginRead() }
     }
 
-    private func beginRead() throws(DatabaseError) -> (Transaction, TransactionGate.Ticket) {
+    @inlinable
+    func beginRead() throws(DatabaseError) -> (Transaction, TransactionGate.Ticket) {
         while true {
             let ticket = gate.enter()
             guard !gate.isClosed else {
@@ -181,7 +182,8 @@ import Darwin
     }
 
     /// Renews a pooled read transaction; aborts it when that fails.
-    private func renew(_ idle: OpaquePointer) -> (Int32, OpaquePointer?) {
+    @usableFromInline
+    func renew(_ idle: OpaquePointer) -> (Int32, OpaquePointer?) {
         let code = mdb_txn_renew(idle)
         guard code == MDB_SUCCESS else {
             mdb_txn_abort(idle)
@@ -190,7 +192,7 @@ import Darwin
         return (code, idle)
     }
 
-    @usableFromInline
+    @inlinable
     func endRead(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
         mdb_txn_reset(transaction.handle)
         if !gate.putIdle(transaction.handle, ticket) { mdb_txn_abort(transaction.handle) }
@@ -347,7 +349,7 @@ import Darwin
     }
 
     /// Adopts the larger map another process set (`MDB_MAP_RESIZED`).
-    private func adoptMapSize() throws(DatabaseError) {
+    @usableFromInline func adoptMapSize() throws(DatabaseError) {
         let adopted: Void? = gate.withGateShut {
             guard !gate.isClosed else { return }
             _ = mdb_env_set_mapsize(handle, 0)

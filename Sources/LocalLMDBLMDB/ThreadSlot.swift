@@ -5,24 +5,24 @@
 /// atomic operation; it is freed when the thread exits. Stripe numbers are handed out in turn
 /// as threads first use a gate, so the first threads of a process (the cooperative pool's,
 /// one per core) each get a stripe of their own.
-package final class ThreadSlot {
+@usableFromInline package final class ThreadSlot {
     /// Gates a thread can be inside at once and still be told so (`depth`). A thread inside
     /// more gates at once (reads nested seventeen databases deep) is not tracked in the extra
     /// ones: a nested read there waits while that gate is shut, which the shutter's time limit
     /// ends (see `TransactionGate.withGateShut`).
-    private static let gateCapacity = 16
+    @usableFromInline static let gateCapacity = 16
     /// Words: the stripe number, then (gate identity, depth) pairs.
-    private static let wordCount = 1 + 2 * gateCapacity
+    @usableFromInline static let wordCount = 1 + 2 * gateCapacity
 
-    private let words: UnsafeMutablePointer<Int>
+    @usableFromInline let words: UnsafeMutablePointer<Int>
 
     /// The calling thread's slot.
     @inline(__always)
-    static var current: ThreadSlot { slots.current }
+    @inlinable static var current: ThreadSlot { slots.current }
 
-    private static let slots = ThreadLocal { ThreadSlot() }
+    @usableFromInline static let slots = ThreadLocal { ThreadSlot() }
 
-    private init() {
+    @inlinable init() {
         words = UnsafeMutablePointer<Int>.allocate(capacity: Self.wordCount)
         words.initialize(repeating: 0, count: Self.wordCount)
         words[0] = Self.stripeCounter.add(1, line: 0) - 1
@@ -33,10 +33,10 @@ package final class ThreadSlot {
     }
 
     /// The thread's stripe number: distinct for the first threads, then repeating.
-    var stripe: Int { words[0] }
+    @inlinable var stripe: Int { words[0] }
 
     /// How many of this thread's transactions are inside the gate `gate`.
-    func depth(in gate: Int) -> Int {
+    @inlinable func depth(in gate: Int) -> Int {
         for entry in 0..<Self.gateCapacity where words[1 + 2 * entry] == gate {
             return words[2 + 2 * entry]
         }
@@ -44,7 +44,7 @@ package final class ThreadSlot {
     }
 
     /// Counts one more transaction of this thread inside `gate`.
-    func enter(_ gate: Int) {
+    @inlinable func enter(_ gate: Int) {
         var free: Int?
         for entry in 0..<Self.gateCapacity {
             if words[1 + 2 * entry] == gate {
@@ -59,7 +59,7 @@ package final class ThreadSlot {
     }
 
     /// Counts one transaction of this thread fewer inside `gate`.
-    func leave(_ gate: Int) {
+    @inlinable func leave(_ gate: Int) {
         for entry in 0..<Self.gateCapacity where words[1 + 2 * entry] == gate {
             words[2 + 2 * entry] -= 1
             if words[2 + 2 * entry] == 0 { words[1 + 2 * entry] = 0 }
@@ -68,5 +68,5 @@ package final class ThreadSlot {
     }
 
     /// The next stripe number to hand out.
-    private static let stripeCounter = AtomicLines(lines: 1)
+    @usableFromInline static let stripeCounter = AtomicLines(lines: 1)
 }

@@ -34,39 +34,44 @@ import Foundation
 @usableFromInline package final class TransactionGate: @unchecked Sendable {
     /// Where a transaction was counted; `leave` takes it back on the same thread.
     @usableFromInline struct Ticket {
-        let stripe: Int
+        @usableFromInline let stripe: Int
         // The thread's own slot, alive as long as the thread, which takes the ticket back:
         // unowned(unsafe) keeps a ticket (and the write transaction holding one) trivially destroyed.
-        unowned(unsafe) let slot: ThreadSlot
+        @usableFromInline unowned(unsafe) let slot: ThreadSlot
+
+        @inlinable init(stripe: Int, slot: ThreadSlot) {
+            self.stripe = stripe
+            self.slot = slot
+        }
     }
 
     /// Stripes: a power of two, twice the cores (at least 8, at most 64), so every thread of
     /// the cooperative pool, the main thread and the writer threads have one each.
-    static let stripeCount: Int = {
+    @usableFromInline static let stripeCount: Int = {
         let wanted = max(8, min(64, 2 * ProcessInfo.processInfo.activeProcessorCount))
         var count = 8
         while count < wanted { count *= 2 }
         return count
     }()
     /// Idle read transactions a stripe keeps at most (each holds one of LMDB's reader slots).
-    static let idlePerStripe = 2
+    @usableFromInline static let idlePerStripe = 2
     /// Idle read transactions a stripe keeps here: together at most a quarter of LMDB's reader
     /// slots, which other processes on the environment need too (0: none are pooled).
-    let idleSlots: Int
+    @usableFromInline let idleSlots: Int
 
     /// Line 0: the gate (word 0: 1 while shut), closed for good (word 1), threads waiting at
     /// the shut gate (word 2), times shut (word 3). Line 1 + s: stripe
     /// s's count (word 0) and idle read transactions (words 1…idlePerStripe, 0 when empty).
-    private let lines = AtomicLines(lines: 1 + TransactionGate.stripeCount)
+    @usableFromInline let lines = AtomicLines(lines: 1 + TransactionGate.stripeCount)
     /// One shutter at a time.
-    private let shutter = NSLock()
+    @usableFromInline let shutter = NSLock()
     /// This gate among all gates of the process (for `ThreadSlot`); never 0.
-    private let identity: Int
+    @usableFromInline let identity: Int
 
-    private static let identities = AtomicLines(lines: 1)
+    @usableFromInline static let identities = AtomicLines(lines: 1)
 
     /// A gate for an environment with `maxReaders` reader slots.
-    init(maxReaders: Int) {
+    @inlinable init(maxReaders: Int) {
         identity = Self.identities.add(1, line: 0)
         idleSlots = max(0, min(Self.idlePerStripe, maxReaders / 4 / Self.stripeCount))
     }
@@ -76,7 +81,7 @@ import Foundation
     /// Counts a transaction of the calling thread in; it must `leave` on the same thread.
     /// Waits while the gate is shut, unless this thread already has a transaction inside.
     @inline(__always)
-    func enter() -> Ticket {
+    @inlinable func enter() -> Ticket {
         let slot = ThreadSlot.current
         let stripe = slot.stripe & (Self.stripeCount - 1)
         while true {
@@ -95,23 +100,23 @@ import Foundation
 
     /// Counts the transaction of `ticket` out.
     @inline(__always)
-    func leave(_ ticket: Ticket) {
+    @inlinable func leave(_ ticket: Ticket) {
         ticket.slot.leave(identity)
         lines.add(-1, line: 1 + ticket.stripe)
     }
 
     /// How many threads wait at the shut gate to begin a transaction (for tests).
-    package var waitingToEnter: Int { lines.load(line: 0, word: 2) }
+    @inlinable package var waitingToEnter: Int { lines.load(line: 0, word: 2) }
 
     /// How many times a shutter has shut the gate (for tests: a shutter waiting for the
     /// transactions inside shuts it again every few milliseconds).
-    package var timesShut: Int { lines.load(line: 0, word: 3) }
+    @inlinable package var timesShut: Int { lines.load(line: 0, word: 3) }
 
     /// Whether `close` ran: no transaction may begin.
-    var isClosed: Bool { lines.load(line: 0, word: 1) != 0 }
+    @inlinable var isClosed: Bool { lines.load(line: 0, word: 1) != 0 }
 
     /// Marks the environment closed. Call with the gate shut.
-    func markClosed() { lines.store(1, line: 0, word: 1) }
+    @inlinable func markClosed() { lines.store(1, line: 0, word: 1) }
 
     /// Runs `body` with the gate shut and no transaction of this process active.
     ///
@@ -121,7 +126,7 @@ import Foundation
     /// to other threads), which a gate shut for good would keep out: nothing would move.
     /// - Returns: `body`'s result, or nil without running it when the calling thread has a
     ///   transaction inside (it would wait for itself forever).
-    func withGateShut<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R? {
+    @inlinable func withGateShut<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R? {
         guard ThreadSlot.current.depth(in: identity) == 0 else { return nil }
         shutter.lock()
         defer { shutter.unlock() }
@@ -141,10 +146,10 @@ import Foundation
     }
 
     /// How long a shutter keeps the gate shut waiting for transactions to leave.
-    private static let drainLimit: Duration = .milliseconds(2)
+    @usableFromInline static let drainLimit: Duration = .milliseconds(2)
 
     /// Whether every stripe's count reached zero (with the gate shut) within `limit`.
-    private func drained(within limit: Duration) -> Bool {
+    @inlinable func drained(within limit: Duration) -> Bool {
         let deadline = ContinuousClock.now + limit
         for stripe in 0..<Self.stripeCount {
             var waits = 0
@@ -158,7 +163,7 @@ import Foundation
 
     /// Waits a little: spins first, then yields, then sleeps, as a shut gate is rare and a
     /// long read may keep it shut for long.
-    private static func pause(_ waits: inout Int) {
+    @inlinable static func pause(_ waits: inout Int) {
         waits += 1
         if waits < 64 {
             return
@@ -173,7 +178,7 @@ import Foundation
 
     /// A reset read transaction from the stripe of `ticket`, if it has one.
     @inline(__always)
-    func takeIdle(_ ticket: Ticket) -> OpaquePointer? {
+    @inlinable func takeIdle(_ ticket: Ticket) -> OpaquePointer? {
         for word in 0..<idleSlots {
             if let handle = OpaquePointer(bitPattern: lines.exchange(0, line: 1 + ticket.stripe, word: 1 + word)) { return handle }
         }
@@ -183,7 +188,7 @@ import Foundation
     /// Pools `handle` in the stripe of `ticket`.
     /// - Returns: false when the stripe is full: the caller keeps `handle` and must abort it.
     @inline(__always)
-    func putIdle(_ handle: OpaquePointer, _ ticket: Ticket) -> Bool {
+    @inlinable func putIdle(_ handle: OpaquePointer, _ ticket: Ticket) -> Bool {
         let bits = Int(bitPattern: UnsafeRawPointer(handle))
         for word in 0..<idleSlots where lines.compareExchange(expected: 0, desired: bits, line: 1 + ticket.stripe, word: 1 + word) {
             return true
@@ -193,7 +198,7 @@ import Foundation
 
     /// An idle read transaction from any stripe: for when LMDB's reader slots are all taken,
     /// some of them by idle transactions pooled by other threads.
-    func takeAnyIdle() -> OpaquePointer? {
+    @inlinable func takeAnyIdle() -> OpaquePointer? {
         for stripe in 0..<Self.stripeCount {
             for word in 0..<idleSlots {
                 if let handle = OpaquePointer(bitPattern: lines.exchange(0, line: 1 + stripe, word: 1 + word)) { return handle }
@@ -203,7 +208,7 @@ import Foundation
     }
 
     /// Empties the pool, calling `body` with each handle it held.
-    func drainIdle(_ body: (OpaquePointer) -> Void) {
+    @inlinable func drainIdle(_ body: (OpaquePointer) -> Void) {
         while let handle = takeAnyIdle() { body(handle) }
     }
 }

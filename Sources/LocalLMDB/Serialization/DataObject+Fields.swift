@@ -241,7 +241,7 @@ extension DataObject {
         // `V.read` runs no model code: the bytes stay valid.
         let scanner = JSONScanner(storageBytes)
         guard let value = memberValue(key, legacyKeys, in: scanner),
-              let (value, end) = V.read(scanner, at: value) else { return nil }
+              let (value, end) = scanner.read(V.self, at: value) else { return nil }
         nextMember = scanner.nextMember(after: end)
         return value
     }
@@ -259,7 +259,7 @@ extension DataObject {
         var end = array + 2  // `[]`
         while let element = next {
             let elementEnd: Int
-            if let (value, valueEnd) = V.read(scanner, at: element) {
+            if let (value, valueEnd) = scanner.read(V.self, at: element) {
                 values.append(value)
                 elementEnd = valueEnd
             } else {
@@ -280,7 +280,7 @@ extension DataObject {
         var next = scanner.firstElement(ofArrayAt: array)
         var end = array + 2  // `[]`
         while let element = next {
-            let read = V.read(scanner, at: element)
+            let read = scanner.read(V.self, at: element)
             values.append(read?.value)
             next = scanner.element(after: read?.end ?? scanner.end(ofValueAt: element), arrayEnd: &end)
         }
