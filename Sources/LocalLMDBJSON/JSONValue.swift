@@ -35,9 +35,10 @@ import LocalLMDBLMDB
         }
     }
 
-    @usableFromInline package var members: [Member] = [] {
-        didSet { index = nil }
-    }
+    /// The members, in order. Change them through `set`, which keeps `index` in step; a change
+    /// made here directly must reset `index` (no observer does: across the module boundary an
+    /// observed property is changed by copying it, an allocation per change).
+    @usableFromInline package var members: [Member] = []
 
     /// Member positions by key, built on demand for wide objects; nil when not built (or stale).
     @usableFromInline var index: [String: Int]?
