@@ -316,7 +316,7 @@ import Foundation
     }
 
     /// Runs `body` in a read-only snapshot on the calling thread.
-    @inlinable
+    @inlinable @inline(__always)
     package func snapshot<R>(_ body: (Transaction) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
         try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
     }
@@ -325,7 +325,7 @@ import Foundation
     /// has no transaction open; nil when it has one: `readInTransaction` runs it there, behind
     /// the transaction's writes. The asynchronous face calls this first (synchronous, so it
     /// costs no asynchronous call on the hot path), after `PoolDemand.giveWay()`.
-    @inlinable
+    @inlinable @inline(__always)
     package func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(DatabaseError) -> Read.Value? {
         if try readsInTransaction() { return nil }
         return try snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }

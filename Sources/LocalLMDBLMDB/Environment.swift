@@ -141,7 +141,7 @@ import Darwin
     /// `withReadTransaction`, through a reference that is used without being retained (a
     /// method call through a stored reference retains and releases it: a reference count that
     /// every reading thread would write). `environment` must be kept alive by the caller.
-    @inlinable
+    @inlinable @inline(__always)
     package static func withReadTransaction<R>(
         in environment: Unmanaged<Environment>, _ body: (Transaction) throws(DatabaseError) -> R
     ) throws(DatabaseError) -> R {
@@ -150,7 +150,7 @@ import Darwin
         return try body(transaction)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func beginReadOutcome() -> Result<(Transaction, TransactionGate.Ticket), DatabaseError> {
         Result { () throws(DatabaseError) in try beginRead() }
     }
@@ -192,7 +192,7 @@ import Darwin
         return (code, idle)
     }
 
-    @inlinable
+    @inlinable @inline(__always)
     func endRead(_ transaction: Transaction, _ ticket: TransactionGate.Ticket) {
         mdb_txn_reset(transaction.handle)
         if !gate.putIdle(transaction.handle, ticket) { mdb_txn_abort(transaction.handle) }
