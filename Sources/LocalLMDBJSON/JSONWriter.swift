@@ -82,17 +82,17 @@ import LocalLMDBLMDB
     }
 
     /// Appends `literal` (punctuation the caller knows to be valid where it goes).
-    @inlinable package mutating func write(literal: StaticString) {
+    @inlinable @inline(__always) package mutating func write(literal: StaticString) {
         append(literal)
     }
 
     /// Appends `byte` (a separator the caller knows to be valid where it goes).
-    @inlinable package mutating func write(byte: UInt8) {
+    @inlinable @inline(__always) package mutating func write(byte: UInt8) {
         append(byte)
     }
 
     /// Appends `raw` as it is: bytes the caller knows to be valid where they go.
-    @inlinable package mutating func write(raw: UnsafeRawBufferPointer) {
+    @inlinable @inline(__always) package mutating func write(raw: UnsafeRawBufferPointer) {
         append(raw)
     }
 
