@@ -4,6 +4,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public enum Change: Sendable, Hashable {
     /// The record `id` was written (created or replaced) as class `className`.
     case written(id: String, className: String)

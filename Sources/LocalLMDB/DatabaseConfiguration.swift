@@ -14,6 +14,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public struct DatabaseConfiguration: Sendable, Equatable {
     /// What a returned write survives. `.full` (survives power loss) by default.
     public var durability: Durability = .full

@@ -1,6 +1,7 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
+
 /// The options an engine opens a database directory with: what the public
 /// `DatabaseConfiguration` says, in the engine's terms.
 package struct EngineConfiguration: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
+
 /// Counts the library's tasks that were resumed from its own threads (a write's outcome from the
 /// writer thread, an observer woken after a commit) and are waiting for a thread of the
 /// cooperative pool to run on; reads give way to them.

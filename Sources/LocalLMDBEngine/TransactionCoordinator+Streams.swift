@@ -1,6 +1,7 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
+
 /// Batches written while their callers still encode them (`BatchStream`).
 extension TransactionCoordinator {
     /// How long the writer waits for a batch's caller to make progress (encode more records or

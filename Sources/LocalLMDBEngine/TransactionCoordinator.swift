@@ -1,6 +1,7 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
+
 /// Every write to one environment: user transactions and group-committed writes.
 ///
 /// Confinement: every member is used only on `thread`, the engine's `WriterThread`; each entry

@@ -1,6 +1,7 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
+
 /// Records written in a session's open transaction that were acknowledged but not yet applied:
 /// they go to the writer thread together, as one put, ahead of the session's next operation
 /// that goes there (see `Session.perform`).

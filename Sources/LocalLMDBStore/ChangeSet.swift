@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// What a transaction changed, gathered as its operations are applied, for the change log: one
 /// entry per operation (a put of many records is one entry holding its records), so gathering
 /// costs nothing per record; the log entry is written from it at the commit.

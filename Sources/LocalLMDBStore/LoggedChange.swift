@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// One change as the change log keeps it: the store's form of the public `Change`.
 ///
 /// Ids and class names are compared by their UTF-8 bytes, as the database stores them.

@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// Records encoded for one put, in the order given, with their bytes kept together.
 ///
 /// A record's key, its full id (when the key is a digest of it) and its value lie one after

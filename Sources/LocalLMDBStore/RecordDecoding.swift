@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// Parses stored values into `DecodedRecord`s: the class name from the header and the checked
 /// JSON document. Bytes and names only: `RecordEncoding` makes values from models, and
 /// `DecodedRecord.instantiate` makes models from stored objects.

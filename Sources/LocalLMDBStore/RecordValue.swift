@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// The layout of a value in the `records` database:
 ///
 /// ```

@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// The bytes under which LMDB stores a record id or a type name.
 ///
 /// A name of 1 to `maxKeySize` bytes of UTF-8 is its own key. Any other name (empty, or over

@@ -1,5 +1,6 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
+
 /// One change to the store. Every operation keeps `records` and `types` in agreement.
 package enum WriteOperation: Sendable {
     /// Insert or replace records, in order, after claiming the stored classes they use

@@ -15,6 +15,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public struct ChangeSequence: AsyncSequence, Sendable {
     public typealias Element = CommittedChanges
     public typealias Failure = LocalDatabaseError

@@ -7,6 +7,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public protocol DatabaseTarget: AnyObject {
     /// Writes a record, replacing any record with the same id. Returns whether it was stored.
     @discardableResult func write<T: Persistable>(_ record: Record<T>) -> Bool

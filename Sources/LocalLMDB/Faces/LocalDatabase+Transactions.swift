@@ -2,6 +2,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 extension LocalDatabase {
     /// True while this database has a transaction open (also one that failed and awaits its
     /// rollback). Readable without `await`.

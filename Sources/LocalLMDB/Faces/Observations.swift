@@ -5,6 +5,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 struct ObservedReadByID<T: Persistable>: SnapshotRead {
     let read: ReadByID<T>
 

@@ -11,6 +11,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public enum Legacy {
     private static let refactors = Locked<[String: String]>([:])
     /// Counts changes to `refactors`: each thread's cache of answers (`ReadScratch`) is good

@@ -14,6 +14,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 final class ObjectBuilder {
     // Exclusivity is not checked at run time on these two (the checks cost more than the
     // writes): a builder belongs to one data object, which is not Sendable, and no access is

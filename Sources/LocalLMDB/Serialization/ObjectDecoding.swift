@@ -5,6 +5,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 struct ReadContext {
     /// Identifies the database for the per-thread caches: unique for the life of the process.
     let database: UInt64

@@ -21,6 +21,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public protocol Persistable {
     /// The fields to store. Implemented by LocalLMDB for `Storable` and `Codable` types.
     func _storedFields() throws -> DataObject

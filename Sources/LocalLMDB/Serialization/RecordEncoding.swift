@@ -4,6 +4,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 enum RecordEncoding {
     /// Encodes `record` for storage, appending it to `batch`. `classes` gathers the stored
     /// classes of the record's object and of every object nested in it, each once, for the

@@ -9,6 +9,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public protocol Storable: Persistable {
     /// The fields to store, in a `DataObject` created with `DataObject(self)`.
     func toDataObject() -> DataObject

@@ -26,6 +26,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 public enum StoredClasses {
     /// Registers `type` under `name`, or under its short Swift name when `name` is nil.
     ///

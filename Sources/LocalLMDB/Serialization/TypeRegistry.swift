@@ -15,6 +15,7 @@ import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
+
 final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
