@@ -1,10 +1,10 @@
-/// One change a commit made: a record written or deleted, every record of a class deleted,
-/// or the database cleared.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
 
+/// One change a commit made: a record written or deleted, every record of a class deleted,
+/// or the database cleared.
 public enum Change: Sendable, Hashable {
     /// The record `id` was written (created or replaced) as class `className`.
     case written(id: String, className: String)

@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// How a database is opened. Every field has a safe default.
 ///
 /// ```swift
@@ -10,11 +15,6 @@
 /// LMDB environment; they must agree on `durability`, `readOnly`, `maximumMapSize`, `maxReaders`
 /// and the change log's limits (else `LocalDatabaseError.incompatibleOptions`). `busyTimeout` is
 /// each database's own.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 public struct DatabaseConfiguration: Sendable, Equatable {
     /// What a returned write survives. `.full` (survives power loss) by default.
     public var durability: Durability = .full

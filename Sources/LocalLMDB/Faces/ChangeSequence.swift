@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// The commits made to a database from a point on, as they become durable: an `AsyncSequence`
 /// of `CommittedChanges` (from `changes()` or `changes(of:)`).
 ///
@@ -11,11 +16,6 @@
 ///
 /// Cancelling the task that iterates ends the sequence (`next()` returns nil), and dropping the
 /// iterator releases everything it held.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 public struct ChangeSequence: AsyncSequence, Sendable {
     public typealias Element = CommittedChanges
     public typealias Failure = LocalDatabaseError

@@ -1,13 +1,13 @@
-/// SwiftSerialization's synchronous database API: every method returns its result directly,
-/// and a failure is its failure value (`false`, `nil`, `0`, `[]`) rather than an error.
-///
-/// `SerializationDatabase` conforms; code written against SwiftSerialization's
-/// `DatabaseTarget` compiles against LocalLMDB unchanged.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
 
+/// SwiftSerialization's synchronous database API: every method returns its result directly,
+/// and a failure is its failure value (`false`, `nil`, `0`, `[]`) rather than an error.
+///
+/// `SerializationDatabase` conforms; code written against SwiftSerialization's
+/// `DatabaseTarget` compiles against LocalLMDB unchanged.
 public protocol DatabaseTarget: AnyObject {
     /// Writes a record, replacing any record with the same id. Returns whether it was stored.
     @discardableResult func write<T: Persistable>(_ record: Record<T>) -> Bool

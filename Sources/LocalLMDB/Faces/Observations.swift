@@ -1,11 +1,11 @@
-/// An observed id's read: a record of another class under the id is no `T`, so the observation
-/// yields nil, as when there is none, and goes on (a `T` written there later is seen). A read by
-/// id throws `typeMismatch` there instead: it asked for a `T` that is not there.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
 
+/// An observed id's read: a record of another class under the id is no `T`, so the observation
+/// yields nil, as when there is none, and goes on (a `T` written there later is seen). A read by
+/// id throws `typeMismatch` there instead: it asked for a `T` that is not there.
 struct ObservedReadByID<T: Persistable>: SnapshotRead {
     let read: ReadByID<T>
 

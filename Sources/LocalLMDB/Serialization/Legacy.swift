@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// Renames of stored classes, so that data written under an old class name is read as the new one.
 ///
 /// Register refactors at start-up, before reading:
@@ -7,11 +12,6 @@
 /// Chains are followed (`A → B`, then `B → C` reads `A` records as `C`). Reading `C`, counting
 /// it, listing its ids and deleting it all cover every name that leads to `C`.
 /// Safe to call from any thread.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 public enum Legacy {
     private static let refactors = Locked<[String: String]>([:])
     /// Counts changes to `refactors`: each thread's cache of answers (`ReadScratch`) is good

@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// A data object's fields as they are added, written straight into JSON: adding a field
 /// writes its member, with no tree of values built and copied on the way (the tree cost a
 /// reference count on every value, twice, and a copy of every field to write it).
@@ -10,11 +15,6 @@
 ///
 /// Invariant: the output is `{`, the class member, then one member per added field, each key
 /// once; with a closing `}` it is a JSON object that `JSONValidator` accepts.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 final class ObjectBuilder {
     // Exclusivity is not checked at run time on these two (the checks cost more than the
     // writes): a builder belongs to one data object, which is not Sendable, and no access is

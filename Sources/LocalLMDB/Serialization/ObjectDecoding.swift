@@ -1,11 +1,11 @@
-/// The database a read restores objects from: where stored class names are looked up.
-///
-/// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
 
+/// The database a read restores objects from: where stored class names are looked up.
+///
+/// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
 struct ReadContext {
     /// Identifies the database for the per-thread caches: unique for the life of the process.
     let database: UInt64

@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// A type whose values a database stores: a `Storable` model (fields written by hand), or a
 /// `Codable` type that declares `Persistable` (fields written by its `Codable` conformance).
 ///
@@ -17,11 +22,6 @@
 /// Conform a type to `Storable` or to `Codable` and `Persistable`; a type that is both `Storable`
 /// and `Codable` is stored by its `Storable` methods. The two requirements below are how
 /// LocalLMDB reaches either kind; they are implemented for you, and are not for calling.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 public protocol Persistable {
     /// The fields to store. Implemented by LocalLMDB for `Storable` and `Codable` types.
     func _storedFields() throws -> DataObject

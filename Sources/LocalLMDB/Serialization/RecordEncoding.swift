@@ -1,10 +1,10 @@
-/// Turns model records into the write operations the engine applies, in the caller's
-/// isolation, before anything is sent to the writer thread.
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
 
+/// Turns model records into the write operations the engine applies, in the caller's
+/// isolation, before anything is sent to the writer thread.
 enum RecordEncoding {
     /// Encodes `record` for storage, appending it to `batch`. `classes` gathers the stored
     /// classes of the record's object and of every object nested in it, each once, for the

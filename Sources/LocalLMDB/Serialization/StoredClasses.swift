@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// Explicit registration of model classes: the class name a type is stored under, and which
 /// type a stored name belongs to.
 ///
@@ -22,11 +27,6 @@
 /// Register at start-up, before the class is first written or read in the process (as with
 /// `Legacy`): a class's stored name is fixed at its first use. Registering the same class the
 /// same way again does nothing. Safe to call from any thread.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 public enum StoredClasses {
     /// Registers `type` under `name`, or under its short Swift name when `name` is nil.
     ///

@@ -1,3 +1,8 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
 /// The process-wide map between Swift types and the class names they are stored under.
 ///
 /// Every `Storable` type has one `StoredClass`, fixed at its first use in the process: its
@@ -11,11 +16,6 @@
 /// 2. the type the database says owns the name, by its mangled name (nil when this process
 ///    cannot load it: the name is then unresolvable, never guessed);
 /// 3. when the database has no owner for the name, the one type this process has seen under it.
-import LocalLMDBLMDB
-import LocalLMDBJSON
-import LocalLMDBStore
-import LocalLMDBEngine
-
 final class TypeRegistry: Sendable {
     static let shared = TypeRegistry()
 
