@@ -56,7 +56,7 @@ public actor LocalDatabase {
     ///   in use, included).
     public init(directory: URL, configuration: DatabaseConfiguration) throws {
         do throws(DatabaseError) {
-            session = try Session(directory: directory, configuration: configuration.engineConfiguration)
+            session = try Session(directory: directory, configuration: configuration.engine)
         } catch { throw LocalDatabaseError(error) }
     }
 

@@ -40,7 +40,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// failure value and `lastError` says why.
     public init() {
         opened = Result { () throws(DatabaseError) in
-            try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration().engineConfiguration)
+            try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration().engine)
         }
         if case let .failure(error) = opened { lastFailure.withLock { $0 = error } }
     }
@@ -50,7 +50,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     ///   `.unsupportedFormat` or `.storage`.
     public init(directory: URL, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws {
         do throws(DatabaseError) {
-            opened = .success(try Session(directory: directory, configuration: configuration.engineConfiguration))
+            opened = .success(try Session(directory: directory, configuration: configuration.engine))
         } catch { throw LocalDatabaseError(error) }
     }
 
