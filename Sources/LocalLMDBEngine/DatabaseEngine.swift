@@ -14,7 +14,7 @@ import Foundation
 @usableFromInline package final class DatabaseEngine: Sendable {
     package let path: String
     package let configuration: EngineConfiguration
-    package let store: RecordStore
+    @usableFromInline package let store: RecordStore
     /// The writer thread; for a read-only engine, one thread shared by every read-only engine
     /// in the process (it answers the few jobs a read-only session sends, and never writes).
     let thread: WriterThread
@@ -22,7 +22,7 @@ import Foundation
     /// Wakes observers after commits (this process's at once, others' by polling).
     package let notifier: ChangeNotifier
     /// Identifies this engine for per-thread caches: unique for the life of the process.
-    package let serial: UInt64
+    @usableFromInline package let serial: UInt64
     private let identity: FileIdentity
     /// Sessions attached and not yet closed. Guarded by the registry's lock.
     nonisolated(unsafe) private var sessions = 0
@@ -33,18 +33,18 @@ import Foundation
     /// `Environment.withReadTransaction(in:)`, which retains nothing.
     @usableFromInline let unmanagedEnvironment: Unmanaged<Environment>
     /// What a read by id needs of the engine, as plain values.
-    package let readTarget: ReadTarget
+    @usableFromInline package let readTarget: ReadTarget
 
     var environment: Environment { unmanagedEnvironment.takeUnretainedValue() }
     package var maxKeySize: Int { readTarget.maxKeySize }
 
     /// What a read by id needs of an engine, as values that are copied without retaining
     /// anything (`classTable` holds its environment unowned).
-    package struct ReadTarget {
-        package let records: DatabaseHandle
-        package let serial: UInt64
-        package let classTable: ClassTable
-        package let maxKeySize: Int
+    @usableFromInline package struct ReadTarget: Sendable {
+        @usableFromInline package let records: DatabaseHandle
+        @usableFromInline package let serial: UInt64
+        @usableFromInline package let classTable: ClassTable
+        @usableFromInline package let maxKeySize: Int
     }
 
     /// The map an empty database starts with; it doubles as it fills.

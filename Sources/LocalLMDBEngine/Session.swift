@@ -16,10 +16,10 @@ import Foundation
 ///   otherwise in a read-only snapshot on the caller's thread, never through the writer;
 /// - a blocking call that would wait for itself fails at once with `wouldDeadlock`;
 /// - nothing runs after `close()`.
-@usableFromInline package final class Session: Sendable {
+@usableFromInline package final class Session: EngineWriter {
     typealias Owner = TransactionCoordinator.Owner
 
-    @usableFromInline package let engine: DatabaseEngine
+    @usableFromInline let engine: DatabaseEngine
     let owner: Owner
     package let busyTimeout: Duration
 
@@ -80,6 +80,14 @@ import Foundation
             return count
         }
     }
+
+    // MARK: The engine's facts
+
+    @inlinable package var databaseSerial: UInt64 { engine.serial }
+    @inlinable package var maxKeySize: Int { engine.readTarget.maxKeySize }
+    package var notifier: ChangeNotifier { engine.notifier }
+    package var path: String { engine.path }
+    package var configuration: EngineConfiguration { engine.configuration }
 
     /// Runs `body` with the state under its lock, then publishes its flags.
     private func withState<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
@@ -298,18 +306,16 @@ import Foundation
     /// Whether a read must go through this session's open transaction (`readInTransaction`);
     /// when not, it runs in a `snapshot` on the calling thread.
     ///
-    /// Most reads go through `readOutsideTransaction(_:)` or `readBlocking`; a read by id, the
-    /// hottest, asks here and then runs its snapshot read itself (no `SessionRead` value to
-    /// build, see `ReadByID.snapshot`).
+    /// Reads go through `readOutsideTransaction(_:)`, `readRecord` or `readBlocking`, which ask here.
     @usableFromInline
-    package func readsInTransaction() throws(DatabaseError) -> Bool {
+    func readsInTransaction() throws(DatabaseError) -> Bool {
         try checkOpen()
     }
 
     /// `readsInTransaction`, for a blocking read: also fails fast when the read would wait for
     /// itself (see `Session`).
     @usableFromInline
-    package func readsInTransactionBlocking(_ name: String) throws(DatabaseError) -> Bool {
+    func readsInTransactionBlocking(_ name: String) throws(DatabaseError) -> Bool {
         let inTransaction = try checkOpen()
         try checkNotRestoring(name)
         return inTransaction
@@ -317,8 +323,36 @@ import Foundation
 
     /// Runs `body` in a read-only snapshot on the calling thread.
     @inlinable @inline(__always)
-    package func snapshot<R>(_ body: (Transaction) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
+    func snapshot<R>(_ body: (Transaction) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
         try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
+    }
+
+    /// `body` given the store as `transaction` shows it.
+    @inlinable @inline(__always)
+    func storeSnapshot(_ transaction: Transaction) -> StoreSnapshot {
+        StoreSnapshot(engine.store, database: engine.serial, in: transaction)
+    }
+
+    /// Where objects restored after their snapshot ended look up their classes: a fresh snapshot.
+    @inlinable
+    var freshClassLookup: ClassLookup {
+        ClassLookup(database: engine.serial, table: engine.readTarget.classTable, transaction: nil)
+    }
+
+    @inlinable @inline(__always)
+    package func readRecord<Value>(
+        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
+    ) throws(DatabaseError) -> Value? {
+        if try readsInTransaction() { return nil }
+        // The engine's plain values, not the store: a copy of the store retains its environment,
+        // a reference count every reading thread would write.
+        let target = engine.readTarget
+        return try snapshot { transaction throws(DatabaseError) in
+            let record = try RecordStore.value(key, records: target.records, in: transaction).map { value throws(DatabaseError) in
+                try RecordDecoding.decode(value: value, id: id)
+            }
+            return try restore(record, ClassLookup(database: target.serial, table: target.classTable, transaction: transaction))
+        }
     }
 
     /// `read`'s value from a snapshot on the calling thread, where a read runs when this session
@@ -328,32 +362,32 @@ import Foundation
     @inlinable @inline(__always)
     package func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(DatabaseError) -> Read.Value? {
         if try readsInTransaction() { return nil }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
     }
 
     /// `read`, blocking the calling thread; `name` is the calling method's, for errors.
     @inlinable
     package func readBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(DatabaseError) -> Read.Value {
         if try readsInTransactionBlocking(name) { return try readInTransactionBlocking(read, name) }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
     }
 
     /// Runs `read` in this session's open transaction, or in a snapshot if it has none by now.
     @usableFromInline
     package nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
         if let detached = try await onWriterThread({ state throws(DatabaseError) in try self.readingInTransaction(read, &state) }) {
-            return try read.restore(detached)
+            return try read.restore(detached, classes: freshClassLookup)
         }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
     }
 
     /// `readInTransaction`, blocking the calling thread.
     @usableFromInline
-    package func readInTransactionBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(DatabaseError) -> Read.Value {
+    func readInTransactionBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(DatabaseError) -> Read.Value {
         if let detached = try blockingOnWriterThread(name, { state throws(DatabaseError) in try self.readingInTransaction(read, &state) }) {
-            return try read.restore(detached)
+            return try read.restore(detached, classes: freshClassLookup)
         }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
     }
 
     /// The job reading in the transaction, after the buffered records are applied: the read sees
@@ -366,7 +400,7 @@ import Foundation
             done(Result { () throws(DatabaseError) in
                 try applyBuffered(buffered, coordinator, generation: generation)
                 return try coordinator.readInTransaction(owner: owner) { transaction throws(DatabaseError) in
-                    try read.inTransaction(transaction)
+                    try read.inTransaction(storeSnapshot(transaction))
                 }
             })
         }
@@ -395,10 +429,11 @@ import Foundation
         return try snapshot { transaction throws(DatabaseError) in try log.entries(after: token, limit: limit, in: transaction) }
     }
 
-    /// `body`'s result and the change token, from one snapshot.
-    package func snapshotWithToken<R>(_ body: (Transaction) throws(DatabaseError) -> R) throws(DatabaseError) -> (R, LogPosition) {
+    package func readWithToken<Read: SnapshotRead>(_ read: Read) throws(DatabaseError) -> (Read.Value, LogPosition) {
         let log = try changeLog()
-        return try snapshot { transaction throws(DatabaseError) in (try body(transaction), try log.token(in: transaction)) }
+        return try snapshot { transaction throws(DatabaseError) in
+            (try read.snapshot(storeSnapshot(transaction)), try log.token(in: transaction))
+        }
     }
 
     // MARK: Closing
@@ -527,23 +562,4 @@ import Foundation
             throw .wouldDeadlock(operation: name, reason: "it was called while a read of the same database restores objects (from init(dataObject:))")
         }
     }
-}
-
-/// A read of models, as a face asks `Session` to run it: either inside a snapshot on the
-/// caller's thread, or inside the session's open transaction on the writer thread (producing
-/// `Sendable` bytes) and then restored on the caller's thread. A struct, so the generic read
-/// paths are specialized and allocate no closures.
-@usableFromInline package protocol SessionRead: SnapshotRead {
-    associatedtype Detached: Sendable
-    /// Inside the session's write transaction, on the writer thread.
-    func inTransaction(_ transaction: Transaction) throws(DatabaseError) -> Detached
-    /// On the caller's thread, after `inTransaction`.
-    func restore(_ detached: Detached) throws(DatabaseError) -> Value
-}
-
-/// A read of a snapshot, on the caller's thread.
-@usableFromInline package protocol SnapshotRead<Value>: Sendable {
-    associatedtype Value
-    /// Inside a read-only snapshot, on the caller's thread.
-    func snapshot(_ transaction: Transaction) throws(DatabaseError) -> Value
 }

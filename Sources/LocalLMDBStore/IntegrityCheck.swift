@@ -3,7 +3,7 @@ import LocalLMDBLMDB
 
 /// What `RecordStore.verify(in:)` found: the store's form of the public `IntegrityReport`
 /// (see there for what each problem means).
-package struct IntegrityCheck: Sendable, Equatable {
+@usableFromInline package struct IntegrityCheck: Sendable, Equatable {
     /// One inconsistency.
     package enum Problem: Sendable, Equatable {
         case missingIndexEntry(id: String, type: String)

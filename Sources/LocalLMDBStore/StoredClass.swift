@@ -58,10 +58,10 @@ import LocalLMDBLMDB
 /// Reads rows of the `classes` database: in a given transaction, or in a fresh snapshot.
 ///
 /// Holds its environment unowned: it is used only while a read holds the environment alive
-/// (a `ReadContext` lives for one read), so copying it costs no reference counting.
-package struct ClassTable {
-    unowned(unsafe) let environment: Environment
-    let database: DatabaseHandle
+/// (a `ClassLookup` lives for one read), so copying it costs no reference counting.
+@usableFromInline package struct ClassTable: Sendable {
+    @usableFromInline unowned(unsafe) let environment: Environment
+    @usableFromInline let database: DatabaseHandle
 
     /// The row for `name`, read in `transaction`, or in a new read-only snapshot when nil.
     package func row(named name: String, in transaction: Transaction?) throws(DatabaseError) -> StoredClass? {

@@ -20,7 +20,7 @@ public struct ChangeSequence: AsyncSequence, Sendable {
     public typealias Element = CommittedChanges
     public typealias Failure = LocalDatabaseError
 
-    let source: Result<Session, DatabaseError>
+    let source: Result<FaceEngine, DatabaseError>
     let start: Result<LogPosition, DatabaseError>
     /// The class names whose changes to keep; nil for every change.
     let classNames: [String]?
@@ -35,7 +35,7 @@ public struct ChangeSequence: AsyncSequence, Sendable {
         public typealias Element = CommittedChanges
         public typealias Failure = LocalDatabaseError
 
-        private let source: Result<Session, DatabaseError>
+        private let source: Result<FaceEngine, DatabaseError>
         private var token: Result<LogPosition, DatabaseError>
         private let classNames: [String]?
         private let subscription: ChangeSubscription?
@@ -44,20 +44,20 @@ public struct ChangeSequence: AsyncSequence, Sendable {
         /// The most commits read from the log at once.
         private static let pageSize = 256
 
-        init(source: Result<Session, DatabaseError>, token: Result<LogPosition, DatabaseError>, classNames: [String]?) {
+        init(source: Result<FaceEngine, DatabaseError>, token: Result<LogPosition, DatabaseError>, classNames: [String]?) {
             (self.source, self.token, self.classNames) = (source, token, classNames)
-            subscription = (try? source.get()).map { ChangeSubscription($0.engine.notifier) }
+            subscription = (try? source.get()).map { ChangeSubscription($0.notifier) }
         }
 
         /// The next commit with changes the sequence keeps; nil once the task is cancelled.
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(LocalDatabaseError) -> CommittedChanges? {
             do throws(DatabaseError) {
-                let session = try source.get()
+                let engine = try source.get()
                 guard let subscription else { return nil }
                 while !Task.isCancelled {
                     if !pending.isEmpty { return CommittedChanges(pending.removeFirst()) }
                     let version = subscription.notifier.version
-                    let feed = try session.changeFeed(since: try token.get(), limit: Self.pageSize)
+                    let feed = try engine.changeFeed(since: try token.get(), limit: Self.pageSize)
                     token = .success(feed.position)
                     pending = feed.commits.compactMap(keep)
                     if pending.isEmpty, feed.commits.isEmpty {
@@ -96,7 +96,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
     public typealias Element = Value
     public typealias Failure = LocalDatabaseError
 
-    let source: Result<Session, DatabaseError>
+    let source: Result<FaceEngine, DatabaseError>
     /// What to read, or why it cannot be read (an empty id).
     let read: Result<any SnapshotRead<Value>, DatabaseError>
     let isRelevant: @Sendable (LoggedChange) -> Bool
@@ -120,7 +120,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
 
         init(observation: DatabaseObservation<Value>) {
             self.observation = observation
-            subscription = (try? observation.source.get()).map { ChangeSubscription($0.engine.notifier) }
+            subscription = (try? observation.source.get()).map { ChangeSubscription($0.notifier) }
         }
 
         /// The current value first; then the value after the next commit that may have changed
@@ -133,15 +133,15 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
 
         /// `next`, with the lower layers' errors.
         private mutating func following(isolation actor: isolated (any Actor)?) async throws(DatabaseError) -> Value? {
-            let session = try observation.source.get()
+            let engine = try observation.source.get()
             guard let subscription, !Task.isCancelled else { return nil }
-            guard var token else { return try read(session, subscription) }
+            guard var token else { return try read(engine, subscription) }
             while true {
                 guard await subscription.notifier.wait(after: seen), !Task.isCancelled else { return nil }
                 seen = subscription.notifier.version
                 let changed: Bool
                 do throws(DatabaseError) {
-                    let feed = try session.changeFeed(since: token)
+                    let feed = try engine.changeFeed(since: token)
                     token = feed.position
                     self.token = token
                     changed = feed.commits.contains { $0.changes.contains(where: observation.isRelevant) }
@@ -150,7 +150,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
                     guard case .changesUnavailable = error else { throw error }
                     changed = true
                 }
-                if changed { return try read(session, subscription) }
+                if changed { return try read(engine, subscription) }
             }
         }
 
@@ -158,10 +158,10 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
             try await next(isolation: nil)
         }
 
-        private mutating func read(_ session: Session, _ subscription: ChangeSubscription) throws(DatabaseError) -> Value {
+        private mutating func read(_ engine: FaceEngine, _ subscription: ChangeSubscription) throws(DatabaseError) -> Value {
             seen = subscription.notifier.version
             let read = try observation.read.get()
-            let (value, token) = try session.snapshotWithToken { transaction throws(DatabaseError) in try read.snapshot(transaction) }
+            let (value, token) = try engine.readWithToken(read)
             self.token = token
             return value
         }

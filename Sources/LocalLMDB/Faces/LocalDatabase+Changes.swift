@@ -11,7 +11,7 @@ extension LocalDatabase {
     /// - Throws: `LocalDatabaseError.closed`, `.storage`.
     public nonisolated func changeToken() throws -> ChangeToken {
         do throws(DatabaseError) {
-            return ChangeToken(try session.changeToken())
+            return ChangeToken(try engine.changeToken())
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -28,21 +28,21 @@ extension LocalDatabase {
     ///   `token` belongs to another database: resynchronize from the current state then.
     public nonisolated func changes(since token: ChangeToken) throws -> ChangeFeed {
         do throws(DatabaseError) {
-            return ChangeFeed(try session.changeFeed(since: token.position))
+            return ChangeFeed(try engine.changeFeed(since: token.position))
         } catch { throw LocalDatabaseError(error) }
     }
 
     /// The commits made from now on, each once, in order, as they become durable (see
     /// `ChangeSequence`).
     public nonisolated func changes() -> ChangeSequence {
-        ChangeSequence(source: .success(session), start: Result { () throws(DatabaseError) in try session.changeToken() }, classNames: nil)
+        ChangeSequence(source: .success(engine), start: Result { () throws(DatabaseError) in try engine.changeToken() }, classNames: nil)
     }
 
     /// The commits made from now on that changed records stored as `T` (under its current or
     /// a legacy class name), with only those changes (see `ChangeSequence`).
     public nonisolated func changes<T: Persistable>(of type: T.Type) -> ChangeSequence {
         ChangeSequence(
-            source: .success(session), start: Result { () throws(DatabaseError) in try session.changeToken() },
+            source: .success(engine), start: Result { () throws(DatabaseError) in try engine.changeToken() },
             classNames: RecordEncoding.classNames(type))
     }
 
@@ -53,12 +53,12 @@ extension LocalDatabase {
     /// for try await person in database.observe(Person.self, id: "ada") { show(person) }
     /// ```
     public nonisolated func observe<T: Persistable>(_ type: T.Type, id: String) -> DatabaseObservation<T?> {
-        Observations.object(type, id: id, source: .success(session))
+        Observations.object(type, id: id, source: .success(engine))
     }
 
     /// Every object stored as `T`, then again after each commit that changed records of `T`
     /// (in the order of `read()`); see `DatabaseObservation`.
     public nonisolated func observeAll<T: Persistable>(_ type: T.Type) -> DatabaseObservation<[T]> {
-        Observations.all(type, source: .success(session))
+        Observations.all(type, source: .success(engine))
     }
 }

@@ -7,7 +7,7 @@ extension LocalDatabase {
     /// True while this database has a transaction open (also one that failed and awaits its
     /// rollback). Readable without `await`.
     public nonisolated var transactionActive: Bool {
-        session.transactionActive
+        engine.transactionActive
     }
 
     /// Begins a transaction.
@@ -32,7 +32,7 @@ extension LocalDatabase {
     ///   than `busyTimeout`; `.readOnly`, `.closed`, `.storage`.
     public nonisolated(nonsending) func startTransaction(override: Bool = true) async throws {
         do throws(DatabaseError) {
-            try await session.begin(override: override)
+            try await engine.begin(override: override)
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -42,7 +42,7 @@ extension LocalDatabase {
     ///   which case none of the transaction's changes are kept and it is over.
     public nonisolated(nonsending) func commitTransaction() async throws {
         do throws(DatabaseError) {
-            try await session.commit()
+            try await engine.commit()
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -50,7 +50,7 @@ extension LocalDatabase {
     /// - Throws: `LocalDatabaseError.noActiveTransaction` when none is open.
     public nonisolated(nonsending) func rollbackTransaction() async throws {
         do throws(DatabaseError) {
-            try await session.rollback()
+            try await engine.rollback()
         } catch { throw LocalDatabaseError(error) }
     }
 }

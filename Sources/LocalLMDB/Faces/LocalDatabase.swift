@@ -26,8 +26,9 @@ import LocalLMDBEngine
 ///
 /// All methods throw `LocalDatabaseError`.
 public actor LocalDatabase {
-    /// This database's connection to the engine, where every transaction rule lives.
-    nonisolated let session: Session
+    /// This database's connection to its engine, where every transaction rule lives: the face
+    /// asks nothing of it but the seam's operations (`EngineWriter`).
+    nonisolated let engine: FaceEngine
 
     /// The default `busyTimeout`: 30 seconds.
     public static let defaultBusyTimeout = Duration.seconds(30)
@@ -56,8 +57,13 @@ public actor LocalDatabase {
     ///   in use, included).
     public init(directory: URL, configuration: DatabaseConfiguration) throws {
         do throws(DatabaseError) {
-            session = try Session(directory: directory, configuration: configuration.engine)
+            engine = .lmdb(try Session(directory: directory, configuration: configuration.engine))
         } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// A database on another engine than LMDB's: the seam's other side (`EngineWriter`).
+    package init(engine: any EngineWriter) {
+        self.engine = .other(engine)
     }
 
     /// Opens (creating if needed) the database in `directory`.
@@ -75,7 +81,7 @@ public actor LocalDatabase {
     deinit {
         // Writes already sent are committed and a transaction left open is rolled back, on the
         // writer thread, without waiting here.
-        session.closeWhenDropped()
+        engine.closeWhenDropped()
     }
 
     /// The directory used by `init()`.
@@ -99,16 +105,16 @@ public actor LocalDatabase {
     /// The directory this database lives in (symbolic links resolved; the path it was first
     /// opened by in this process).
     public nonisolated var directory: URL {
-        URL(fileURLWithPath: session.engine.path, isDirectory: true)
+        URL(fileURLWithPath: engine.path, isDirectory: true)
     }
 
     /// How long a write or `startTransaction` waits for another database's transaction on the
     /// same directory before failing with `LocalDatabaseError.busy`.
-    public nonisolated var busyTimeout: Duration { session.busyTimeout }
+    public nonisolated var busyTimeout: Duration { engine.busyTimeout }
 
     /// The configuration the directory's environment was opened with (its `busyTimeout` is
     /// the first opener's; see `busyTimeout` for this database's).
-    public nonisolated var configuration: DatabaseConfiguration { DatabaseConfiguration(session.engine.configuration) }
+    public nonisolated var configuration: DatabaseConfiguration { DatabaseConfiguration(engine.configuration) }
 
     // MARK: Writing
 
@@ -123,7 +129,7 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
         do throws(DatabaseError) {
-            _ = try await session.perform(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize))
+            _ = try await engine.perform(RecordEncoding.put(record, maxKeySize: engine.maxKeySize))
             return true
         } catch { throw LocalDatabaseError(error) }
     }
@@ -140,8 +146,8 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         do throws(DatabaseError) {
-            let maxKeySize = session.engine.maxKeySize
-            return try await session.perform(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
+            let maxKeySize = engine.maxKeySize
+            return try await engine.perform(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
                 try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
             }
         } catch { throw LocalDatabaseError(error) }
@@ -155,7 +161,7 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func delete<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         do throws(DatabaseError) {
-            return try await session.perform(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize))
+            return try await engine.perform(RecordEncoding.deleteAll(allOf, maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -164,7 +170,7 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func delete(id: String) async throws -> Bool {
         do throws(DatabaseError) {
-            return try await session.perform(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize))) > 0
+            return try await engine.perform(.delete(RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize))) > 0
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -173,7 +179,7 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func clearDatabase() async throws -> Int {
         do throws(DatabaseError) {
-            return try await session.perform(.clear)
+            return try await engine.perform(.clear)
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -186,11 +192,12 @@ public actor LocalDatabase {
     ///   process, `.corruptRecord` when its bytes cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>(id: String) async throws -> T? {
         do throws(DatabaseError) {
-            let target = session.engine.readTarget
-            let key = try RecordEncoding.recordKey(id, maxKeySize: target.maxKeySize)
+            let key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
             await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-            if try session.readsInTransaction() { return try await session.readInTransaction(ReadByID<T>(id, key: key, in: session.engine)) }
-            return try session.snapshot { transaction throws(DatabaseError) in try ReadByID<T>.snapshot(id, key: key, in: target, transaction) }
+            if let object = try engine.readRecord(key, id: id, { record, classes throws(DatabaseError) in
+                try ReadByID<T>.restore(record, classes: classes)
+            }) { return object }
+            return try await engine.readInTransaction(ReadByID<T>(id, key: key))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -201,10 +208,7 @@ public actor LocalDatabase {
     /// - Throws: `LocalDatabaseError.corruptRecord` when a record cannot be decoded.
     public nonisolated(nonsending) func read<T: Persistable>() async throws -> [T] {
         do throws(DatabaseError) {
-            let read = ReadAll<T>(in: session.engine)
-            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-            if let value = try session.readOutsideTransaction(read) { return value }
-            return try await session.readInTransaction(read)
+            return try await engine.read(ReadAll<T>(maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -212,30 +216,21 @@ public actor LocalDatabase {
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
         do throws(DatabaseError) {
-            let read = StoreRead<[String]>.ids(of: allOf, in: session.engine)
-            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-            if let value = try session.readOutsideTransaction(read) { return value }
-            return try await session.readInTransaction(read)
+            return try await engine.read(ReadIDs<T>(maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records: O(1).
     public nonisolated(nonsending) func count() async throws -> Int {
         do throws(DatabaseError) {
-            let read = StoreRead<Int>.countAll(in: session.engine)
-            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-            if let value = try session.readOutsideTransaction(read) { return value }
-            return try await session.readInTransaction(read)
+            return try await engine.read(CountAll())
         } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         do throws(DatabaseError) {
-            let read = StoreRead<Int>.count(of: allOf, in: session.engine)
-            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-            if let value = try session.readOutsideTransaction(read) { return value }
-            return try await session.readInTransaction(read)
+            return try await engine.read(CountOf<T>(maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -245,10 +240,7 @@ public actor LocalDatabase {
     /// database's transaction when one is open) and changes nothing. It walks every record.
     public nonisolated(nonsending) func verifyIntegrity() async throws -> IntegrityReport {
         do throws(DatabaseError) {
-            let read = StoreRead<IntegrityReport>.integrity(in: session.engine)
-            await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
-            if let value = try session.readOutsideTransaction(read) { return value }
-            return try await session.readInTransaction(read)
+            return try await engine.read(VerifyIntegrity())
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -259,6 +251,6 @@ public actor LocalDatabase {
     /// directory, the environment closes now (once reads in progress end). Later calls throw
     /// `LocalDatabaseError.closed`. Closing again does nothing.
     public nonisolated(nonsending) func close() async {
-        await session.close()
+        await engine.close()
     }
 }

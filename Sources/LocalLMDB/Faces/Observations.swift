@@ -9,9 +9,9 @@ import LocalLMDBEngine
 struct ObservedReadByID<T: Persistable>: SnapshotRead {
     let read: ReadByID<T>
 
-    func snapshot(_ transaction: Transaction) throws(DatabaseError) -> T? {
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> T? {
         do {
-            return try read.snapshot(transaction)
+            return try read.snapshot(snapshot)
         } catch {
             if case .typeMismatch = error { return nil }
             throw error
@@ -21,16 +21,16 @@ struct ObservedReadByID<T: Persistable>: SnapshotRead {
 
 /// The observations both faces make.
 enum Observations {
-    static func object<T: Persistable>(_ type: T.Type, id: String, source: Result<Session, DatabaseError>) -> DatabaseObservation<T?> {
-        let read = source.flatMap { session in
-            Result { () throws(DatabaseError) -> any SnapshotRead<T?> in ObservedReadByID(read: try ReadByID<T>(id, in: session.engine)) }
+    static func object<T: Persistable>(_ type: T.Type, id: String, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<T?> {
+        let read = source.flatMap { engine in
+            Result { () throws(DatabaseError) -> any SnapshotRead<T?> in ObservedReadByID(read: try ReadByID<T>(id, maxKeySize: engine.maxKeySize)) }
         }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(id: id) })
     }
 
-    static func all<T: Persistable>(_ type: T.Type, source: Result<Session, DatabaseError>) -> DatabaseObservation<[T]> {
+    static func all<T: Persistable>(_ type: T.Type, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<[T]> {
         let classNames = RecordEncoding.classNames(type)
-        let read = source.map { session -> any SnapshotRead<[T]> in ReadAll<T>(in: session.engine) }
+        let read = source.map { engine -> any SnapshotRead<[T]> in ReadAll<T>(maxKeySize: engine.maxKeySize) }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(classNames: classNames) })
     }
 }

@@ -7,26 +7,26 @@ import LocalLMDBEngine
 extension SerializationDatabase {
     /// The position after the last commit; nil on failure (`lastError` says why).
     public func changeToken() -> ChangeToken? {
-        run(nil) { session throws(DatabaseError) in ChangeToken(try session.changeToken()) }
+        run(nil) { engine throws(DatabaseError) in ChangeToken(try engine.changeToken()) }
     }
 
     /// Every commit after `token` and the token to ask from next time; nil on failure, such as
     /// `LocalDatabaseError.changesUnavailable` in `lastError` (see `LocalDatabase.changes(since:)`).
     public func changes(since token: ChangeToken) -> ChangeFeed? {
-        run(nil) { session throws(DatabaseError) in ChangeFeed(try session.changeFeed(since: token.position)) }
+        run(nil) { engine throws(DatabaseError) in ChangeFeed(try engine.changeFeed(since: token.position)) }
     }
 
     /// The commits made from now on (see `LocalDatabase.changes()`). Iterating throws the
     /// error when the database could not be opened.
     public func changes() -> ChangeSequence {
-        ChangeSequence(source: opened, start: opened.flatMap { session in Result { () throws(DatabaseError) in try session.changeToken() } }, classNames: nil)
+        ChangeSequence(source: opened, start: opened.flatMap { engine in Result { () throws(DatabaseError) in try engine.changeToken() } }, classNames: nil)
     }
 
     /// The commits made from now on that changed records stored as `T` (see
     /// `LocalDatabase.changes(of:)`).
     public func changes<T: Persistable>(of type: T.Type) -> ChangeSequence {
         ChangeSequence(
-            source: opened, start: opened.flatMap { session in Result { () throws(DatabaseError) in try session.changeToken() } },
+            source: opened, start: opened.flatMap { engine in Result { () throws(DatabaseError) in try engine.changeToken() } },
             classNames: RecordEncoding.classNames(type))
     }
 

@@ -31,8 +31,8 @@ import LocalLMDBEngine
 /// `LocalDatabase` and `SerializationDatabase` values on one directory share one environment
 /// and the same transaction rules.
 public final class SerializationDatabase: DatabaseTarget, Sendable {
-    /// The session, or why the database could not be opened (`init()`).
-    let opened: Result<Session, DatabaseError>
+    /// The engine, or why the database could not be opened (`init()`).
+    let opened: Result<FaceEngine, DatabaseError>
     private let lastFailure = Locked<DatabaseError?>(nil)
 
     /// Opens the default database (`LocalDatabase.defaultDirectory`, shared with
@@ -40,7 +40,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// failure value and `lastError` says why.
     public init() {
         opened = Result { () throws(DatabaseError) in
-            try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration().engine)
+            FaceEngine.lmdb(try Session(directory: LocalDatabase.defaultDirectory, configuration: DatabaseConfiguration().engine))
         }
         if case let .failure(error) = opened { lastFailure.withLock { $0 = error } }
     }
@@ -50,12 +50,12 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     ///   `.unsupportedFormat` or `.storage`.
     public init(directory: URL, configuration: DatabaseConfiguration = DatabaseConfiguration()) throws {
         do throws(DatabaseError) {
-            opened = .success(try Session(directory: directory, configuration: configuration.engine))
+            opened = .success(.lmdb(try Session(directory: directory, configuration: configuration.engine)))
         } catch { throw LocalDatabaseError(error) }
     }
 
     deinit {
-        if case let .success(session) = opened { session.closeWhenDropped() }
+        if case let .success(engine) = opened { engine.closeWhenDropped() }
     }
 
     /// The error of the most recent call that failed (on any thread), or of opening. A later
@@ -66,11 +66,11 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// The directory this database lives in; nil when it could not be opened.
     public var directory: URL? {
-        (try? opened.get()).map { URL(fileURLWithPath: $0.engine.path, isDirectory: true) }
+        (try? opened.get()).map { URL(fileURLWithPath: $0.path, isDirectory: true) }
     }
 
-    /// Runs `body` with the session; on failure records the error and returns `failure`.
-    func run<R>(_ failure: R, _ body: (Session) throws(DatabaseError) -> R) -> R {
+    /// Runs `body` with the engine; on failure records the error and returns `failure`.
+    func run<R>(_ failure: R, _ body: (FaceEngine) throws(DatabaseError) -> R) -> R {
         do throws(DatabaseError) {
             return try body(try opened.get())
         } catch {
@@ -86,8 +86,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// (outside a transaction). Returns whether it was stored.
     @discardableResult
     public func write<T: Persistable>(_ record: Record<T>) -> Bool {
-        run(false) { session throws(DatabaseError) in
-            _ = try session.performBlocking(RecordEncoding.put(record, maxKeySize: session.engine.maxKeySize), "write")
+        run(false) { engine throws(DatabaseError) in
+            _ = try engine.performBlocking(RecordEncoding.put(record, maxKeySize: engine.maxKeySize), "write")
             return true
         }
     }
@@ -96,9 +96,9 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// written: all of them, or 0 when any failed (then none is written).
     @discardableResult
     public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
-        run(0) { session throws(DatabaseError) in
-            let maxKeySize = session.engine.maxKeySize
-            return try session.performBlocking(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
+        run(0) { engine throws(DatabaseError) in
+            let maxKeySize = engine.maxKeySize
+            return try engine.performBlocking(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
                 try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
             }
         }
@@ -106,62 +106,62 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// Every object stored as `T` (its current and legacy class names); `[]` on failure.
     public func read<T: Persistable>() -> [T] {
-        run([]) { session throws(DatabaseError) in try session.readBlocking(ReadAll<T>(in: session.engine), "read") }
+        run([]) { engine throws(DatabaseError) in try engine.readBlocking(ReadAll<T>(maxKeySize: engine.maxKeySize), "read") }
     }
 
     /// The object stored under `id`, as `T` or a subclass; nil when there is none or on failure.
     public func read<T: Persistable>(id: String) -> T? {
-        run(nil) { session throws(DatabaseError) in try session.readBlocking(ReadByID<T>(id, in: session.engine), "read") }
+        run(nil) { engine throws(DatabaseError) in try engine.readBlocking(ReadByID<T>(id, maxKeySize: engine.maxKeySize), "read") }
     }
 
     /// The ids of every record stored as `T`; `[]` on failure.
     public func readIDs<T: Persistable>(_ allOf: T.Type) -> [String] {
-        run([]) { session throws(DatabaseError) in try session.readBlocking(StoreRead<[String]>.ids(of: allOf, in: session.engine), "readIDs") }
+        run([]) { engine throws(DatabaseError) in try engine.readBlocking(ReadIDs<T>(maxKeySize: engine.maxKeySize), "readIDs") }
     }
 
     /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
     @discardableResult
     public func delete<T: Persistable>(_ allOf: T.Type) -> Int {
-        run(0) { session throws(DatabaseError) in
-            try session.performBlocking(RecordEncoding.deleteAll(allOf, maxKeySize: session.engine.maxKeySize), "delete")
+        run(0) { engine throws(DatabaseError) in
+            try engine.performBlocking(RecordEncoding.deleteAll(allOf, maxKeySize: engine.maxKeySize), "delete")
         }
     }
 
     /// Deletes the record `id`. Returns whether one was deleted.
     @discardableResult
     public func delete(id: String) -> Bool {
-        run(false) { session throws(DatabaseError) in
-            try session.performBlocking(.delete(RecordEncoding.recordKey(id, maxKeySize: session.engine.maxKeySize)), "delete") > 0
+        run(false) { engine throws(DatabaseError) in
+            try engine.performBlocking(.delete(RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)), "delete") > 0
         }
     }
 
     /// Deletes every record. Returns how many were deleted (0 on failure).
     @discardableResult
     public func clearDatabase() -> Int {
-        run(0) { session throws(DatabaseError) in try session.performBlocking(.clear, "clearDatabase") }
+        run(0) { engine throws(DatabaseError) in try engine.performBlocking(.clear, "clearDatabase") }
     }
 
     /// The number of records (0 on failure).
     public func count() -> Int {
-        run(0) { session throws(DatabaseError) in try session.readBlocking(StoreRead<Int>.countAll(in: session.engine), "count") }
+        run(0) { engine throws(DatabaseError) in try engine.readBlocking(CountAll(), "count") }
     }
 
     /// The number of records stored as `T` (0 on failure).
     public func count<T: Persistable>(_ allOf: T.Type) -> Int {
-        run(0) { session throws(DatabaseError) in try session.readBlocking(StoreRead<Int>.count(of: allOf, in: session.engine), "count") }
+        run(0) { engine throws(DatabaseError) in try engine.readBlocking(CountOf<T>(maxKeySize: engine.maxKeySize), "count") }
     }
 
     /// Checks that the type index and the records agree and that every record decodes; nil on failure.
     public func verifyIntegrity() -> IntegrityReport? {
-        run(nil) { session throws(DatabaseError) in try session.readBlocking(StoreRead<IntegrityReport>.integrity(in: session.engine), "verifyIntegrity") }
+        run(nil) { engine throws(DatabaseError) in try engine.readBlocking(VerifyIntegrity(), "verifyIntegrity") }
     }
 
     /// Begins a transaction (see `LocalDatabase.startTransaction(override:)` for the rules).
     /// Returns whether one began.
     @discardableResult
     public func startTransaction(override: Bool) -> Bool {
-        run(false) { session throws(DatabaseError) in
-            try session.beginBlocking(override: override)
+        run(false) { engine throws(DatabaseError) in
+            try engine.beginBlocking(override: override)
             return true
         }
     }
@@ -169,8 +169,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Commits the open transaction. Returns whether it was committed.
     @discardableResult
     public func commitTransaction() -> Bool {
-        run(false) { session throws(DatabaseError) in
-            try session.endBlocking(commit: true)
+        run(false) { engine throws(DatabaseError) in
+            try engine.endBlocking(commit: true)
             return true
         }
     }
@@ -178,8 +178,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Rolls back the open transaction. Returns whether one was rolled back.
     @discardableResult
     public func rollbackTransaction() -> Bool {
-        run(false) { session throws(DatabaseError) in
-            try session.endBlocking(commit: false)
+        run(false) { engine throws(DatabaseError) in
+            try engine.endBlocking(commit: false)
             return true
         }
     }
@@ -192,6 +192,6 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     /// Closes the database (see `LocalDatabase.close()`); later calls fail with
     /// `LocalDatabaseError.closed`. Closing again does nothing.
     public func close() {
-        if case let .success(session) = opened { session.closeBlocking() }
+        if case let .success(engine) = opened { engine.closeBlocking() }
     }
 }

@@ -3,22 +3,6 @@ import LocalLMDBJSON
 import LocalLMDBStore
 import LocalLMDBEngine
 
-/// The database a read restores objects from: where stored class names are looked up.
-///
-/// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
-struct ReadContext {
-    /// Identifies the database for the per-thread caches: unique for the life of the process.
-    let database: UInt64
-    let classes: ClassTable
-    /// The read's snapshot, or nil when lookups must open their own (reads restored outside
-    /// the transaction they read from).
-    let transaction: Transaction?
-
-    func row(named name: String) throws(DatabaseError) -> StoredClass? {
-        try classes.row(named: name, in: transaction)
-    }
-}
-
 /// Chooses the class to restore a stored object as.
 ///
 /// The rule: an object is restored as the class it was stored as, when that is the requested
@@ -69,7 +53,7 @@ enum ObjectDecoding {
 
     /// The type to restore an object stored as `storedName` as, when `requested` is asked for.
     static func resolve(
-        storedName: String, requested: any Persistable.Type, context: ReadContext?, scratch: ClassCache
+        storedName: String, requested: any Persistable.Type, context: ClassLookup?, scratch: ClassCache
     ) -> Resolution {
         resolve(
             storedName: storedName, requested: requested, requestedName: TypeRegistry.name(of: requested, scratch: scratch),
@@ -78,7 +62,7 @@ enum ObjectDecoding {
 
     /// `resolve`, given the requested type's stored name (`TypeRegistry.name(of: requested)`).
     static func resolve(
-        storedName: String, requested: any Persistable.Type, requestedName: String, context: ReadContext?, scratch: ClassCache
+        storedName: String, requested: any Persistable.Type, requestedName: String, context: ClassLookup?, scratch: ClassCache
     ) -> Resolution {
         let currentName = storedName == requestedName ? storedName : Legacy.currentName(of: storedName)
         do throws(DatabaseError) {
@@ -103,19 +87,14 @@ enum ObjectDecoding {
     /// type owns the name or nobody does. Remembered per thread once the type is found to own
     /// it in a committed snapshot, so the hot read paths look it up once.
     static func conflict(
-        for id: ObjectIdentifier, context: ReadContext?, scratch: ClassCache = .current
+        for id: ObjectIdentifier, context: ClassLookup?, scratch: ClassCache = .current
     ) throws(DatabaseError) -> Failure? {
         guard let context else { return nil }
         if scratch.isVerified(id, in: context.database) { return nil }
         guard let requested = TypeRegistry.storedClass(ofID: id), !requested.adopts else { return nil }
-        let ownership: ClassTable.Ownership
-        if let transaction = context.transaction {
-            ownership = try context.classes.ownership(of: requested, in: transaction)
-            // Only committed ownership is remembered: a row an open transaction wrote may be rolled back.
-            if case .same = ownership, !transaction.isWrite { scratch.rememberVerified(id, in: context.database) }
-        } else {
-            ownership = try context.row(named: requested.name).map { $0.hasSameOwner(as: requested) ? .same : .other($0) } ?? .none
-        }
+        let ownership = try context.ownership(of: requested)
+        // Only committed ownership is remembered: a row an open transaction wrote may be rolled back.
+        if case .same = ownership, context.seesCommittedState { scratch.rememberVerified(id, in: context.database) }
         guard case let .other(owner) = ownership else { return nil }
         return .conflict(name: requested.name, owner: owner, requested: requested)
     }

@@ -29,7 +29,7 @@ final class ReadScratch {
     /// (`ModelDecoder.decode(_:from:dates:)`).
     @exclusivity(unchecked) var spareDecoder: ModelDecoder?
     /// The database the current read restores objects from, for resolving nested classes.
-    @exclusivity(unchecked) var context: ReadContext?
+    @exclusivity(unchecked) var context: ClassLookup?
     /// A database read is restoring objects on this thread (nested objects read outside one,
     /// from `DataObject(rawString:)`, have no read to report a failure to).
     @exclusivity(unchecked) private(set) var isReading = false
@@ -66,7 +66,7 @@ final class ReadScratch {
     /// their classes in it, and a problem restoring any of them is thrown after `body`.
     @inline(__always)
     func reading<R>(
-        in context: ReadContext?, _ body: () throws(DatabaseError) -> R
+        in context: ClassLookup?, _ body: () throws(DatabaseError) -> R
     ) throws(DatabaseError) -> R {
         let outer = (self.context, isReading, restoring.database)
         // A failure is only ever pending inside a read, and thrown or dropped before it ends:

@@ -101,7 +101,7 @@ extension DecodedRecord {
     /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
     ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
     ///   type in the database; the same for any nested object.
-    func instantiate<T: Persistable>(as requested: T.Type, context: ReadContext?) throws(DatabaseError) -> T {
+    func instantiate<T: Persistable>(as requested: T.Type, context: ClassLookup?) throws(DatabaseError) -> T {
         let scratch = ReadScratch.current
         var type = requested
         switch ObjectDecoding.resolve(storedName: className, requested: requested, context: context, scratch: scratch.classes) {

@@ -266,3 +266,19 @@ func waitForWaitingWrites(_ count: Int, on database: LocalDatabase, seconds: Dou
     }
     return false
 }
+
+extension FaceEngine {
+    /// LMDB's session under a face: every test database but the seam's own runs on it.
+    var session: Session {
+        guard case let .lmdb(session) = self else { preconditionFailure("the database does not run on LMDB's engine") }
+        return session
+    }
+
+    /// LMDB's engine under a face, for tests that look at its parts.
+    var engine: DatabaseEngine { session.engine }
+}
+
+extension LocalDatabase {
+    /// LMDB's session under the database.
+    nonisolated var session: Session { engine.session }
+}

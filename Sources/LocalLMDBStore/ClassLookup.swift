@@ -1,0 +1,34 @@
+import LocalLMDBLMDB
+
+/// Where one read looks up stored classes: the class table of the database it reads, in the
+/// read's snapshot (or, for objects restored after their snapshot ended, in a fresh one).
+///
+/// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
+@usableFromInline package struct ClassLookup {
+    /// Identifies the database for the per-thread caches: unique for the life of the process.
+    @usableFromInline package let database: UInt64
+    @usableFromInline let table: ClassTable
+    /// The read's snapshot, or nil when lookups open their own.
+    @usableFromInline let transaction: Transaction?
+
+    @inlinable package init(database: UInt64, table: ClassTable, transaction: Transaction?) {
+        self.database = database
+        self.table = table
+        self.transaction = transaction
+    }
+
+    /// Whether the lookups see committed state only: a class row they find cannot be rolled
+    /// back (false inside an open write transaction).
+    package var seesCommittedState: Bool { transaction.map { !$0.isWrite } ?? true }
+
+    /// The row for the stored class name `name`.
+    package func row(named name: String) throws(DatabaseError) -> StoredClass? {
+        try table.row(named: name, in: transaction)
+    }
+
+    /// Who owns `storedClass.name`, compared with `storedClass`'s type.
+    package func ownership(of storedClass: StoredClass) throws(DatabaseError) -> ClassTable.Ownership {
+        if let transaction { return try table.ownership(of: storedClass, in: transaction) }
+        return try row(named: storedClass.name).map { $0.hasSameOwner(as: storedClass) ? .same : .other($0) } ?? .none
+    }
+}

@@ -1,0 +1,35 @@
+import LocalLMDBLMDB
+
+/// A consistent view of one database's records, as every read sees it: the reads the faces
+/// make (`SnapshotRead`) are written against this protocol, so an engine other than LMDB's
+/// serves them by providing its own snapshot.
+///
+/// A snapshot is used on one thread, for the life of one read. What it returns that points
+/// into storage (`DecodedRecord`) is valid only for that life; `DecodedRecord.detached()`
+/// copies it out.
+@usableFromInline package protocol RecordSnapshot {
+    /// Where nested objects' stored classes are looked up, in this snapshot.
+    var classes: ClassLookup { get }
+
+    /// The record stored under `key`, read in place; `id` names it in errors.
+    func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord?
+
+    /// `transform` applied to each record stored under any of the class keys `classKeys`
+    /// (class by class; within one, in the byte order of record keys). `transform` is also
+    /// given a function that makes the record's id.
+    func records<R>(
+        ofClasses classKeys: [StorageKey], _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R]
+
+    /// The ids of the records stored under any of `classKeys`, in the order of `records`.
+    func ids(ofClasses classKeys: [StorageKey]) throws(DatabaseError) -> [String]
+
+    /// The number of records stored under any of `classKeys`, without reading them.
+    func count(ofClasses classKeys: [StorageKey]) throws(DatabaseError) -> Int
+
+    /// The number of records.
+    func count() throws(DatabaseError) -> Int
+
+    /// Walks every record and index entry and reports each disagreement.
+    func verify() throws(DatabaseError) -> IntegrityCheck
+}

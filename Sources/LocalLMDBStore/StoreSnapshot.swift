@@ -1,0 +1,42 @@
+import LocalLMDBLMDB
+
+/// LMDB's `RecordSnapshot`: the store's layout read in one LMDB transaction (a read-only
+/// snapshot, or the session's open write transaction).
+@usableFromInline package struct StoreSnapshot: RecordSnapshot {
+    @usableFromInline let store: RecordStore
+    @usableFromInline let transaction: Transaction
+    @usableFromInline package let classes: ClassLookup
+
+    /// The snapshot `transaction` gives of `store`; `database` identifies it for the caches.
+    @usableFromInline package init(_ store: RecordStore, database: UInt64, in transaction: Transaction) {
+        self.store = store
+        self.transaction = transaction
+        classes = ClassLookup(database: database, table: store.classTable, transaction: transaction)
+    }
+
+    @usableFromInline package func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord? {
+        try store.value(key, in: transaction).map { value throws(DatabaseError) in try RecordDecoding.decode(value: value, id: id) }
+    }
+
+    @usableFromInline package func records<R>(
+        ofClasses classKeys: [StorageKey], _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R] {
+        try store.objects(typeKeys: classKeys, in: transaction, transform)
+    }
+
+    @usableFromInline package func ids(ofClasses classKeys: [StorageKey]) throws(DatabaseError) -> [String] {
+        try store.ids(typeKeys: classKeys, in: transaction)
+    }
+
+    @usableFromInline package func count(ofClasses classKeys: [StorageKey]) throws(DatabaseError) -> Int {
+        try store.count(typeKeys: classKeys, in: transaction)
+    }
+
+    @usableFromInline package func count() throws(DatabaseError) -> Int {
+        try store.count(in: transaction)
+    }
+
+    @usableFromInline package func verify() throws(DatabaseError) -> IntegrityCheck {
+        try store.verify(in: transaction)
+    }
+}
