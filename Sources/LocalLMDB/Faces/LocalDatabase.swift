@@ -194,8 +194,9 @@ public actor LocalDatabase {
         do throws(DatabaseError) {
             let key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
             await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            // The closure names no generic type: a `ReadByID<T>` here would cost a metadata look-up per read.
             if let object = try engine.readRecord(key, id: id, { record, classes throws(DatabaseError) in
-                try ReadByID<T>.restore(record, classes: classes)
+                try record?.instantiate(as: T.self, context: classes)
             }) { return object }
             return try await engine.readInTransaction(ReadByID<T>(id, key: key))
         } catch { throw LocalDatabaseError(error) }
@@ -216,7 +217,7 @@ public actor LocalDatabase {
     /// the order of `read()`.
     public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
         do throws(DatabaseError) {
-            return try await engine.read(ReadIDs<T>(maxKeySize: engine.maxKeySize))
+            return try await engine.read(ReadIDs(allOf, maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -230,7 +231,7 @@ public actor LocalDatabase {
     /// The number of records stored as `T` (under its current or any legacy class name): O(1).
     public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
         do throws(DatabaseError) {
-            return try await engine.read(CountOf<T>(maxKeySize: engine.maxKeySize))
+            return try await engine.read(CountOf(allOf, maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
     }
 

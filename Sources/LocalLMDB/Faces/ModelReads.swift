@@ -1,8 +1,8 @@
 // The reads both faces offer, each a `SessionRead` written against `RecordSnapshot`: what to
 // do in a snapshot on the caller's thread, or in the session's open transaction and then on the
 // caller's thread. The faces run them through their engine (`EngineReader.read`, `readBlocking`);
-// a read by id on the actor face runs `ReadByID.restore(_:id:classes:)` through
-// `EngineReader.readRecord` instead, its hot path.
+// a read by id on the actor face restores the record `EngineReader.readRecord` hands it
+// instead, its hot path (no `ReadByID` value to build).
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
@@ -30,15 +30,6 @@ struct ReadByID<T: Persistable>: SessionRead {
         self.key = key
     }
 
-    /// The object a stored record holds, restored as `T`: the hot path of `LocalDatabase.read(id:)`
-    /// (through `EngineReader.readRecord`, without a `ReadByID` value: building the generic
-    /// struct costs a metadata look-up per read). The object is built inside the snapshot, from
-    /// the stored bytes in place.
-    @inline(__always)
-    static func restore(_ record: DecodedRecord?, classes: ClassLookup) throws(DatabaseError) -> T? {
-        try record?.instantiate(as: T.self, context: classes)
-    }
-
     func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> DecodedRecord.Detached? {
         try snapshot.record(key, id: id)?.detached()
     }
@@ -48,7 +39,8 @@ struct ReadByID<T: Persistable>: SessionRead {
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> T? {
-        try Self.restore(try snapshot.record(key, id: id), classes: snapshot.classes)
+        // The object is built inside the snapshot, from the stored bytes in place.
+        try snapshot.record(key, id: id)?.instantiate(as: T.self, context: snapshot.classes)
     }
 }
 
@@ -96,30 +88,35 @@ extension PlainRead {
     func restore(_ detached: Value, classes: ClassLookup) -> Value { detached }
 }
 
-/// The ids of the records stored as `T`.
-struct ReadIDs<T: Persistable>: PlainRead {
+/// The ids of the records stored as a type. Not generic (nor is `CountOf`): a generic read built
+/// in a face's unspecialized generic method costs a metadata look-up per call.
+struct ReadIDs: PlainRead {
+    let type: ObjectIdentifier
     let classKeys: [StorageKey]
 
-    init(maxKeySize: Int) {
-        classKeys = RecordEncoding.typeKeys(T.self, maxKeySize: maxKeySize)
+    init<T: Persistable>(_ type: T.Type, maxKeySize: Int) {
+        self.type = ObjectIdentifier(type)
+        classKeys = RecordEncoding.typeKeys(type, maxKeySize: maxKeySize)
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String] {
-        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        try checkOwner(type, snapshot.classes)
         return try snapshot.ids(ofClasses: classKeys)
     }
 }
 
-/// The number of records stored as `T`.
-struct CountOf<T: Persistable>: PlainRead {
+/// The number of records stored as a type.
+struct CountOf: PlainRead {
+    let type: ObjectIdentifier
     let classKeys: [StorageKey]
 
-    init(maxKeySize: Int) {
-        classKeys = RecordEncoding.typeKeys(T.self, maxKeySize: maxKeySize)
+    init<T: Persistable>(_ type: T.Type, maxKeySize: Int) {
+        self.type = ObjectIdentifier(type)
+        classKeys = RecordEncoding.typeKeys(type, maxKeySize: maxKeySize)
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Int {
-        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        try checkOwner(type, snapshot.classes)
         return try snapshot.count(ofClasses: classKeys)
     }
 }

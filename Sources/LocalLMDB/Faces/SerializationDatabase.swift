@@ -54,6 +54,11 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
         } catch { throw LocalDatabaseError(error) }
     }
 
+    /// A database on another engine than LMDB's: the seam's other side (`EngineWriter`).
+    package init(engine: any EngineWriter) {
+        opened = .success(.other(engine))
+    }
+
     deinit {
         if case let .success(engine) = opened { engine.closeWhenDropped() }
     }
@@ -116,7 +121,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// The ids of every record stored as `T`; `[]` on failure.
     public func readIDs<T: Persistable>(_ allOf: T.Type) -> [String] {
-        run([]) { engine throws(DatabaseError) in try engine.readBlocking(ReadIDs<T>(maxKeySize: engine.maxKeySize), "readIDs") }
+        run([]) { engine throws(DatabaseError) in try engine.readBlocking(ReadIDs(allOf, maxKeySize: engine.maxKeySize), "readIDs") }
     }
 
     /// Deletes every record stored as `T`. Returns how many were deleted (0 on failure).
@@ -148,7 +153,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
 
     /// The number of records stored as `T` (0 on failure).
     public func count<T: Persistable>(_ allOf: T.Type) -> Int {
-        run(0) { engine throws(DatabaseError) in try engine.readBlocking(CountOf<T>(maxKeySize: engine.maxKeySize), "count") }
+        run(0) { engine throws(DatabaseError) in try engine.readBlocking(CountOf(allOf, maxKeySize: engine.maxKeySize), "count") }
     }
 
     /// Checks that the type index and the records agree and that every record decodes; nil on failure.
