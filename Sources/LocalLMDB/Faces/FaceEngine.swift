@@ -47,9 +47,9 @@ enum FaceEngine: Sendable {
     }
 
     @inline(__always)
-    func readRecord<Value>(
-        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
-    ) throws(DatabaseError) -> Value? {
+    func readRecord(
+        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Void
+    ) throws(DatabaseError) -> Bool {
         switch self {
         case let .lmdb(session): try session.readRecord(key, id: id, restore)
         case let .other(engine): try engine.readRecord(key, id: id, restore)
