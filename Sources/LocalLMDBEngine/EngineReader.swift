@@ -32,14 +32,18 @@ package protocol EngineReader: AnyObject, Sendable {
     /// `read`'s value, blocking the calling thread; `name` is the calling method's, for errors.
     func readBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(DatabaseError) -> Read.Value
 
-    /// The hot path of a read by id: calls `restore` with the record stored under `key` (nil
-    /// when there is none) and where to look up its classes, in a snapshot on the calling
-    /// thread, and returns true. Returns false, calling nothing, when the read must go through
-    /// `readInTransaction` (the session has a transaction open). Not generic, so the caller's
-    /// unspecialized code builds no metadata for it.
-    func readRecord(
-        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Void
-    ) throws(DatabaseError) -> Bool
+    /// Whether a read may run now in a snapshot on the calling thread (`readRecord`); false
+    /// when it must go through `readInTransaction` (the session has a transaction open, or the
+    /// engine cannot read without waiting).
+    func readsSnapshotOnCallersThread() throws(DatabaseError) -> Bool
+
+    /// The hot path of a read by id, once `readsSnapshotOnCallersThread()` said yes: `restore`
+    /// given the record stored under `key` (nil when there is none) and where to look up its
+    /// classes, in a snapshot on the calling thread. (The two are separate calls, rather than
+    /// one returning an optional, so the face's generic code builds no `T??` per read.)
+    func readRecord<Value>(
+        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
+    ) throws(DatabaseError) -> Value
 
     /// The position after the last commit.
     func changeToken() throws(DatabaseError) -> LogPosition

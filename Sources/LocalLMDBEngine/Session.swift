@@ -340,10 +340,14 @@ import Foundation
     }
 
     @inlinable @inline(__always)
-    package func readRecord(
-        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Void
-    ) throws(DatabaseError) -> Bool {
-        if try readsInTransaction() { return false }
+    package func readsSnapshotOnCallersThread() throws(DatabaseError) -> Bool {
+        try !readsInTransaction()
+    }
+
+    @inlinable @inline(__always)
+    package func readRecord<Value>(
+        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
+    ) throws(DatabaseError) -> Value {
         // The engine's plain values, not the store: a copy of the store retains its environment,
         // a reference count every reading thread would write.
         let target = engine.readTarget
@@ -351,8 +355,7 @@ import Foundation
             let record = try RecordStore.value(key, records: target.records, in: transaction).map { value throws(DatabaseError) in
                 try RecordDecoding.decode(value: value, id: id)
             }
-            try restore(record, ClassLookup(database: target.serial, table: target.classTable, transaction: transaction))
-            return true
+            return try restore(record, ClassLookup(database: target.serial, table: target.classTable, transaction: transaction))
         }
     }
 

@@ -47,9 +47,17 @@ enum FaceEngine: Sendable {
     }
 
     @inline(__always)
-    func readRecord(
-        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Void
-    ) throws(DatabaseError) -> Bool {
+    func readsSnapshotOnCallersThread() throws(DatabaseError) -> Bool {
+        switch self {
+        case let .lmdb(session): try session.readsSnapshotOnCallersThread()
+        case let .other(engine): try engine.readsSnapshotOnCallersThread()
+        }
+    }
+
+    @inline(__always)
+    func readRecord<Value>(
+        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
+    ) throws(DatabaseError) -> Value {
         switch self {
         case let .lmdb(session): try session.readRecord(key, id: id, restore)
         case let .other(engine): try engine.readRecord(key, id: id, restore)

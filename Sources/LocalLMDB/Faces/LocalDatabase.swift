@@ -194,13 +194,13 @@ public actor LocalDatabase {
         do throws(DatabaseError) {
             let key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
             await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
+            guard try engine.readsSnapshotOnCallersThread() else { return try await engine.readInTransaction(ReadByID<T>(id, key: key)) }
             // No generic type is built here (this method runs unspecialized when called from
-            // another module): a `ReadByID<T>`, or a `T??` result, costs a metadata look-up per read.
-            var object: T?
-            if try engine.readRecord(key, id: id, { record, classes throws(DatabaseError) in
-                object = try record?.instantiate(as: T.self, context: classes)
-            }) { return object }
-            return try await engine.readInTransaction(ReadByID<T>(id, key: key))
+            // another module): a `ReadByID<T>`, a `T??` or a captured `T?` costs a metadata
+            // look-up per read.
+            return try engine.readRecord(key, id: id) { record, classes throws(DatabaseError) in
+                try record?.instantiate(as: T.self, context: classes)
+            }
         } catch { throw LocalDatabaseError(error) }
     }
 
