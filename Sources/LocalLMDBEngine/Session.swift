@@ -352,10 +352,12 @@ import Foundation
         // a reference count every reading thread would write.
         let target = engine.readTarget
         return try snapshot { transaction throws(DatabaseError) in
-            let record = try RecordStore.value(key, records: target.records, in: transaction).map { value throws(DatabaseError) in
-                try RecordDecoding.decode(value: value, id: id)
+            let classes = ClassLookup(database: target.serial, table: target.classTable, transaction: transaction)
+            // No `Optional.map` here: a generic call would look up `DecodedRecord?`'s metadata per read.
+            guard let value = try RecordStore.value(key, records: target.records, in: transaction) else {
+                return try restore(nil, classes)
             }
-            return try restore(record, ClassLookup(database: target.serial, table: target.classTable, transaction: transaction))
+            return try restore(try RecordDecoding.decode(value: value, id: id), classes)
         }
     }
 

@@ -195,13 +195,18 @@ public actor LocalDatabase {
             let key = try RecordEncoding.recordKey(id, maxKeySize: engine.maxKeySize)
             await PoolDemand.giveWay()  // Looping readers never hold up the library's resumed tasks.
             guard try engine.readsSnapshotOnCallersThread() else { return try await engine.readInTransaction(ReadByID<T>(id, key: key)) }
-            // No generic type is built here (this method runs unspecialized when called from
-            // another module): a `ReadByID<T>`, a `T??` or a captured `T?` costs a metadata
-            // look-up per read.
-            return try engine.readRecord(key, id: id) { record, classes throws(DatabaseError) in
-                try record?.instantiate(as: T.self, context: classes)
-            }
+            return try Self.readRecord(key, id: id, in: engine)
         } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The hot path of `read(id:)`, in a snapshot on the calling thread. Synchronous, so its
+    /// temporaries of generic type need no task allocation; and it builds no generic type (it
+    /// runs unspecialized when called from another module): a `ReadByID<T>`, a `T??` or a
+    /// captured `T?` would cost a metadata look-up per read.
+    private nonisolated static func readRecord<T: Persistable>(_ key: StorageKey, id: String, in engine: FaceEngine) throws(DatabaseError) -> T? {
+        try engine.readRecord(key, id: id) { record, classes throws(DatabaseError) in
+            try record?.instantiate(as: T.self, context: classes)
+        }
     }
 
     /// Every object stored as `T` (under its current or any legacy class name). Objects of
