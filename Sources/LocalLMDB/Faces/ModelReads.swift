@@ -2,7 +2,7 @@
 // do in a snapshot on the caller's thread, or in the session's open transaction and then on the
 // caller's thread. The faces run them through their engine (`EngineReader.read`, `readBlocking`);
 // a read by id on the actor face restores the record `EngineReader.readRecord` hands it
-// instead, its hot path (no `ReadByID` value to build).
+// instead, its hot path (`LocalDatabase.readRecord`: no `ReadByID` value to build).
 import LocalLMDBLMDB
 import LocalLMDBJSON
 import LocalLMDBStore
