@@ -32,7 +32,10 @@ package final class ChangeNotifier: Sendable {
     /// within the poll's delay rather than at the next write of some process.
     private let settle: @Sendable () -> Void
 
-    init(latest: @escaping @Sendable () -> UInt64?, settle: @escaping @Sendable () -> Void = {}) {
+    /// A notifier that polls `latest` (on the poller's own thread, never a pool thread) while
+    /// anyone observes, calling `settle` before each poll. Any engine makes one: LMDB's reads its
+    /// change log; a server engine would ask its server.
+    package init(latest: @escaping @Sendable () -> UInt64?, settle: @escaping @Sendable () -> Void = {}) {
         self.latest = latest
         self.settle = settle
     }
@@ -41,13 +44,13 @@ package final class ChangeNotifier: Sendable {
     package var version: UInt64 { state.withLock { $0.version } }
 
     /// After a commit of this process that added entry `sequence` to the log.
-    func committed(_ sequence: UInt64) {
+    package func committed(_ sequence: UInt64) {
         wake { $0.lastSequence = max($0.lastSequence, sequence) }
     }
 
     /// Wakes every observer to look again: after a database on this engine closed, so that
     /// its observers find out (their next read throws `closed`).
-    func wakeAll() {
+    package func wakeAll() {
         wake()
     }
 

@@ -40,19 +40,28 @@ package protocol EngineReader: AnyObject, Sendable {
     /// The hot path of a read by id, once `readsSnapshotOnCallersThread()` said yes: `restore`
     /// given the record stored under `key` (nil when there is none) and where to look up its
     /// classes, in a snapshot on the calling thread. (The two are separate calls, rather than
-    /// one returning an optional, so the face's generic code builds no `T??` per read.)
+    /// one returning an optional, so the face's generic code builds no `T??` per read.) The
+    /// session's state may change between the two (its transaction begun or ended on another
+    /// task); the read then sees the committed state, as a read made just before would.
     func readRecord<Value>(
         _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
     ) throws(DatabaseError) -> Value
 
-    /// The position after the last commit.
+    /// The position after the last commit, blocking the calling thread (the public
+    /// `changeToken()` is synchronous; LMDB's answer is a snapshot read, not a wait).
     func changeToken() throws(DatabaseError) -> LogPosition
 
-    /// The commits after `token` (at most `limit`), from one snapshot.
-    func changeFeed(since token: LogPosition, limit: Int) throws(DatabaseError) -> LoggedCommits
+    /// The commits after `token` (at most `limit`), from one snapshot, blocking the calling
+    /// thread: for the public synchronous `changes(since:)`.
+    func changeFeedBlocking(since token: LogPosition, limit: Int) throws(DatabaseError) -> LoggedCommits
 
-    /// `read`'s value and the change token, from one snapshot (committed state).
-    func readWithToken<Read: SnapshotRead>(_ read: Read) throws(DatabaseError) -> (Read.Value, LogPosition)
+    /// `changeFeedBlocking`, for the change sequences' asynchronous iterators: an engine whose
+    /// reads wait (on a server) suspends here rather than blocking a pool thread.
+    nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int) async throws(DatabaseError) -> LoggedCommits
+
+    /// `read`'s value and the change token, from one snapshot of the committed state: what an
+    /// observation yields.
+    nonisolated(nonsending) func readWithToken<Read: SnapshotRead>(_ read: Read) async throws(DatabaseError) -> (Read.Value, LogPosition)
 }
 
 extension EngineReader {

@@ -327,7 +327,7 @@ import Foundation
         try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
     }
 
-    /// `body` given the store as `transaction` shows it.
+    /// The store as `transaction` shows it.
     @inlinable @inline(__always)
     func storeSnapshot(_ transaction: Transaction) -> StoreSnapshot {
         StoreSnapshot(engine.store, database: engine.serial, in: transaction)
@@ -430,12 +430,18 @@ import Foundation
     }
 
     /// The commits after `token` (at most `limit`), from one snapshot.
-    package func changeFeed(since token: LogPosition, limit: Int = .max) throws(DatabaseError) -> LoggedCommits {
+    package func changeFeedBlocking(since token: LogPosition, limit: Int = .max) throws(DatabaseError) -> LoggedCommits {
         let log = try changeLog()
         return try snapshot { transaction throws(DatabaseError) in try log.entries(after: token, limit: limit, in: transaction) }
     }
 
-    package func readWithToken<Read: SnapshotRead>(_ read: Read) throws(DatabaseError) -> (Read.Value, LogPosition) {
+    /// A snapshot read: it never waits, so the asynchronous form runs it at once.
+    package nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int = .max) async throws(DatabaseError) -> LoggedCommits {
+        try changeFeedBlocking(since: token, limit: limit)
+    }
+
+    /// A snapshot read: it never waits.
+    package nonisolated(nonsending) func readWithToken<Read: SnapshotRead>(_ read: Read) async throws(DatabaseError) -> (Read.Value, LogPosition) {
         let log = try changeLog()
         return try snapshot { transaction throws(DatabaseError) in
             (try read.snapshot(storeSnapshot(transaction)), try log.token(in: transaction))

@@ -17,9 +17,12 @@ import LocalLMDBLMDB
         self.transaction = transaction
     }
 
-    /// Whether the lookups see committed state only: a class row they find cannot be rolled
-    /// back (false inside an open write transaction).
-    package var seesCommittedState: Bool { transaction.map { !$0.isWrite } ?? true }
+    /// Whether what the lookups find may be remembered by the thread's caches: they run in a
+    /// read-only snapshot, so a class row they find is committed. False inside an open write
+    /// transaction (its rows may be rolled back), and false for fresh snapshots: those restore
+    /// objects read in a session's open transaction, whose own writes may be about to change
+    /// the owner they would remember.
+    package var seesCommittedState: Bool { transaction.map { !$0.isWrite } ?? false }
 
     /// The row for the stored class name `name`.
     package func row(named name: String) throws(DatabaseError) -> StoredClass? {

@@ -57,7 +57,7 @@ public struct ChangeSequence: AsyncSequence, Sendable {
                 while !Task.isCancelled {
                     if !pending.isEmpty { return CommittedChanges(pending.removeFirst()) }
                     let version = subscription.notifier.version
-                    let feed = try engine.changeFeed(since: try token.get(), limit: Self.pageSize)
+                    let feed = try await engine.changeFeed(since: try token.get(), limit: Self.pageSize)
                     token = .success(feed.position)
                     pending = feed.commits.compactMap(keep)
                     if pending.isEmpty, feed.commits.isEmpty {
@@ -135,13 +135,13 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
         private mutating func following(isolation actor: isolated (any Actor)?) async throws(DatabaseError) -> Value? {
             let engine = try observation.source.get()
             guard let subscription, !Task.isCancelled else { return nil }
-            guard var token else { return try read(engine, subscription) }
+            guard var token else { return try await read(engine, subscription) }
             while true {
                 guard await subscription.notifier.wait(after: seen), !Task.isCancelled else { return nil }
                 seen = subscription.notifier.version
                 let changed: Bool
                 do throws(DatabaseError) {
-                    let feed = try engine.changeFeed(since: token)
+                    let feed = try await engine.changeFeed(since: token)
                     token = feed.position
                     self.token = token
                     changed = feed.commits.contains { $0.changes.contains(where: observation.isRelevant) }
@@ -150,7 +150,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
                     guard case .changesUnavailable = error else { throw error }
                     changed = true
                 }
-                if changed { return try read(engine, subscription) }
+                if changed { return try await read(engine, subscription) }
             }
         }
 
@@ -158,10 +158,10 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
             try await next(isolation: nil)
         }
 
-        private mutating func read(_ engine: FaceEngine, _ subscription: ChangeSubscription) throws(DatabaseError) -> Value {
+        private nonisolated(nonsending) mutating func read(_ engine: FaceEngine, _ subscription: ChangeSubscription) async throws(DatabaseError) -> Value {
             seen = subscription.notifier.version
             let read = try observation.read.get()
-            let (value, token) = try engine.readWithToken(read)
+            let (value, token) = try await engine.readWithToken(read)
             self.token = token
             return value
         }

@@ -5,10 +5,11 @@ import LocalLMDBEngine
 /// The engine under a face, which the face reaches only through the seam (`EngineWriter`):
 /// LMDB's `Session`, or any other engine (the PostgreSQL one).
 ///
-/// An enum rather than an existential: LMDB's generic reads stay specialized for each model
-/// type (through an existential they would run unspecialized, a cost the hot paths measure),
-/// and another engine is called through its protocol witness. Each operation below forwards to
-/// the same requirement on either case.
+/// An enum rather than an existential: LMDB's generic reads and writes stay specialized for each
+/// model type (through an existential they would run unspecialized, a cost the hot paths
+/// measure), and another engine is called through its protocol witness. Each operation below
+/// forwards to the seam's operation of the same name (`read` is `EngineReader`'s extension);
+/// the rare ones go through `writer`, the existential, for either case.
 enum FaceEngine: Sendable {
     case lmdb(Session)
     case other(any EngineWriter)
@@ -78,17 +79,21 @@ enum FaceEngine: Sendable {
         }
     }
 
-    func readWithToken<Read: SnapshotRead>(_ read: Read) throws(DatabaseError) -> (Read.Value, LogPosition) {
+    nonisolated(nonsending) func readWithToken<Read: SnapshotRead>(_ read: Read) async throws(DatabaseError) -> (Read.Value, LogPosition) {
         switch self {
-        case let .lmdb(session): try session.readWithToken(read)
-        case let .other(engine): try engine.readWithToken(read)
+        case let .lmdb(session): try await session.readWithToken(read)
+        case let .other(engine): try await engine.readWithToken(read)
         }
     }
 
     func changeToken() throws(DatabaseError) -> LogPosition { try writer.changeToken() }
 
-    func changeFeed(since token: LogPosition, limit: Int = .max) throws(DatabaseError) -> LoggedCommits {
-        try writer.changeFeed(since: token, limit: limit)
+    func changeFeedBlocking(since token: LogPosition, limit: Int = .max) throws(DatabaseError) -> LoggedCommits {
+        try writer.changeFeedBlocking(since: token, limit: limit)
+    }
+
+    nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int = .max) async throws(DatabaseError) -> LoggedCommits {
+        try await writer.changeFeed(since: token, limit: limit)
     }
 
     // MARK: Writing

@@ -28,7 +28,7 @@ extension LocalDatabase {
     ///   `token` belongs to another database: resynchronize from the current state then.
     public nonisolated func changes(since token: ChangeToken) throws -> ChangeFeed {
         do throws(DatabaseError) {
-            return ChangeFeed(try engine.changeFeed(since: token.position))
+            return ChangeFeed(try engine.changeFeedBlocking(since: token.position))
         } catch { throw LocalDatabaseError(error) }
     }
 

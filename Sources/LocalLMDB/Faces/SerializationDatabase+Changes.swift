@@ -13,7 +13,7 @@ extension SerializationDatabase {
     /// Every commit after `token` and the token to ask from next time; nil on failure, such as
     /// `LocalDatabaseError.changesUnavailable` in `lastError` (see `LocalDatabase.changes(since:)`).
     public func changes(since token: ChangeToken) -> ChangeFeed? {
-        run(nil) { engine throws(DatabaseError) in ChangeFeed(try engine.changeFeed(since: token.position)) }
+        run(nil) { engine throws(DatabaseError) in ChangeFeed(try engine.changeFeedBlocking(since: token.position)) }
     }
 
     /// The commits made from now on (see `LocalDatabase.changes()`). Iterating throws the

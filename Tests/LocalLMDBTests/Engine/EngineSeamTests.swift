@@ -10,12 +10,17 @@ import Testing
 /// second engine is reached: LMDB's session underneath, every crossing counted by operation.
 /// If a face went around the seam, its calls would not be counted (and it could not compile:
 /// the faces see nothing of `Session` but `EngineWriter`).
+///
+/// `readsOnlyThroughTransaction` gives it the shape the seam documents for an engine whose
+/// reads wait (a server's): it never reads on the caller's thread.
 final class SeamEngine: EngineWriter {
     let inner: Session
+    let readsOnlyThroughTransaction: Bool
     let crossings = Locked<[String: Int]>([:])
 
-    init(directory: URL) throws(DatabaseError) {
+    init(directory: URL, readsOnlyThroughTransaction: Bool = false) throws(DatabaseError) {
         inner = try Session(directory: directory, configuration: EngineConfiguration())
+        self.readsOnlyThroughTransaction = readsOnlyThroughTransaction
     }
 
     func count(_ name: String) -> Int { crossings.withLock { $0[name, default: 0] } }
@@ -31,7 +36,7 @@ final class SeamEngine: EngineWriter {
 
     func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(DatabaseError) -> Read.Value? {
         cross("readOutsideTransaction")
-        return try inner.readOutsideTransaction(read)
+        return readsOnlyThroughTransaction ? nil : try inner.readOutsideTransaction(read)
     }
     nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
         cross("readInTransaction")
@@ -42,7 +47,8 @@ final class SeamEngine: EngineWriter {
         return try inner.readBlocking(read, name)
     }
     func readsSnapshotOnCallersThread() throws(DatabaseError) -> Bool {
-        try inner.readsSnapshotOnCallersThread()
+        cross("readsSnapshotOnCallersThread")
+        return readsOnlyThroughTransaction ? false : try inner.readsSnapshotOnCallersThread()
     }
     func readRecord<Value>(
         _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
@@ -54,13 +60,17 @@ final class SeamEngine: EngineWriter {
         cross("changeToken")
         return try inner.changeToken()
     }
-    func changeFeed(since token: LogPosition, limit: Int) throws(DatabaseError) -> LoggedCommits {
-        cross("changeFeed")
-        return try inner.changeFeed(since: token, limit: limit)
+    func changeFeedBlocking(since token: LogPosition, limit: Int) throws(DatabaseError) -> LoggedCommits {
+        cross("changeFeedBlocking")
+        return try inner.changeFeedBlocking(since: token, limit: limit)
     }
-    func readWithToken<Read: SnapshotRead>(_ read: Read) throws(DatabaseError) -> (Read.Value, LogPosition) {
+    nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int) async throws(DatabaseError) -> LoggedCommits {
+        cross("changeFeed")
+        return try await inner.changeFeed(since: token, limit: limit)
+    }
+    nonisolated(nonsending) func readWithToken<Read: SnapshotRead>(_ read: Read) async throws(DatabaseError) -> (Read.Value, LogPosition) {
         cross("readWithToken")
-        return try inner.readWithToken(read)
+        return try await inner.readWithToken(read)
     }
     nonisolated(nonsending) func perform(_ operation: WriteOperation) async throws(DatabaseError) -> Int {
         cross("perform")
@@ -131,7 +141,7 @@ struct EngineSeamTests {
             #expect(try await database.count(Note.self) == 301)
             #expect(try await database.verifyIntegrity().isConsistent)
             #expect(engine.count("perform") == 1 && engine.count("performBatch") == 1)
-            #expect(engine.count("readRecord") == 2)
+            #expect(engine.count("readsSnapshotOnCallersThread") == 2 && engine.count("readRecord") == 2)
             #expect(engine.count("readOutsideTransaction") == 5)
 
             // In a transaction, reads go through the engine's transaction: by id too.
@@ -141,7 +151,11 @@ struct EngineSeamTests {
             let inside: Note? = try await database.read(id: "b")
             #expect(inside?.text == "in the transaction")
             #expect(try await database.count(Note.self) == 302)
-            #expect(engine.count("readInTransaction") == 2)
+            let inTransaction: [Note] = try await database.read()
+            #expect(inTransaction.count == 302)
+            #expect(try await database.readIDs(Note.self).contains("b"))
+            #expect(try await database.verifyIntegrity().recordCount == 302)
+            #expect(engine.count("readInTransaction") == 5)
             try await database.rollbackTransaction()
             #expect(!database.transactionActive)
             let rolledBack: Note? = try await database.read(id: "b")
@@ -162,8 +176,16 @@ struct EngineSeamTests {
                 #expect(observed?.text == "observed")
                 break
             }
-            #expect(engine.count("readWithToken") == 1)
-            #expect(engine.count("changeToken") >= 1 && engine.count("changeFeed") >= 1)
+            for try await all in database.observeAll(Note.self) {
+                #expect(all.map(\.text) == ["observed"])
+                break
+            }
+            var commits = database.changes().makeAsyncIterator()
+            #expect(try await database.write(Record(id: "d", data: Note(text: "sequenced"))))
+            let next = try await commits.next()
+            #expect(next?.changes == [.written(id: "d", className: "Note")])
+            #expect(engine.count("readWithToken") == 2)
+            #expect(engine.count("changeToken") >= 2 && engine.count("changeFeedBlocking") == 1 && engine.count("changeFeed") >= 1)
 
             await database.close()
             #expect(engine.count("close") == 1)
@@ -193,6 +215,25 @@ struct EngineSeamTests {
             #expect(engine.count("beginBlocking") == 1 && engine.count("rollbackBlocking") == 1)
             database.close()
             #expect(engine.count("closeBlocking") == 1)
+        }
+    }
+
+    @Test func anEngineThatNeverReadsOnTheCallersThreadServesEveryRead() async throws {
+        try await withTemporaryDirectory { directory in
+            let engine = try SeamEngine(directory: directory, readsOnlyThroughTransaction: true)
+            let database = LocalDatabase(engine: engine)
+            #expect(try await database.write(contentsOf: (1...3).map { Record(id: "n\($0)", data: Note(text: "\($0)")) }) == 3)
+            let one: Note? = try await database.read(id: "n1")
+            #expect(one?.text == "1")
+            let all: [Note] = try await database.read()
+            #expect(all.map(\.text) == ["1", "2", "3"])
+            #expect(try await database.count() == 3)
+            #expect(try await database.count(Note.self) == 3)
+            #expect(try await database.readIDs(Note.self) == ["n1", "n2", "n3"])
+            #expect(try await database.verifyIntegrity().isConsistent)
+            #expect(engine.count("readRecord") == 0)
+            #expect(engine.count("readInTransaction") == 6)
+            await database.close()
         }
     }
 }
