@@ -90,7 +90,7 @@ import LocalLMDBLMDB
 
     /// The end of the string whose opening quote is at `offset`: just past its closing quote.
     @inline(__always)
-    @inlinable func endOfString(at offset: Int) -> (end: Int, hasEscapes: Bool) {
+    @inlinable package func endOfString(at offset: Int) -> (end: Int, hasEscapes: Bool) {
         var index = offset + 1
         var hasEscapes = false
         while true {

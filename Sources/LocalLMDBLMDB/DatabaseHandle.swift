@@ -17,6 +17,12 @@ import CLMDB
     case key
     /// The pair with the key and value given (`MDB_GET_BOTH`, in a sorted-duplicates database).
     case keyAndValue
+    /// The first pair whose key is at least the key given (`MDB_SET_RANGE`).
+    case keyAtLeast
+    /// The pair before the current one (the previous duplicate, or the previous key's last).
+    case previous
+    /// The last duplicate of the current key (`MDB_LAST_DUP`).
+    case lastDuplicate
 
     /// LMDB's operation.
     @inlinable var operation: MDB_cursor_op {
@@ -27,6 +33,9 @@ import CLMDB
         case .nextDuplicate: return MDB_NEXT_DUP
         case .key: return MDB_SET_KEY
         case .keyAndValue: return MDB_GET_BOTH
+        case .keyAtLeast: return MDB_SET_RANGE
+        case .previous: return MDB_PREV
+        case .lastDuplicate: return MDB_LAST_DUP
         }
     }
 }

@@ -1,0 +1,138 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+
+/// A secondary index of one stored class, as the database keeps it: the fields whose values
+/// (`IndexKey`) order its entries, bytes and names only.
+///
+/// Definitions are stored in the database (`indexes`), and every write maintains the entries of
+/// the class it writes from the stored bytes, in the same transaction: a process whose models
+/// do not declare an index keeps it exact all the same.
+package struct IndexDefinition: Sendable, Hashable {
+    /// One indexed field: a path of member names from the record's top object (`["address",
+    /// "city"]`), and the kind its values are compared as.
+    package struct Field: Sendable, Hashable {
+        package var path: [String]
+        package var kind: IndexKey.FieldKind
+
+        package init(path: [String], kind: IndexKey.FieldKind) {
+            self.path = path
+            self.kind = kind
+        }
+    }
+
+    package var fields: [Field]
+    /// No two records of the class may have equal values (an entry key names one record).
+    package var isUnique: Bool
+    /// The first field holds an array, and each element is indexed (a record has one entry
+    /// per distinct element; none for an empty array).
+    package var isMultiEntry: Bool
+
+    package init(fields: [Field], isUnique: Bool, isMultiEntry: Bool) {
+        self.fields = fields
+        self.isUnique = isUnique
+        self.isMultiEntry = isMultiEntry
+    }
+
+    /// The index's name, unique within its class: its fields and options, spelt out. Two
+    /// declarations with one name are the same index.
+    package var name: String {
+        var name = isMultiEntry ? "each " : ""
+        name += fields.map { field in
+            field.path.joined(separator: ".") + (field.kind == .date ? " (date)" : "")
+        }.joined(separator: ", ")
+        if isUnique { name += " unique" }
+        return name
+    }
+
+    // MARK: Stored form
+
+    /// `[1, flags, field count, per field: kind, component count, per component: varint length, UTF-8]`.
+    var encoded: [UInt8] {
+        var bytes: [UInt8] = [1, (isUnique ? 1 : 0) | (isMultiEntry ? 2 : 0), UInt8(clamping: fields.count)]
+        for field in fields {
+            bytes.append(field.kind.rawValue)
+            bytes.append(UInt8(clamping: field.path.count))
+            for component in field.path {
+                Varint.append(component.utf8.count, to: &bytes)
+                bytes.append(contentsOf: component.utf8)
+            }
+        }
+        return bytes
+    }
+
+    init?(parsing bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        func byte() -> UInt8? {
+            guard offset < bytes.count else { return nil }
+            defer { offset += 1 }
+            return bytes[offset]
+        }
+        guard byte() == 1, let flags = byte(), let count = byte() else { return nil }
+        var fields: [Field] = []
+        for _ in 0..<count {
+            guard let kindByte = byte(), let kind = IndexKey.FieldKind(rawValue: kindByte), let components = byte() else { return nil }
+            var path: [String] = []
+            for _ in 0..<components {
+                guard let length = Varint.number(in: bytes, at: &offset), length >= 0, offset + length <= bytes.count else { return nil }
+                path.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]), as: UTF8.self))
+                offset += length
+            }
+            fields.append(Field(path: path, kind: kind))
+        }
+        self.init(fields: fields, isUnique: flags & 1 != 0, isMultiEntry: flags & 2 != 0)
+    }
+
+    // MARK: Entries
+
+    /// The entry keys (without the index's number) a stored object has in this index: one,
+    /// or for a multi-entry index one per distinct element of the first field's array.
+    package func tuples(of object: EncodedObject) -> [[UInt8]] {
+        let scanner = object.scanner
+        var rest: [UInt8] = []
+        for field in fields.dropFirst() {
+            append(field, of: object, scanner: scanner, to: &rest)
+        }
+        guard let first = fields.first else { return [rest] }
+        if isMultiEntry {
+            guard let offset = Self.offset(of: first.path, in: object), scanner.byte(at: offset) == UInt8(ascii: "[") else {
+                var tuple: [UInt8] = []
+                append(first, of: object, scanner: scanner, to: &tuple)
+                return [tuple + rest]
+            }
+            var tuples: Set<[UInt8]> = []
+            var element = scanner.firstElement(ofArrayAt: offset)
+            while let current = element {
+                var tuple: [UInt8] = []
+                IndexKey.append(valueAt: current, in: scanner, kind: first.kind, to: &tuple)
+                tuples.insert(tuple + rest)
+                element = scanner.nextElement(after: scanner.end(ofValueAt: current))
+            }
+            return tuples.sorted { $0.lexicographicallyPrecedes($1) }
+        }
+        var tuple: [UInt8] = []
+        append(first, of: object, scanner: scanner, to: &tuple)
+        return [tuple + rest]
+    }
+
+    private func append(_ field: Field, of object: EncodedObject, scanner: JSONScanner, to key: inout [UInt8]) {
+        guard let offset = Self.offset(of: field.path, in: object) else {
+            IndexKey.appendMissing(to: &key)
+            return
+        }
+        IndexKey.append(valueAt: offset, in: scanner, kind: field.kind, to: &key)
+    }
+
+    /// The offset of the value at `path`, or nil when a member on the way is missing or not an object.
+    static func offset(of path: [String], in object: EncodedObject) -> Int? {
+        var current = object
+        var base = 0
+        for (index, component) in path.enumerated() {
+            guard let member = current.member(named: component, from: nil) else { return nil }
+            if index == path.count - 1 { return base + member.value }
+            guard current.scanner.byte(at: member.value) == UInt8(ascii: "{") else { return nil }
+            base += member.value
+            current = current.nestedObject(at: member.value)
+        }
+        return nil
+    }
+}
