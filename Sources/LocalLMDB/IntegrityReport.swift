@@ -16,6 +16,12 @@ public struct IntegrityReport: Sendable, Equatable, CustomStringConvertible {
         case misfiledIndexEntry(id: String, indexedAs: String, storedAs: String)
         /// A record's stored bytes cannot be decoded.
         case undecodableRecord(id: String, reason: String)
+        /// A record lacks an entry it should have in a secondary index (`index`: its class and
+        /// fields), so queries on the index miss it.
+        case missingSecondaryIndexEntry(id: String, index: String)
+        /// A secondary index has an entry that no record's values give: queries on it would
+        /// find the record `id` for a value it does not have.
+        case orphanedSecondaryIndexEntry(index: String, id: String)
 
         /// A sentence describing the problem.
         public var description: String {
@@ -24,6 +30,8 @@ public struct IntegrityReport: Sendable, Equatable, CustomStringConvertible {
             case let .orphanedIndexEntry(type, id): return "the type index lists '\(id)' under \(type), but there is no such record"
             case let .misfiledIndexEntry(id, indexed, stored): return "record '\(id)' is indexed as \(indexed) but stored as \(stored)"
             case let .undecodableRecord(id, reason): return "record '\(id)' cannot be decoded: \(reason)"
+            case let .missingSecondaryIndexEntry(id, index): return "record '\(id)' is missing from the index \(index)"
+            case let .orphanedSecondaryIndexEntry(index, id): return "the index \(index) lists '\(id)' for a value it does not have"
             }
         }
     }
@@ -58,6 +66,8 @@ extension IntegrityReport {
             case let .orphanedIndexEntry(type, id): return .orphanedIndexEntry(type: type, id: id)
             case let .misfiledIndexEntry(id, indexedAs, storedAs): return .misfiledIndexEntry(id: id, indexedAs: indexedAs, storedAs: storedAs)
             case let .undecodableRecord(id, reason): return .undecodableRecord(id: id, reason: reason)
+            case let .missingSecondaryIndexEntry(id, index): return .missingSecondaryIndexEntry(id: id, index: index)
+            case let .orphanedSecondaryIndexEntry(index, id): return .orphanedSecondaryIndexEntry(index: index, id: id)
             }
         }
     }

@@ -71,6 +71,13 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// change log, or the token belongs to another database). Resynchronize from the current
     /// state (`read()`), then follow `changeToken()` from there.
     case changesUnavailable(token: String, reason: String)
+    /// Two records of `className` (the first of `ids` stored, the second being written) have
+    /// the same value in the unique index `index` (its fields, spelt out). Nothing of the write
+    /// or batch, or of the index definition, was stored.
+    case uniqueIndexViolation(className: String, index: String, ids: [String])
+    /// The query names no field, a field twice in ways that cannot be combined, or a value that
+    /// cannot be compared (`reason` says which). Nothing was read.
+    case invalidQuery(reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
@@ -103,6 +110,8 @@ extension LocalDatabaseError {
         case let .decodingFailed(id, className, path, reason): self = .decodingFailed(id: id, className: className, path: path, reason: reason)
         case let .invalidElement(index, path, reason): self = .invalidElement(index: index, path: path, reason: reason)
         case let .changesUnavailable(token, reason): self = .changesUnavailable(token: token, reason: reason)
+        case let .uniqueIndexViolation(className, index, ids): self = .uniqueIndexViolation(className: className, index: index, ids: ids)
+        case let .invalidQuery(reason): self = .invalidQuery(reason: reason)
         }
     }
 }
@@ -135,6 +144,8 @@ extension DatabaseError {
         case let .decodingFailed(id, className, path, reason): self = .decodingFailed(id: id, className: className, path: path, reason: reason)
         case let .invalidElement(index, path, reason): self = .invalidElement(index: index, path: path, reason: reason)
         case let .changesUnavailable(token, reason): self = .changesUnavailable(token: token, reason: reason)
+        case let .uniqueIndexViolation(className, index, ids): self = .uniqueIndexViolation(className: className, index: index, ids: ids)
+        case let .invalidQuery(reason): self = .invalidQuery(reason: reason)
         }
     }
 }

@@ -26,6 +26,8 @@
     case decodingFailed(id: String, className: String, path: String, reason: String)
     case invalidElement(index: Int, path: String, reason: String)
     case changesUnavailable(token: String, reason: String)
+    case uniqueIndexViolation(className: String, index: String, ids: [String])
+    case invalidQuery(reason: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -80,6 +82,10 @@
             return "The changes after token \(token) are not available (\(reason)); resynchronize from the current state."
         case let .invalidElement(index, path, reason):
             return "Element \(index) cannot be built" + (path.isEmpty ? "" : " at '\(path)'") + ": \(reason)"
+        case let .uniqueIndexViolation(className, index, ids):
+            return "Records \(ids.map { "'\($0)'" }.joined(separator: " and ")) of \(className) have the same value in the unique index \(index); nothing of the write was stored."
+        case let .invalidQuery(reason):
+            return "The query cannot be run: \(reason)."
         }
     }
 }

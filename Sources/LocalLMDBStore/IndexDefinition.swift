@@ -87,39 +87,45 @@ package struct IndexDefinition: Sendable, Hashable {
     /// The entry keys (without the index's number) a stored object has in this index: one,
     /// or for a multi-entry index one per distinct element of the first field's array.
     package func tuples(of object: EncodedObject) -> [[UInt8]] {
+        entries(of: object).map(\.tuple)
+    }
+
+    /// `tuples(of:)`, each with whether a field of it is missing or `null`: such an entry is
+    /// not held to a unique index (as SQL's `NULL`s are not).
+    package func entries(of object: EncodedObject) -> [(tuple: [UInt8], hasMissing: Bool)] {
         let scanner = object.scanner
         var rest: [UInt8] = []
+        var restHasMissing = false
         for field in fields.dropFirst() {
-            append(field, of: object, scanner: scanner, to: &rest)
+            restHasMissing = append(field, of: object, scanner: scanner, to: &rest) || restHasMissing
         }
-        guard let first = fields.first else { return [rest] }
-        if isMultiEntry {
-            guard let offset = Self.offset(of: first.path, in: object), scanner.byte(at: offset) == UInt8(ascii: "[") else {
-                var tuple: [UInt8] = []
-                append(first, of: object, scanner: scanner, to: &tuple)
-                return [tuple + rest]
-            }
-            var tuples: Set<[UInt8]> = []
+        guard let first = fields.first else { return [(rest, restHasMissing)] }
+        if isMultiEntry, let offset = Self.offset(of: first.path, in: object), scanner.byte(at: offset) == UInt8(ascii: "[") {
+            var tuples: [[UInt8]: Bool] = [:]
             var element = scanner.firstElement(ofArrayAt: offset)
             while let current = element {
                 var tuple: [UInt8] = []
                 IndexKey.append(valueAt: current, in: scanner, kind: first.kind, to: &tuple)
-                tuples.insert(tuple + rest)
+                tuples[tuple + rest] = tuple == [IndexKey.missingTag] || restHasMissing
                 element = scanner.nextElement(after: scanner.end(ofValueAt: current))
             }
-            return tuples.sorted { $0.lexicographicallyPrecedes($1) }
+            return tuples.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { ($0.key, $0.value) }
         }
         var tuple: [UInt8] = []
-        append(first, of: object, scanner: scanner, to: &tuple)
-        return [tuple + rest]
+        let missing = append(first, of: object, scanner: scanner, to: &tuple)
+        return [(tuple + rest, missing || restHasMissing)]
     }
 
-    private func append(_ field: Field, of object: EncodedObject, scanner: JSONScanner, to key: inout [UInt8]) {
+    /// Appends the field's encoding; returns whether it is missing or `null`.
+    @discardableResult
+    private func append(_ field: Field, of object: EncodedObject, scanner: JSONScanner, to key: inout [UInt8]) -> Bool {
         guard let offset = Self.offset(of: field.path, in: object) else {
             IndexKey.appendMissing(to: &key)
-            return
+            return true
         }
+        let start = key.count
         IndexKey.append(valueAt: offset, in: scanner, kind: field.kind, to: &key)
+        return key.count == start + 1 && key[start] == IndexKey.missingTag
     }
 
     /// The offset of the value at `path`, or nil when a member on the way is missing or not an object.

@@ -10,6 +10,8 @@ import LocalLMDBLMDB
         case orphanedIndexEntry(type: String, id: String)
         case misfiledIndexEntry(id: String, indexedAs: String, storedAs: String)
         case undecodableRecord(id: String, reason: String)
+        case missingSecondaryIndexEntry(id: String, index: String)
+        case orphanedSecondaryIndexEntry(index: String, id: String)
     }
 
     package let recordCount: Int
@@ -60,6 +62,52 @@ extension RecordStore {
                 }
             }
         }
+        try verifySecondaryIndexes(in: transaction, problems: &problems)
         return IntegrityCheck(recordCount: recordCount, indexEntryCount: indexCount, problems: problems)
+    }
+}
+
+extension RecordStore {
+    /// Compares each stored index's entries with those its class's records have.
+    private func verifySecondaryIndexes(in transaction: Transaction, problems: inout [IntegrityCheck.Problem]) throws(DatabaseError) {
+        guard let entries else { return }
+        for index in try storedIndexes(in: transaction).values.flatMap({ $0 }).sorted(by: { $0.number < $1.number }) {
+            let name = index.className + ": " + index.definition.name
+            var expected: Set<[UInt8]> = []  // entry key, a zero-length separator byte count, record key
+            var recordKeys: [[UInt8]] = []
+            try transaction.withCursor(types) { cursor throws(DatabaseError) in
+                try StorageKey(index.className, maxKeySize: environment.maxKeySize).withBytes { classBytes throws(DatabaseError) in
+                    try cursor.forEachDuplicate(of: classBytes) { recordKeys.append(Array($0)) }
+                }
+            }
+            for recordKey in recordKeys {
+                try recordKey.withBytes { recordBytes throws(DatabaseError) in
+                    guard let value = try transaction.get(records, recordBytes) else { return }
+                    for key in entryKeys(ofValue: value, in: index) { expected.insert(Self.pair(key, recordKey)) }
+                }
+            }
+            var found: Set<[UInt8]> = []
+            let prefix = index.keyPrefix
+            try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+                var entry = try prefix.withBytes { prefix throws(DatabaseError) in try cursor.get(.keyAtLeast, key: prefix) }
+                while let current = entry, current.key.starts(with: prefix) {
+                    let pair = Self.pair(Array(current.key), Array(current.value))
+                    found.insert(pair)
+                    if !expected.contains(pair) {
+                        problems.append(.orphanedSecondaryIndexEntry(index: name, id: try recordID(current.value, in: transaction)))
+                    }
+                    entry = try cursor.get(.next)
+                }
+            }
+            for pair in expected.subtracting(found).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                let recordKey = Array(pair[(Int(pair[0]) << 8 | Int(pair[1]) + 2)...])
+                problems.append(.missingSecondaryIndexEntry(id: try recordKey.withBytes { key throws(DatabaseError) in try recordID(key, in: transaction) }, index: name))
+            }
+        }
+    }
+
+    /// An entry key and a record key as one value: the entry key's length (2 bytes), the entry key, the record key.
+    private static func pair(_ entryKey: [UInt8], _ recordKey: [UInt8]) -> [UInt8] {
+        [UInt8(entryKey.count >> 8), UInt8(entryKey.count & 0xFF)] + entryKey + recordKey
     }
 }

@@ -32,4 +32,15 @@ import LocalLMDBLMDB
 
     /// Walks every record and index entry and reports each disagreement.
     func verify() throws(DatabaseError) -> IntegrityCheck
+
+    /// `transform` applied to each record `query` selects, in its order (its offset and limit applied).
+    func records<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R]
+
+    /// The ids of the records `query` selects, in its order.
+    func ids(matching query: IndexQuery) throws(DatabaseError) -> [String]
+
+    /// The number of records `query` selects, without reading them.
+    func count(matching query: IndexQuery) throws(DatabaseError) -> Int
 }

@@ -9,6 +9,7 @@ import Foundation
 /// - `meta`: `"format"` → the layout version; the change log's identity and size.
 /// - `classes`: class-name key → class name, a zero byte, the class's mangled Swift name.
 /// - `changes`: what each commit changed (`ChangeLog`), written by the commit itself.
+/// - `indexes` and `entries`: secondary indexes' definitions and entries (`StoredIndex`).
 ///
 /// Invariant: every write changes `records` and `types` in the same transaction, so each record
 /// has exactly one index entry, under its stored class name, and each index entry has a record.
@@ -20,8 +21,11 @@ import Foundation
     /// of format 2 go into it from then on (and an earlier version of LocalLMDB, which cannot
     /// read them, then refuses it with `unsupportedFormat` rather than failing record by record).
     static let layoutVersion: UInt8 = 2
+    /// The layout of a database with secondary indexes: an earlier version of LocalLMDB, which
+    /// would write records without maintaining their entries, refuses it (`unsupportedFormat`).
+    static let indexedLayoutVersion: UInt8 = 3
     /// The layouts read.
-    static let readableLayouts: [[UInt8]] = [[1], [2]]
+    static let readableLayouts: [[UInt8]] = [[1], [2], [3]]
 
     package let environment: Environment
     package let records: DatabaseHandle
@@ -31,6 +35,11 @@ import Foundation
     /// Nil only for a database opened read-only that has no change log yet (made by an
     /// earlier version, and not opened for writing since).
     package let changeLog: ChangeLog?
+    /// Secondary indexes' definitions and entries; nil only for a database opened read-only
+    /// that has never been opened for writing by a version with indexes.
+    let indexes: DatabaseHandle?
+    let entries: DatabaseHandle?
+    let indexCatalog = IndexCatalog()
 
     /// Opens the five databases, creating them and recording the layout version if new (unless
     /// `readOnly`: then they must exist).
@@ -45,9 +54,14 @@ import Foundation
                 (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
             }
             guard let stored, Self.readableLayouts.contains(stored) else {
-                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.layoutVersion))
+                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.indexedLayoutVersion))
             }
             (records, types, self.meta, classes) = (handles[0], handles[1], meta, handles[3])
+            if let indexHandles = try? environment.openExistingDatabases([("indexes", false), ("entries", true)]) {
+                (indexes, entries) = (indexHandles[0], indexHandles[1])
+            } else {
+                (indexes, entries) = (nil, nil)
+            }
             if let logID, let changes = try? environment.openExistingDatabases([("changes", false)]).first {
                 changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: String(decoding: logID, as: UTF8.self))
             } else {
@@ -64,12 +78,14 @@ import Foundation
             self.meta = meta
             classes = try environment.openDatabase("classes", dupSort: false, in: transaction)
             let changes = try environment.openDatabase("changes", dupSort: false, in: transaction)
+            indexes = try environment.openDatabase("indexes", dupSort: false, in: transaction)
+            entries = try environment.openDatabase("entries", dupSort: true, in: transaction)
             let formatKey = Array("format".utf8)
             if let stored = try Self.read(formatKey, meta, in: transaction) {
                 guard Self.readableLayouts.contains(stored) else {
-                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.layoutVersion))
+                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.indexedLayoutVersion))
                 }
-                if stored != [Self.layoutVersion] { try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction) }
+                if stored == [1] { try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction) }
             } else {
                 try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction)
             }
@@ -90,11 +106,11 @@ import Foundation
         try write.commit()
     }
 
-    private static func read(_ key: [UInt8], _ database: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) -> [UInt8]? {
+    static func read(_ key: [UInt8], _ database: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) -> [UInt8]? {
         try key.withBytes { key throws(DatabaseError) in try transaction.get(database, key).map { Array($0) } }
     }
 
-    private static func write(_ value: [UInt8], at key: [UInt8], _ database: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) {
+    static func write(_ value: [UInt8], at key: [UInt8], _ database: DatabaseHandle, in transaction: Transaction) throws(DatabaseError) {
         try key.withBytes { key throws(DatabaseError) in
             try value.withBytes { value throws(DatabaseError) in _ = try transaction.put(database, key, value) }
         }
@@ -216,12 +232,13 @@ import Foundation
         switch operation {
         case let .put(records, classes):
             try claim(classes, in: transaction)
+            let indexes = try storedIndexes(in: transaction)
             // A record that changes class leaves its old class: observers of that class must
             // hear it, in its place among the batch's writes (see `ChangeSet.append(written:leaving:)`).
             var left: [(index: Int, className: String)] = []
             for index in Self.keyOrder(records) {
                 try records.withRecord(at: index) { record throws(DatabaseError) in
-                    if let previous = try put(record, of: records.types[record.type], in: transaction) {
+                    if let previous = try put(record, of: records.types[record.type], indexes: indexes, in: transaction) {
                         left.append((index, previous))
                     }
                 }
@@ -229,11 +246,15 @@ import Foundation
             changes.append(written: records, leaving: left)
             return records.count
         case let .delete(key):
-            guard let className = try delete(key, in: transaction) else { return 0 }
+            guard let className = try delete(key, indexes: try storedIndexes(in: transaction), in: transaction) else { return 0 }
             changes.append(.deleted(id: key.id, className: className))
             return 1
         case let .deleteTypes(typeKeys, names, owner):
             try checkOwner(owner, in: transaction)
+            let indexes = try storedIndexes(in: transaction)
+            for name in names {
+                for index in indexes[name] ?? [] { try dropEntries(of: index, in: transaction) }
+            }
             let deleted = try deleteAll(typeKeys: typeKeys, in: transaction)
             if deleted > 0 { for name in names { changes.append(.typeDeleted(className: name)) } }
             return deleted
@@ -241,8 +262,13 @@ import Foundation
             let count = try transaction.entryCount(records)
             try transaction.empty(records)
             try transaction.empty(types)
+            if let entries { try transaction.empty(entries) }
             if count > 0 { changes.append(.cleared) }
             return count
+        case let .defineIndexes(className, definitions):
+            return try define(definitions, className: className, in: transaction)
+        case let .dropIndex(className, name):
+            return try dropIndex(className: className, name: name, in: transaction) ? 1 : 0
         }
     }
 
@@ -279,23 +305,53 @@ import Foundation
 
     /// Puts `record` of the class `type`; returns the class name it was stored under before,
     /// when that was another.
-    private func put(_ record: RecordBatch.Record, of type: RecordBatch.RecordClass, in transaction: Transaction) throws(DatabaseError) -> String? {
+    private func put(
+        _ record: RecordBatch.Record, of type: RecordBatch.RecordClass, indexes: [String: [StoredIndex]], in transaction: Transaction
+    ) throws(DatabaseError) -> String? {
         let key = record.key
         var previousClass: String?
+        let newIndexes = indexes.isEmpty ? [] : indexes[type.name] ?? []
         // A new record (the common case in a batch) goes in with one search of the tree: a put
         // that refuses to overwrite. Only when the id is taken is the stored record looked at:
-        // its index entry moves when its class changes, then its value is replaced.
+        // its type index entry moves when its class changes, its secondary index entries are
+        // replaced when their values change, then its value is replaced.
         if try !transaction.put(records, key, record.value, mode: .keepExisting) {
+            // The old entries, read before the old value is overwritten.
+            var oldEntries: [(index: StoredIndex, keys: [[UInt8]])] = []
             switch try storedTypeKey(key, in: transaction) {
-            case let .some(previousType, previousName) where previousType != type.key:
-                try removeIndexEntry(type: previousType, record: key, in: transaction)
-                previousClass = previousName
+            case let .some(previousType, previousName):
+                if previousType != type.key {
+                    try removeIndexEntry(type: previousType, record: key, in: transaction)
+                    previousClass = previousName
+                }
+                if let old = indexes.isEmpty ? nil : indexes[previousName], !old.isEmpty, let value = try transaction.get(records, key) {
+                    oldEntries = old.map { ($0, entryKeys(ofValue: value, in: $0)) }
+                }
             case .unreadable:
                 try removeAllIndexEntries(record: key, in: transaction)
-            default:
+                try removeAllEntries(record: key, of: indexes.values.flatMap { $0 }, in: transaction)
+            case .none:
                 break
             }
             try transaction.put(records, key, record.value)
+            for index in newIndexes {
+                let newEntries = entries(ofValue: record.value, in: index)
+                if let old = oldEntries.firstIndex(where: { $0.index == index }) {
+                    // Unchanged values keep their entries.
+                    if oldEntries[old].keys == newEntries.map(\.key) {
+                        oldEntries.remove(at: old)
+                        continue
+                    }
+                    try removeEntries(oldEntries[old].keys, record: key, in: transaction)
+                    oldEntries.remove(at: old)
+                }
+                try addEntries(newEntries, of: index, record: key, in: transaction)
+            }
+            for (_, keys) in oldEntries { try removeEntries(keys, record: key, in: transaction) }
+        } else {
+            for index in newIndexes {
+                try addEntries(ofValue: record.value, of: index, record: key, in: transaction)
+            }
         }
         try type.key.withBytes { typeKey throws(DatabaseError) in
             try transaction.put(types, typeKey, key, mode: .keepExistingPair)
@@ -305,15 +361,19 @@ import Foundation
 
     /// Deletes the record under `key`; returns its class name (empty when its header is
     /// unreadable), or nil when there was none.
-    private func delete(_ key: StorageKey, in transaction: Transaction) throws(DatabaseError) -> String? {
+    private func delete(_ key: StorageKey, indexes: [String: [StoredIndex]], in transaction: Transaction) throws(DatabaseError) -> String? {
         try key.withBytes { key throws(DatabaseError) in
             let className: String
             switch try storedTypeKey(key, in: transaction) {
             case let .some(previousType, name):
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
+                if let old = indexes.isEmpty ? nil : indexes[name], let value = try transaction.get(records, key) {
+                    for index in old { try removeEntries(entryKeys(ofValue: value, in: index), record: key, in: transaction) }
+                }
                 className = name
             case .unreadable:
                 try removeAllIndexEntries(record: key, in: transaction)
+                try removeAllEntries(record: key, of: indexes.values.flatMap { $0 }, in: transaction)
                 className = ""
             case .none:
                 return nil

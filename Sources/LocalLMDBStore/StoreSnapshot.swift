@@ -39,4 +39,33 @@ import LocalLMDBLMDB
     @usableFromInline package func verify() throws(DatabaseError) -> IntegrityCheck {
         try store.verify(in: transaction)
     }
+
+    @usableFromInline package func records<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R] {
+        let keys = try store.recordKeys(matching: query, in: transaction)
+        var results: [R] = []
+        results.reserveCapacity(keys.count)
+        for key in keys {
+            try key.withBytes { key throws(DatabaseError) in
+                // The record is there: the snapshot that found its entry holds it.
+                guard let value = try transaction.get(store.records, key) else { return }
+                let stored = try RecordDecoding.decode(key: key, value: value)
+                results.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
+            }
+        }
+        return results
+    }
+
+    @usableFromInline package func ids(matching query: IndexQuery) throws(DatabaseError) -> [String] {
+        var ids: [String] = []
+        for key in try store.recordKeys(matching: query, in: transaction) {
+            ids.append(try key.withBytes { key throws(DatabaseError) in try store.recordID(key, in: transaction) })
+        }
+        return ids
+    }
+
+    @usableFromInline package func count(matching query: IndexQuery) throws(DatabaseError) -> Int {
+        try store.count(matching: query, in: transaction)
+    }
 }

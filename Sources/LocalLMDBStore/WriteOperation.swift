@@ -14,6 +14,11 @@ package enum WriteOperation: Sendable {
     case deleteTypes([StorageKey], names: [String], owner: StoredClass)
     /// Delete every record.
     case clear
+    /// Store these indexes of the class name, each one not stored yet, and build them from the
+    /// records stored under it (`RecordStore.define`).
+    case defineIndexes(className: String, [IndexDefinition])
+    /// Remove the index of the class name with this name, and its entries.
+    case dropIndex(className: String, name: String)
 }
 
 extension WriteOperation {

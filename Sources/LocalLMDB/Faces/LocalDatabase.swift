@@ -129,6 +129,7 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
         do throws(DatabaseError) {
+            try await IndexDeclarations.ensure(T.self, in: engine)
             _ = try await engine.perform(RecordEncoding.put(record, maxKeySize: engine.maxKeySize))
             return true
         } catch { throw LocalDatabaseError(error) }
@@ -146,6 +147,7 @@ public actor LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         do throws(DatabaseError) {
+            try await IndexDeclarations.ensure(T.self, in: engine)
             let maxKeySize = engine.maxKeySize
             return try await engine.perform(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
                 try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)

@@ -10,7 +10,7 @@ import LocalLMDBEngine
 
 /// Throws `classNameConflict` when the stored name of the type `type` belongs to another type
 /// in the database.
-private func checkOwner(_ type: ObjectIdentifier, _ classes: ClassLookup) throws(DatabaseError) {
+func checkOwner(_ type: ObjectIdentifier, _ classes: ClassLookup) throws(DatabaseError) {
     if let conflict = try ObjectDecoding.conflict(for: type, context: classes) {
         throw conflict.error(id: "")
     }

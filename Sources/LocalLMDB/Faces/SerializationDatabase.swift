@@ -92,6 +92,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     @discardableResult
     public func write<T: Persistable>(_ record: Record<T>) -> Bool {
         run(false) { engine throws(DatabaseError) in
+            try IndexDeclarations.ensureBlocking(T.self, in: engine, "write")
             _ = try engine.performBlocking(RecordEncoding.put(record, maxKeySize: engine.maxKeySize), "write")
             return true
         }
@@ -102,6 +103,7 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     @discardableResult
     public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
         run(0) { engine throws(DatabaseError) in
+            try IndexDeclarations.ensureBlocking(T.self, in: engine, "write")
             let maxKeySize = engine.maxKeySize
             return try engine.performBlocking(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
                 try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)

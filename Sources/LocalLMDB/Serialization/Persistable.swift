@@ -27,6 +27,13 @@ public protocol Persistable {
     func _storedFields() throws -> DataObject
     /// Restores a value from stored fields. Implemented by LocalLMDB for `Storable` and `Codable` types.
     static func _restore(from dataObject: DataObject) throws -> Self
+    /// The secondary indexes of the type's records, which queries (`Query`) use: none by default.
+    static var indexes: [Index] { get }
+}
+
+extension Persistable {
+    /// No secondary indexes.
+    public static var indexes: [Index] { [] }
 }
 
 extension Storable {

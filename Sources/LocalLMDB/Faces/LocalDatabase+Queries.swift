@@ -1,0 +1,50 @@
+import LocalLMDBLMDB
+import LocalLMDBStore
+import LocalLMDBEngine
+
+extension LocalDatabase {
+    /// The records `query` selects, in its order, after its offset, at most its limit.
+    ///
+    /// The first query or write of a type that declares indexes stores them in the database
+    /// (building them from the records there). Reads one consistent snapshot (inside this
+    /// database's transaction when one is open).
+    /// - Throws: `LocalDatabaseError.invalidQuery` when no index order can serve the query;
+    ///   `.uniqueIndexViolation` when a unique index being stored finds two records with one
+    ///   value; as `read()` otherwise.
+    public nonisolated(nonsending) func read<T: Persistable>(_ query: Query<T>) async throws -> [T] {
+        do throws(DatabaseError) {
+            let plan = try QueryPlan.indexQuery(query)
+            try await IndexDeclarations.ensure(T.self, in: engine)
+            return try await engine.read(ReadQuery<T>(query: plan))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The first record `query` selects; nil when none does.
+    public nonisolated(nonsending) func first<T: Persistable>(_ query: Query<T>) async throws -> T? {
+        try await read(query.limit(1)).first
+    }
+
+    /// The ids of the records `query` selects, in its order.
+    public nonisolated(nonsending) func readIDs<T: Persistable>(_ query: Query<T>) async throws -> [String] {
+        do throws(DatabaseError) {
+            let plan = try QueryPlan.indexQuery(query)
+            try await IndexDeclarations.ensure(T.self, in: engine)
+            return try await engine.read(ReadQueryIDs(type: ObjectIdentifier(T.self), query: plan))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The number of records `query` selects (its offset and limit applied), read from the
+    /// index without decoding them.
+    public nonisolated(nonsending) func count<T: Persistable>(_ query: Query<T>) async throws -> Int {
+        do throws(DatabaseError) {
+            let plan = try QueryPlan.indexQuery(query)
+            try await IndexDeclarations.ensure(T.self, in: engine)
+            return try await engine.read(CountQuery(type: ObjectIdentifier(T.self), query: plan))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// Whether `query` selects any record.
+    public nonisolated(nonsending) func exists<T: Persistable>(_ query: Query<T>) async throws -> Bool {
+        try await count(query.limit(1)) > 0
+    }
+}

@@ -1,0 +1,43 @@
+import LocalLMDBLMDB
+import LocalLMDBStore
+import LocalLMDBEngine
+
+extension SerializationDatabase {
+    /// The records `query` selects, in its order (see `LocalDatabase.read(_:)`); `[]` on
+    /// failure (`lastError` says why).
+    public func read<T: Persistable>(_ query: Query<T>) -> [T] {
+        run([]) { engine throws(DatabaseError) in
+            let plan = try QueryPlan.indexQuery(query)
+            try IndexDeclarations.ensureBlocking(T.self, in: engine, "read")
+            return try engine.readBlocking(ReadQuery<T>(query: plan), "read")
+        }
+    }
+
+    /// The first record `query` selects; nil when none does, or on failure.
+    public func first<T: Persistable>(_ query: Query<T>) -> T? {
+        read(query.limit(1)).first
+    }
+
+    /// The ids of the records `query` selects, in its order; `[]` on failure.
+    public func readIDs<T: Persistable>(_ query: Query<T>) -> [String] {
+        run([]) { engine throws(DatabaseError) in
+            let plan = try QueryPlan.indexQuery(query)
+            try IndexDeclarations.ensureBlocking(T.self, in: engine, "readIDs")
+            return try engine.readBlocking(ReadQueryIDs(type: ObjectIdentifier(T.self), query: plan), "readIDs")
+        }
+    }
+
+    /// The number of records `query` selects, without decoding them; 0 on failure.
+    public func count<T: Persistable>(_ query: Query<T>) -> Int {
+        run(0) { engine throws(DatabaseError) in
+            let plan = try QueryPlan.indexQuery(query)
+            try IndexDeclarations.ensureBlocking(T.self, in: engine, "count")
+            return try engine.readBlocking(CountQuery(type: ObjectIdentifier(T.self), query: plan), "count")
+        }
+    }
+
+    /// Whether `query` selects any record (false on failure).
+    public func exists<T: Persistable>(_ query: Query<T>) -> Bool {
+        count(query.limit(1)) > 0
+    }
+}

@@ -1,0 +1,54 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
+/// Stores the indexes a model type declares, the first time a database writes or queries the
+/// type in this process (for its current and legacy class names): a definition already stored
+/// is left as it is, a new one is built from the records there, in one write transaction.
+///
+/// Remembered per database and type once committed (not while the database has a transaction
+/// open: a rollback undoes the definition, and the next use stores it again). A database
+/// opened read-only cannot store them: its queries read every record instead.
+enum IndexDeclarations {
+    private struct Key: Hashable {
+        let database: UInt64
+        let type: ObjectIdentifier
+    }
+
+    private static let stored = Locked<Set<Key>>([])
+
+    /// The operations that store `T`'s indexes; none when they are stored or it declares none.
+    private static func pending<T: Persistable>(_ type: T.Type, _ engine: FaceEngine) -> (Key, [WriteOperation])? {
+        let indexes = T.indexes
+        guard !indexes.isEmpty else { return nil }
+        let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
+        if stored.withLock({ $0.contains(key) }) { return nil }
+        let definitions = indexes.map(\.definition)
+        return (key, RecordEncoding.classNames(type).map { WriteOperation.defineIndexes(className: $0, definitions) })
+    }
+
+    private static func remember(_ key: Key, _ engine: FaceEngine) {
+        if !engine.transactionActive { stored.withLock { _ = $0.insert(key) } }
+    }
+
+    nonisolated(nonsending) static func ensure<T: Persistable>(_ type: T.Type, in engine: FaceEngine) async throws(DatabaseError) {
+        guard let (key, operations) = pending(type, engine) else { return }
+        do {
+            for operation in operations { _ = try await engine.perform(operation) }
+        } catch .readOnly {
+            // Queries of a read-only database read every record.
+        }
+        remember(key, engine)
+    }
+
+    static func ensureBlocking<T: Persistable>(_ type: T.Type, in engine: FaceEngine, _ name: String) throws(DatabaseError) {
+        guard let (key, operations) = pending(type, engine) else { return }
+        do {
+            for operation in operations { _ = try engine.performBlocking(operation, name) }
+        } catch .readOnly {
+            // Queries of a read-only database read every record.
+        }
+        remember(key, engine)
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+
+/// Turns a model's `Query` into the store's `IndexQuery`: chooses the index that serves it, and
+/// writes its conditions as ranges of that index's tuples.
+enum QueryPlan {
+    /// The store's query for `query` of `T`.
+    /// - Throws: `invalidQuery` when no index order can serve the conditions and order together,
+    ///   or a value cannot be compared.
+    static func indexQuery<T: Persistable>(_ query: Query<T>) throws(DatabaseError) -> IndexQuery {
+        let classNames = RecordEncoding.classNames(T.self)
+        // Conditions by field, one per field (two ranges on a field make one).
+        var byField: [[String]: QueryCondition.Kind] = [:]
+        var fieldOrder: [[String]] = []
+        for (path, condition) in query.conditions {
+            guard !path.contains(where: \.isEmpty) else { throw .invalidQuery(reason: "the field path '\(path.joined(separator: "."))' has an empty key") }
+            if let existing = byField[path] {
+                byField[path] = try combine(existing, condition.kind, path)
+            } else {
+                byField[path] = condition.kind
+                fieldOrder.append(path)
+            }
+        }
+        // With no condition and no order, records come by id: no declared index is wanted.
+        let declared = byField.isEmpty && query.order == nil ? [] : T.indexes.map(\.definition)
+        for definition in declared {
+            if let ranges = try ranges(serving: byField, order: query.order, with: definition) {
+                return IndexQuery(
+                    classNames: classNames, definition: definition, ranges: ranges,
+                    descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit)
+            }
+        }
+        // No declared index serves it: an index of the query's own fields, which the store
+        // evaluates record by record (the same results, by a scan).
+        let equalities = fieldOrder.filter { byField[$0].map(isEquality) ?? false }
+        let others = fieldOrder.filter { !(byField[$0].map(isEquality) ?? false) }
+        guard others.count <= 1 else {
+            throw .invalidQuery(reason: "ranges on two fields (\(others.map { $0.joined(separator: ".") }.joined(separator: ", "))) cannot be served by one index order")
+        }
+        var fields = equalities + others
+        if let order = query.order, !fields.contains(order.path) {
+            guard others.isEmpty else {
+                throw .invalidQuery(reason: "an order on '\(order.path.joined(separator: "."))' after a range on '\(others[0].joined(separator: "."))' cannot be served by one index order")
+            }
+            fields.append(order.path)
+        }
+        let definition = IndexDefinition(
+            fields: fields.map { path in IndexDefinition.Field(path: path, kind: kind(for: byField[path])) },
+            isUnique: false, isMultiEntry: false)
+        guard let ranges = try ranges(serving: byField, order: query.order, with: definition) else {
+            throw .invalidQuery(reason: "the order and conditions cannot be served by one index order")
+        }
+        return IndexQuery(
+            classNames: classNames, definition: definition, ranges: ranges,
+            descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit)
+    }
+
+    static func isEquality(_ kind: QueryCondition.Kind) -> Bool {
+        switch kind {
+        case .equals, .isIn, .isNil: true
+        case .range, .hasPrefix: false
+        }
+    }
+
+    /// The kind a field is compared as when the query's own index is used: a date when its
+    /// values are dates.
+    static func kind(for condition: QueryCondition.Kind?) -> IndexKey.FieldKind {
+        switch condition {
+        case let .equals(value)?: value.isDate ? .date : .automatic
+        case let .isIn(values)?: values.contains(where: \.isDate) ? .date : .automatic
+        case let .range(lower, _, upper, _)?: (lower?.isDate ?? false) || (upper?.isDate ?? false) ? .date : .automatic
+        default: .automatic
+        }
+    }
+
+    /// Two conditions on one field as one: a lower and an upper bound.
+    static func combine(_ first: QueryCondition.Kind, _ second: QueryCondition.Kind, _ path: [String]) throws(DatabaseError) -> QueryCondition.Kind {
+        if case let .range(lower1, lowerInclusive1, upper1, upperInclusive1) = first,
+           case let .range(lower2, lowerInclusive2, upper2, upperInclusive2) = second,
+           (lower1 == nil) != (lower2 == nil), (upper1 == nil) != (upper2 == nil) {
+            return .range(
+                lower: lower1 ?? lower2, lowerInclusive: lower1 != nil ? lowerInclusive1 : lowerInclusive2,
+                upper: upper1 ?? upper2, upperInclusive: upper1 != nil ? upperInclusive1 : upperInclusive2)
+        }
+        throw .invalidQuery(reason: "the field '\(path.joined(separator: "."))' has two conditions that do not make one range")
+    }
+
+    /// The ranges of `definition`'s tuples that `conditions` select, when the index serves them
+    /// and `order`: equalities on its first fields, then at most a range, and the order on the
+    /// field after the equalities (or none). Nil when it does not.
+    static func ranges(
+        serving conditions: [[String]: QueryCondition.Kind], order: (path: [String], descending: Bool)?, with definition: IndexDefinition
+    ) throws(DatabaseError) -> [IndexRange]? {
+        var prefixes: [[UInt8]] = [[]]
+        var used = 0
+        var fieldIndex = 0
+        var lower: IndexRange.Bound?
+        var upper: IndexRange.Bound?
+        var rangeField: Int?
+        while fieldIndex < definition.fields.count, used < conditions.count {
+            let field = definition.fields[fieldIndex]
+            guard let condition = conditions[field.path] else { break }
+            // A value compared as a date needs a field declared a date, and the reverse.
+            switch condition {
+            case let .equals(value):
+                guard value.isDate == (field.kind == .date) else { return nil }
+                let encoded = try value.encoded(as: field.kind)
+                prefixes = prefixes.map { $0 + encoded }
+            case let .isIn(values):
+                guard values.allSatisfy({ $0.isDate == (field.kind == .date) }) else { return nil }
+                var encodings: [[UInt8]] = []
+                for value in values { encodings.append(try value.encoded(as: field.kind)) }
+                let distinct = Set(encodings).sorted { $0.lexicographicallyPrecedes($1) }
+                prefixes = prefixes.flatMap { prefix in distinct.map { prefix + $0 } }
+            case .isNil:
+                var missing: [UInt8] = []
+                IndexKey.appendMissing(to: &missing)
+                prefixes = prefixes.map { $0 + missing }
+            case let .range(lowerValue, lowerInclusive, upperValue, upperInclusive):
+                guard ((lowerValue?.isDate ?? false) || (upperValue?.isDate ?? false)) == (field.kind == .date) else { return nil }
+                let lowerBytes = try lowerValue?.encoded(as: field.kind)
+                let upperBytes = try upperValue?.encoded(as: field.kind)
+                // A range takes the values of its bound's kind only (the bytes' first, the tag).
+                let tag = [lowerBytes?.first ?? upperBytes?.first ?? 0]
+                lower = IndexRange.Bound(lowerBytes ?? tag, inclusive: lowerBytes == nil ? true : lowerInclusive)
+                upper = IndexRange.Bound(upperBytes ?? tag, inclusive: upperBytes == nil ? true : upperInclusive)
+                rangeField = fieldIndex
+            case let .hasPrefix(prefix):
+                guard field.kind == .automatic else { return nil }
+                let bytes = IndexKey.stringPrefix(prefix)
+                lower = IndexRange.Bound(bytes, inclusive: true)
+                upper = IndexRange.Bound(bytes, inclusive: true)
+                rangeField = fieldIndex
+            }
+            used += 1
+            fieldIndex += 1
+            if rangeField != nil { break }
+        }
+        guard used == conditions.count else { return nil }
+        if let order {
+            // The order must be that of the field after the equalities: the range's, or the next.
+            let orderField = rangeField ?? fieldIndex
+            guard orderField < definition.fields.count, definition.fields[orderField].path == order.path else { return nil }
+        }
+        if used == 0 { return [] }
+        return prefixes.sorted { $0.lexicographicallyPrecedes($1) }.map { prefix in
+            IndexRange(
+                lower: IndexRange.Bound(prefix + (lower?.bytes ?? []), inclusive: lower?.inclusive ?? true),
+                upper: IndexRange.Bound(prefix + (upper?.bytes ?? []), inclusive: upper?.inclusive ?? true))
+        }
+    }
+}

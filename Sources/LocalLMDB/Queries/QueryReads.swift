@@ -1,0 +1,55 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
+/// The records of `T` a query selects, in its order.
+struct ReadQuery<T: Persistable>: SessionRead {
+    let query: IndexQuery
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        return try snapshot.records(matching: query) { stored, id in (stored.detached(), id()) }
+    }
+
+    func restore(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
+        let scratch = ReadScratch.current
+        return try scratch.reading(in: classes) { () throws(DatabaseError) in
+            try detached.map { object, id throws(DatabaseError) in
+                try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.className)
+            }
+        }
+    }
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [T] {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        let scratch = ReadScratch.current
+        return try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
+            try snapshot.records(matching: query) { stored, id throws(DatabaseError) in
+                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
+            }
+        }
+    }
+}
+
+/// The ids of the records a query selects, in its order.
+struct ReadQueryIDs: PlainRead {
+    let type: ObjectIdentifier
+    let query: IndexQuery
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String] {
+        try checkOwner(type, snapshot.classes)
+        return try snapshot.ids(matching: query)
+    }
+}
+
+/// The number of records a query selects, without reading them.
+struct CountQuery: PlainRead {
+    let type: ObjectIdentifier
+    let query: IndexQuery
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Int {
+        try checkOwner(type, snapshot.classes)
+        return try snapshot.count(matching: query)
+    }
+}

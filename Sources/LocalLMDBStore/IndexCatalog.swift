@@ -1,0 +1,41 @@
+import LocalLMDBLMDB
+
+/// The stored indexes of one database, by class name, as the last write transaction found them.
+///
+/// The `meta` key `"indexes"` holds a version that every change of the `indexes` database
+/// replaces, in the same transaction, with 16 random bytes; a transaction compares it (one
+/// look-up) and reloads the catalog when another process or database changed it. So every
+/// process maintains every stored index, declared by its code or not. Versions never repeat,
+/// so a catalog loaded in a write transaction that is then rolled back is never taken for the
+/// committed one.
+package final class IndexCatalog: Sendable {
+    struct Loaded {
+        var version: [UInt8]
+        var byClass: [String: [StoredIndex]]
+    }
+
+    private let loaded = Locked<Loaded?>(nil)
+
+    package init() {}
+
+    static let versionKey = Array("indexes".utf8)
+
+    /// The stored indexes by class name, as `transaction` sees them.
+    func indexes(_ store: RecordStore, in transaction: Transaction) throws(DatabaseError) -> [String: [StoredIndex]] {
+        guard let catalog = store.indexes else { return [:] }
+        let version = try Self.versionKey.withBytes { key throws(DatabaseError) in
+            try transaction.get(store.meta, key).map { Array($0) }
+        }
+        guard let version else { return [:] }
+        if let current = loaded.withLock({ $0 }), current.version == version { return current.byClass }
+        var byClass: [String: [StoredIndex]] = [:]
+        try transaction.withCursor(catalog) { cursor throws(DatabaseError) in
+            try cursor.forEach { key, value in
+                guard let index = StoredIndex(key: key, value: value) else { return }
+                byClass[index.className, default: []].append(index)
+            }
+        }
+        loaded.withLock { $0 = Loaded(version: version, byClass: byClass) }
+        return byClass
+    }
+}

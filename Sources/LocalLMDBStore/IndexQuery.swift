@@ -1,0 +1,255 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+
+/// A query of one class's records by the values of some fields, in the order of `IndexKey`
+/// tuples of those fields: bytes and names, made by the faces from a model's query.
+///
+/// It runs on the stored index with `definition`'s name when each of `classNames` has it, and
+/// otherwise by reading every record of those classes and computing its tuples: the results,
+/// and their order, are the same either way.
+@usableFromInline package struct IndexQuery: Sendable, Hashable {
+    /// The class names whose records are queried: the model's current name, then its legacy ones.
+    package var classNames: [String]
+    /// The index: the fields whose tuples the ranges bound and the order follows.
+    package var definition: IndexDefinition
+    /// The tuples wanted: any of these ranges, which are in ascending order and disjoint. Empty
+    /// for every record.
+    package var ranges: [IndexRange]
+    package var descending: Bool
+    package var offset: Int
+    package var limit: Int?
+
+    package init(classNames: [String], definition: IndexDefinition, ranges: [IndexRange], descending: Bool, offset: Int, limit: Int?) {
+        self.classNames = classNames
+        self.definition = definition
+        self.ranges = ranges
+        self.descending = descending
+        self.offset = offset
+        self.limit = limit
+    }
+
+    /// Whether `tuple` is wanted.
+    func matches(_ tuple: UnsafeRawBufferPointer) -> Bool {
+        ranges.isEmpty || ranges.contains { $0.contains(tuple) }
+    }
+
+    /// The results after `offset`, at most `limit`, from an ordered stream of record keys.
+    struct Page {
+        let offset: Int
+        let limit: Int?
+        let deduplicates: Bool
+        private(set) var keys: [[UInt8]] = []
+        private var skipped = 0
+        private var seen: Set<[UInt8]> = []
+
+        init(_ query: IndexQuery) {
+            offset = max(0, query.offset)
+            limit = query.limit.map { max(0, $0) }
+            deduplicates = query.definition.isMultiEntry
+        }
+
+        var isFull: Bool { limit.map { keys.count >= $0 } ?? false }
+
+        /// Takes the next record key in order; false once the page is full.
+        mutating func take(_ key: UnsafeRawBufferPointer) -> Bool {
+            if isFull { return false }
+            if deduplicates {
+                guard seen.insert(Array(key)).inserted else { return true }
+            }
+            if skipped < offset {
+                skipped += 1
+                return true
+            }
+            keys.append(Array(key))
+            return !isFull
+        }
+    }
+}
+
+/// The tuples between two bounds. A bound compares a tuple with its bytes *as a prefix*: an
+/// inclusive upper bound takes every tuple that starts with its bytes, an exclusive lower bound
+/// leaves them all out. So a bound made of some fields' values bounds the tuples of every
+/// longer index whose first fields those are.
+package struct IndexRange: Sendable, Hashable {
+    package struct Bound: Sendable, Hashable {
+        package var bytes: [UInt8]
+        package var inclusive: Bool
+
+        package init(_ bytes: [UInt8], inclusive: Bool) {
+            self.bytes = bytes
+            self.inclusive = inclusive
+        }
+    }
+
+    package var lower: Bound?
+    package var upper: Bound?
+
+    package init(lower: Bound?, upper: Bound?) {
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// The tuples that start with `prefix`.
+    package static func prefix(_ prefix: [UInt8]) -> IndexRange {
+        IndexRange(lower: Bound(prefix, inclusive: true), upper: Bound(prefix, inclusive: true))
+    }
+
+    func contains(_ tuple: UnsafeRawBufferPointer) -> Bool {
+        isAboveLower(tuple) && isBelowUpper(tuple)
+    }
+
+    func isAboveLower(_ tuple: UnsafeRawBufferPointer) -> Bool {
+        guard let lower else { return true }
+        if tuple.starts(with: lower.bytes) { return lower.inclusive }
+        return !tuple.lexicographicallyPrecedes(lower.bytes)
+    }
+
+    func isBelowUpper(_ tuple: UnsafeRawBufferPointer) -> Bool {
+        guard let upper else { return true }
+        if tuple.starts(with: upper.bytes) { return upper.inclusive }
+        return tuple.lexicographicallyPrecedes(upper.bytes)
+    }
+}
+
+extension RecordStore {
+    /// The keys of the records `query` selects, in its order, after its offset, at most its limit.
+    func recordKeys(matching query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> [[UInt8]] {
+        var stored: [StoredIndex] = []
+        for className in query.classNames {
+            guard let index = try storedIndex(className: className, name: query.definition.name, in: transaction),
+                  index.definition == query.definition else { return try scannedKeys(query, in: transaction) }
+            stored.append(index)
+        }
+        guard stored.count == 1, let index = stored.first else { return try mergedKeys(query, stored, in: transaction) }
+        var page = IndexQuery.Page(query)
+        try scan(index, query, in: transaction) { _, recordKey in page.take(recordKey) }
+        return page.keys
+    }
+
+    /// Several indexes (a model's current and legacy class names): every match, sorted.
+    private func mergedKeys(_ query: IndexQuery, _ indexes: [StoredIndex], in transaction: Transaction) throws(DatabaseError) -> [[UInt8]] {
+        var matches: [(tuple: [UInt8], key: [UInt8])] = []
+        for index in indexes {
+            try scan(index, query, in: transaction) { tuple, recordKey in
+                matches.append((tuple, Array(recordKey)))
+                return true
+            }
+        }
+        return Self.page(matches, query)
+    }
+
+    /// No stored index: every record of the classes, its tuples computed from its bytes.
+    private func scannedKeys(_ query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> [[UInt8]] {
+        var matches: [(tuple: [UInt8], key: [UInt8])] = []
+        let keys = query.classNames.map { StorageKey($0, maxKeySize: environment.maxKeySize) }
+        try forEachRecord(typeKeys: keys, in: transaction) { recordKey, value throws(DatabaseError) in
+            guard let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return }
+            for tuple in query.definition.tuples(of: EncodedObject(bytes: stored.json, owner: nil)) {
+                if tuple.withBytes({ query.matches($0) }) { matches.append((tuple, Array(recordKey))) }
+            }
+        }
+        return Self.page(matches, query)
+    }
+
+    private static func page(_ matches: [(tuple: [UInt8], key: [UInt8])], _ query: IndexQuery) -> [[UInt8]] {
+        var sorted = matches.sorted { left, right in
+            left.tuple != right.tuple ? left.tuple.lexicographicallyPrecedes(right.tuple) : left.key.lexicographicallyPrecedes(right.key)
+        }
+        if query.descending { sorted.reverse() }
+        var page = IndexQuery.Page(query)
+        for match in sorted {
+            guard match.key.withBytes({ page.take($0) }) else { break }
+        }
+        return page.keys
+    }
+
+    /// Calls `visit` with the tuple and record key of each entry of `index` in `query`'s ranges,
+    /// in its order, until `visit` returns false. An entry whose key was truncated is compared by
+    /// the whole tuple, recomputed from its record.
+    func scan(
+        _ index: StoredIndex, _ query: IndexQuery, in transaction: Transaction,
+        _ visit: (_ tuple: [UInt8], _ recordKey: UnsafeRawBufferPointer) throws(DatabaseError) -> Bool
+    ) throws(DatabaseError) {
+        guard let entries else { return }
+        let prefix = index.keyPrefix
+        let maxKeySize = environment.maxKeySize
+        let ranges = query.ranges.isEmpty ? [IndexRange(lower: nil, upper: nil)] : query.ranges
+        try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+            for range in query.descending ? ranges.reversed() : ranges {
+                var entry = try start(range, prefix: prefix, descending: query.descending, cursor)
+                while let current = entry, current.key.starts(with: prefix) {
+                    let keyTuple = UnsafeRawBufferPointer(rebasing: current.key[prefix.count...])
+                    if StoredIndex.isTruncated(current.key, maxKeySize: maxKeySize) {
+                        for tuple in try wholeTuples(of: current, index, in: transaction) where tuple.withBytes({ range.contains($0) }) {
+                            guard try visit(tuple, current.value) else { return }
+                        }
+                    } else {
+                        // Past the range's far end: the range is done.
+                        if query.descending ? !range.isAboveLower(keyTuple) : !range.isBelowUpper(keyTuple) { break }
+                        if range.contains(keyTuple) {
+                            guard try visit(Array(keyTuple), current.value) else { return }
+                        }
+                    }
+                    entry = try cursor.get(query.descending ? .previous : .next)
+                }
+            }
+        }
+    }
+
+    /// Positions the cursor at the first entry of `range` in the scan's direction.
+    private func start(
+        _ range: IndexRange, prefix: [UInt8], descending: Bool, _ cursor: Cursor
+    ) throws(DatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        // A seek key is at most as long as a truncated entry key's unhashed part: a longer one
+        // is cut there, which seeks no further than the entries it stands for.
+        let seekLength = environment.maxKeySize - 32  // a SHA-256 digest
+        if !descending {
+            let from = Array((prefix + (range.lower?.bytes ?? [])).prefix(seekLength))
+            return try from.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }
+        }
+        // The first key past the range's upper end, then one step back.
+        let past: [UInt8]?
+        if let upper = range.upper {
+            let bound = prefix + upper.bytes
+            past = upper.inclusive || bound.count > seekLength ? Self.successor(of: Array(bound.prefix(seekLength))) : bound
+        } else {
+            past = Self.successor(of: prefix)
+        }
+        if let past, let found = try past.withBytes({ key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }) {
+            _ = found
+            return try cursor.get(.previous)
+        }
+        return try cursor.get(.last)
+    }
+
+    /// The smallest byte string greater than every string that starts with `bytes`; nil when none is.
+    static func successor(of bytes: [UInt8]) -> [UInt8]? {
+        var bytes = bytes
+        while let last = bytes.last {
+            if last < 0xFF {
+                bytes[bytes.count - 1] = last + 1
+                return bytes
+            }
+            bytes.removeLast()
+        }
+        return nil
+    }
+
+    /// The whole tuples of the record an entry with a truncated key names, that truncate to that key.
+    private func wholeTuples(
+        of entry: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer), _ index: StoredIndex, in transaction: Transaction
+    ) throws(DatabaseError) -> [[UInt8]] {
+        guard let value = try transaction.get(records, entry.value),
+              let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return [] }
+        let maxKeySize = environment.maxKeySize
+        return index.definition.tuples(of: EncodedObject(bytes: stored.json, owner: nil)).filter { tuple in
+            index.entryKey(tuple, maxKeySize: maxKeySize).withBytes { $0.hasSameBytes(as: entry.key) }
+        }
+    }
+
+    /// The number of records `query` selects (its offset and limit applied), without reading
+    /// them, except those whose entry keys were truncated.
+    func count(matching query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> Int {
+        try recordKeys(matching: query, in: transaction).count
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+
+// Secondary indexes' upkeep: every write changes a record's entries in the same transaction
+// as the record (see `StoredIndex` for the layout). Invariant: each record of a class with
+// stored indexes has exactly the entries `IndexDefinition.tuples` gives for its stored bytes in
+// each of them, and every entry names such a record (`verify` checks it).
+extension RecordStore {
+    /// The stored indexes by class name, as `transaction` sees them.
+    package func storedIndexes(in transaction: Transaction) throws(DatabaseError) -> [String: [StoredIndex]] {
+        try indexCatalog.indexes(self, in: transaction)
+    }
+
+    /// The stored index of `className` named `name`, if any.
+    package func storedIndex(className: String, name: String, in transaction: Transaction) throws(DatabaseError) -> StoredIndex? {
+        guard let indexes else { return nil }
+        return try StoredIndex.catalogKey(className: className, name: name).withBytes { key throws(DatabaseError) in
+            try transaction.get(indexes, key).flatMap { StoredIndex(key: key, value: $0) }
+        }
+    }
+
+    // MARK: Entries of one record
+
+    /// The entry keys a stored value has in `index`; none when the value cannot be parsed.
+    func entryKeys(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [[UInt8]] {
+        entries(ofValue: value, in: index).map(\.key)
+    }
+
+    /// `entryKeys`, each with whether a unique index holds it to being the only one (not when a
+    /// field of it is missing).
+    func entries(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)] {
+        guard let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return [] }
+        let object = EncodedObject(bytes: stored.json, owner: nil)
+        let maxKeySize = environment.maxKeySize
+        return index.definition.entries(of: object).map { entry in
+            (index.entryKey(entry.tuple, maxKeySize: maxKeySize), index.definition.isUnique && !entry.hasMissing)
+        }
+    }
+
+    /// Adds the entries of the value `value` of the record under `recordKey`, refusing a second
+    /// record under a key of a unique index.
+    func addEntries(ofValue value: UnsafeRawBufferPointer, of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+        try addEntries(entries(ofValue: value, in: index), of: index, record: recordKey, in: transaction)
+    }
+
+    /// Adds `entries` for the record under `recordKey`, refusing a second record under a key of
+    /// a unique index.
+    func addEntries(_ newEntries: [(key: [UInt8], isUnique: Bool)], of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+        guard let entries else { return }
+        for (key, isUnique) in newEntries {
+            try key.withBytes { key throws(DatabaseError) in
+                if isUnique {
+                    try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+                        guard var entry = try cursor.get(.key, key: key) else { return }
+                        while true {
+                            if !entry.value.hasSameBytes(as: recordKey) {
+                                throw .uniqueIndexViolation(
+                                    className: index.className, index: index.definition.name,
+                                    ids: [try recordID(entry.value, in: transaction), try recordID(recordKey, in: transaction)])
+                            }
+                            guard let next = try cursor.get(.nextDuplicate) else { return }
+                            entry = next
+                        }
+                    }
+                }
+                _ = try transaction.put(entries, key, recordKey, mode: .keepExistingPair)
+            }
+        }
+    }
+
+    /// Removes `keys` of the record under `recordKey`.
+    func removeEntries(_ keys: [[UInt8]], record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+        guard let entries else { return }
+        for key in keys {
+            _ = try key.withBytes { key throws(DatabaseError) in try transaction.delete(entries, key, value: recordKey) }
+        }
+    }
+
+    /// Removes every entry of `indexes` naming `recordKey`, whatever its key: for a record whose
+    /// stored bytes cannot be parsed. Walks the indexes, so only that rare path uses it.
+    func removeAllEntries(record recordKey: UnsafeRawBufferPointer, of indexes: [StoredIndex], in transaction: Transaction) throws(DatabaseError) {
+        guard let entries, !indexes.isEmpty else { return }
+        let prefixes = indexes.map(\.keyPrefix)
+        try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+            var entry = try cursor.get(.first)
+            while let current = entry {
+                if current.value.hasSameBytes(as: recordKey), prefixes.contains(where: { current.key.starts(with: $0) }) {
+                    try cursor.deleteCurrent()
+                    entry = try cursor.get(.next)  // After a delete, the pair that moved under the cursor.
+                } else {
+                    entry = try cursor.get(.next)
+                }
+            }
+        }
+    }
+
+    /// The record id under `recordKey`: the key itself, or for a hashed key the id its value keeps.
+    func recordID(_ recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) -> String {
+        guard recordKey.first == StorageKey.hashMarker else { return String(decoding: recordKey, as: UTF8.self) }
+        guard let value = try transaction.get(records, recordKey), let stored = try? RecordValue(parsing: value) else {
+            return RecordDecoding.displayID(recordKey)
+        }
+        return stored.id(key: recordKey)
+    }
+
+    // MARK: Whole indexes
+
+    /// Deletes every entry of `index`.
+    func dropEntries(of index: StoredIndex, in transaction: Transaction) throws(DatabaseError) {
+        guard let entries else { return }
+        let prefix = index.keyPrefix
+        try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+            var entry = try prefix.withBytes { prefix throws(DatabaseError) in try cursor.get(.keyAtLeast, key: prefix) }
+            while let current = entry, current.key.starts(with: prefix) {
+                try cursor.deleteCurrent()
+                entry = try cursor.get(.next)  // After a delete, the pair that moved under the cursor.
+            }
+        }
+    }
+
+    /// Stores each definition of `className` not stored yet and builds it from the records
+    /// stored as `className`. Returns the number of indexes made.
+    /// - Throws: `uniqueIndexViolation` when two records have one value in a unique index (the
+    ///   transaction is abandoned: nothing is stored).
+    func define(_ definitions: [IndexDefinition], className: String, in transaction: Transaction) throws(DatabaseError) -> Int {
+        guard let indexes else { throw .readOnly }
+        var made = 0
+        for definition in definitions {
+            let catalogKey = StoredIndex.catalogKey(className: className, name: definition.name)
+            let exists = try catalogKey.withBytes { key throws(DatabaseError) in try transaction.get(indexes, key) != nil }
+            if exists { continue }
+            let index = StoredIndex(number: try nextIndexNumber(in: transaction), className: className, definition: definition)
+            try Self.write(index.catalogValue, at: catalogKey, indexes, in: transaction)
+            try build(index, in: transaction)
+            made += 1
+        }
+        if made > 0 { try catalogChanged(in: transaction) }
+        return made
+    }
+
+    /// Removes the index of `className` named `name` and its entries; false when there is none.
+    func dropIndex(className: String, name: String, in transaction: Transaction) throws(DatabaseError) -> Bool {
+        guard let indexes, let index = try storedIndex(className: className, name: name, in: transaction) else { return false }
+        try dropEntries(of: index, in: transaction)
+        _ = try StoredIndex.catalogKey(className: className, name: name).withBytes { key throws(DatabaseError) in
+            try transaction.delete(indexes, key)
+        }
+        try catalogChanged(in: transaction)
+        return true
+    }
+
+    /// Adds the entries of every record stored as `index.className`.
+    private func build(_ index: StoredIndex, in transaction: Transaction) throws(DatabaseError) {
+        let classKey = StorageKey(index.className, maxKeySize: environment.maxKeySize)
+        var recordKeys: [[UInt8]] = []
+        try transaction.withCursor(types) { cursor throws(DatabaseError) in
+            try classKey.withBytes { classBytes throws(DatabaseError) in
+                try cursor.forEachDuplicate(of: classBytes) { recordKeys.append(Array($0)) }
+            }
+        }
+        for recordKey in recordKeys {
+            try recordKey.withBytes { recordKey throws(DatabaseError) in
+                guard let value = try transaction.get(records, recordKey) else { return }
+                try addEntries(ofValue: value, of: index, record: recordKey, in: transaction)
+            }
+        }
+    }
+
+    private func nextIndexNumber(in transaction: Transaction) throws(DatabaseError) -> UInt32 {
+        let counterKey = Array("indexes.next".utf8)
+        let stored = try Self.read(counterKey, meta, in: transaction)
+        let number = stored.map { $0.reduce(UInt32(0)) { $0 << 8 | UInt32($1) } } ?? 1
+        guard number < UInt32.max else { throw .storage(operation: "define index", code: 0, message: "no index numbers left") }
+        try Self.write(withUnsafeBytes(of: (number + 1).bigEndian, Array.init), at: counterKey, meta, in: transaction)
+        return number
+    }
+
+    /// Gives the catalog a new version, and the database the layout with indexes.
+    private func catalogChanged(in transaction: Transaction) throws(DatabaseError) {
+        var version = [UInt8](repeating: 0, count: 16)
+        withUnsafeBytes(of: UUID().uuid) { version = Array($0) }
+        try Self.write(version, at: IndexCatalog.versionKey, meta, in: transaction)
+        try Self.write([Self.indexedLayoutVersion], at: Array("format".utf8), meta, in: transaction)
+    }
+}

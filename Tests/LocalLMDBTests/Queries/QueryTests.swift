@@ -1,0 +1,248 @@
+import Foundation
+@testable import LocalLMDB
+@testable import LocalLMDBEngine
+@testable import LocalLMDBJSON
+@testable import LocalLMDBLMDB
+@testable import LocalLMDBStore
+import LocalLMDBTestSupport
+import Testing
+
+/// A hand-written model with every kind of index.
+final class Customer: Storable {
+    static let indexes: [Index] = [
+        .on("email", unique: true), .on("address.city", "age"), .each("tags"), .on(.date("joined")), .on("score"),
+    ]
+
+    let name: String
+    let email: String?
+    let age: Int?
+    let city: String?
+    let tags: [String]
+    let joined: Date?
+    let score: Double?
+
+    init(name: String, email: String? = nil, age: Int? = nil, city: String? = nil, tags: [String] = [], joined: Date? = nil, score: Double? = nil) {
+        (self.name, self.email, self.age, self.city, self.tags, self.joined, self.score) = (name, email, age, city, tags, joined, score)
+    }
+
+    required init(dataObject: DataObject) {
+        name = dataObject.get("name")
+        email = dataObject.get("email")
+        age = dataObject.get("age")
+        city = dataObject.getObjectOptional("address", type: Address.self)?.city
+        tags = dataObject.get("tags")
+        joined = dataObject.get("joined")
+        score = dataObject.get("score")
+    }
+
+    func toDataObject() -> DataObject {
+        let object = DataObject(self).add(key: "name", value: name).add(key: "tags", value: tags)
+        if let email { object.add(key: "email", value: email) }
+        if let age { object.add(key: "age", value: age) }
+        if let city { object.add(key: "address", value: Address(city: city)) }
+        if let joined { object.add(key: "joined", value: joined) }
+        if let score { object.add(key: "score", value: score) }
+        return object
+    }
+}
+
+final class Address: Storable {
+    let city: String
+    init(city: String) { self.city = city }
+    required init(dataObject: DataObject) { city = dataObject.get("city") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "city", value: city) }
+}
+
+/// A `Codable` model: the same declarations name its coding keys.
+struct Product: Codable, Persistable, Equatable {
+    static let indexes: [Index] = [.on("price"), .on("sku", unique: true), .on("name")]
+    var sku: String
+    var name: String
+    var price: Decimal
+}
+
+@Suite("Queries and indexes")
+struct QueryTests {
+    static func customers() -> [Record<Customer>] {
+        let base = Date(timeIntervalSince1970: 1_700_000_000)
+        return [
+            Record(id: "c1", data: Customer(name: "Ada", email: "ada@x", age: 36, city: "London", tags: ["math", "code"], joined: base, score: 9.5)),
+            Record(id: "c2", data: Customer(name: "Alan", email: "alan@x", age: 41, city: "London", tags: ["code"], joined: base.addingTimeInterval(-86_400 * 400), score: -2)),
+            Record(id: "c3", data: Customer(name: "Grace", email: "grace@x", age: 85, city: "New York", tags: ["navy", "code"], joined: base.addingTimeInterval(0.0005), score: 0)),
+            Record(id: "c4", data: Customer(name: "Edsger", age: 72, city: "Austin", tags: [], score: .infinity)),
+            Record(id: "c5", data: Customer(name: "Barbara", email: "barbara@x", city: "Boston", joined: Date(timeIntervalSince1970: -1e10), score: -.infinity)),
+            Record(id: "c6", data: Customer(name: "Ken", email: "ken@x", age: 36, city: "London", tags: ["unix", "code", "unix"])),
+        ]
+    }
+
+    @Test func equalityRangeAndOrderOnACompoundIndex() async throws {
+        try await withDatabase { database, _ in
+            #expect(try await database.write(contentsOf: Self.customers()) == 6)
+            let london = try await database.read(Query(Customer.self).filter("address.city", .equals("London")).sorted(by: "age"))
+            #expect(london.map(\.name) == ["Ada", "Ken", "Alan"])
+            let older = try await database.read(Query(Customer.self).filter("address.city", .equals("London")).filter("age", .greaterThan(36)))
+            #expect(older.map(\.name) == ["Alan"])
+            let between = try await database.readIDs(Query(Customer.self).filter("address.city", .isIn(["London", "Austin"])).filter("age", .between(36, 72)))
+            #expect(between == ["c4", "c1", "c6", "c2"])  // Austin first (city order), then London by age, then id
+            let descending = try await database.read(Query(Customer.self).filter("address.city", .equals("London")).sorted(by: "age", descending: true).limit(2))
+            #expect(descending.map(\.name) == ["Alan", "Ken"])
+            #expect(try await database.count(Query(Customer.self).filter("address.city", .equals("London"))) == 3)
+            #expect(try await database.count(Query(Customer.self).filter("address.city", .hasPrefix("New"))) == 1)
+            #expect(try await database.exists(Query(Customer.self).filter("address.city", .equals("Paris"))) == false)
+            let page2 = try await database.read(Query(Customer.self).sorted(by: "address.city").offset(2).limit(2))
+            #expect(page2.map(\.name) == ["Ada", "Ken"])  // Austin, Boston, then London by age, then id
+        }
+    }
+
+    @Test func numbersCompareByValueAcrossKinds() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            let scores = try await database.read(Query(Customer.self).sorted(by: "score")).map(\.name)
+            // Missing first, then -∞, negatives, zero, positives, +∞.
+            #expect(scores == ["Ken", "Barbara", "Alan", "Grace", "Ada", "Edsger"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("score", .lessThan(0))) == ["c5", "c2"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("score", .equals(0.0))) == ["c3"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("score", .equals(-0.0))) == ["c3"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("score", .isNil)) == ["c6"])
+        }
+    }
+
+    @Test func datesCompareChronologically() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            let byDate = try await database.read(Query(Customer.self).filter("joined", .atLeast(Date(timeIntervalSince1970: -2e10))).sorted(by: "joined"))
+            #expect(byDate.map(\.name) == ["Barbara", "Alan", "Ada", "Grace"])
+            let after = try await database.readIDs(Query(Customer.self).filter("joined", .greaterThan(Date(timeIntervalSince1970: 1_700_000_000))))
+            #expect(after == ["c3"])  // half a millisecond later
+        }
+    }
+
+    @Test func multiEntryIndexFindsEachElementOnce() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            #expect(try await database.readIDs(Query(Customer.self).filter("tags", .equals("code"))) == ["c1", "c2", "c3", "c6"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("tags", .isIn(["unix", "math"]))) == ["c1", "c6"])
+            #expect(try await database.count(Query(Customer.self).filter("tags", .isIn(["code", "unix"]))) == 4)
+        }
+    }
+
+    @Test func aUniqueIndexRefusesASecondRecordAndStoresNothingOfTheBatch() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            await expectError({ $0 == .uniqueIndexViolation(className: "Customer", index: "email unique", ids: ["c1", "d2"]) }) {
+                _ = try await database.write(contentsOf: [
+                    Record(id: "d1", data: Customer(name: "New", email: "new@x")),
+                    Record(id: "d2", data: Customer(name: "Copy", email: "ada@x")),
+                ])
+            }
+            #expect(try await database.count(Customer.self) == 6)
+            let ada: Customer? = try await database.read(id: "c1")
+            #expect(ada?.email == "ada@x")
+            // Rewriting the holder with its own value is no violation; moving the value is.
+            #expect(try await database.write(Record(id: "c1", data: Customer(name: "Ada L.", email: "ada@x"))))
+            #expect(try await database.write(Record(id: "c1", data: Customer(name: "Ada", email: "ada2@x"))))
+            #expect(try await database.write(Record(id: "d2", data: Customer(name: "Copy", email: "ada@x"))))
+            #expect(try await database.readIDs(Query(Customer.self).filter("email", .equals("ada@x"))) == ["d2"])
+        }
+    }
+
+    @Test func everyWritePathKeepsTheIndexesExact() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            let londoners = Query(Customer.self).filter("address.city", .equals("London"))
+            // Update that moves a record between values; delete; a class change.
+            _ = try await database.write(Record(id: "c1", data: Customer(name: "Ada", email: "ada@x", age: 36, city: "Paris")))
+            #expect(try await database.readIDs(londoners) == ["c6", "c2"])
+            #expect(try await database.delete(id: "c6"))
+            #expect(try await database.readIDs(londoners) == ["c2"])
+            _ = try await database.write(Record(id: "c2", data: Note(text: "no longer a customer")))
+            #expect(try await database.readIDs(londoners).isEmpty)
+            // A rolled-back transaction leaves them as they were; a committed one changes them.
+            try await database.startTransaction()
+            _ = try await database.write(Record(id: "t1", data: Customer(name: "T", city: "London")))
+            #expect(try await database.readIDs(londoners) == ["t1"])  // read your writes
+            try await database.rollbackTransaction()
+            #expect(try await database.readIDs(londoners).isEmpty)
+            try await database.startTransaction()
+            _ = try await database.write(Record(id: "t1", data: Customer(name: "T", city: "London")))
+            try await database.commitTransaction()
+            #expect(try await database.readIDs(londoners) == ["t1"])
+            // Deleting the type, and clearing, empty them; the definitions stay.
+            #expect(try await database.delete(Customer.self) == 5)
+            #expect(try await database.count(Query(Customer.self).filter("tags", .equals("code"))) == 0)
+            _ = try await database.write(contentsOf: Self.customers())
+            #expect(try await database.count(londoners) == 3)
+            _ = try await database.clearDatabase()
+            #expect(try await database.count(londoners) == 0)
+            _ = try await database.write(contentsOf: Self.customers())
+            #expect(try await database.count(londoners) == 3)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @Test func writesThatDoNotDeclareTheIndexesKeepThemExact() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            #expect(try await database.count(Query(Customer.self).filter("address.city", .equals("London"))) == 3)
+            // As another process whose code declares no index would: straight to the engine.
+            let maxKeySize = database.engine.maxKeySize
+            _ = try await database.engine.perform(
+                RecordEncoding.put(Record(id: "x", data: Customer(name: "X", email: "x@x", city: "London")), maxKeySize: maxKeySize))
+            _ = try await database.engine.perform(.delete(StorageKey("c1", maxKeySize: maxKeySize)))
+            #expect(try await database.readIDs(Query(Customer.self).filter("address.city", .equals("London")).sorted(by: "age")) == ["x", "c6", "c2"])
+        }
+    }
+
+    @Test func anIndexAddedToExistingRecordsIsBuilt() async throws {
+        try await withDatabase { database, _ in
+            // Written as a type with no index declared, under the class name Product's records use.
+            _ = try await database.write(contentsOf: (0..<50).map { Record(id: "p\($0)", data: Product(sku: "s\($0)", name: "n\($0 % 5)", price: Decimal($0) / 4)) })
+            let cheap = try await database.read(Query(Product.self).filter("price", .lessThan(Decimal(1))).sorted(by: "price", descending: true))
+            #expect(cheap.map(\.sku) == ["s3", "s2", "s1", "s0"])
+            #expect(try await database.count(Query(Product.self).filter("name", .equals("n2"))) == 10)
+        }
+    }
+
+    @Test func queriesWithoutAnIndexScanWithTheSameResults() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: Self.customers())
+            let byName = try await database.readIDs(Query(Customer.self).filter("name", .hasPrefix("A")).sorted(by: "name"))
+            #expect(byName == ["c1", "c2"])
+            await expectError({ if case .invalidQuery = $0 { true } else { false } }) {
+                _ = try await database.read(Query(Customer.self).filter("age", .greaterThan(1)).filter("score", .lessThan(3)))
+            }
+            let all = try await database.readIDs(Query(Customer.self))
+            #expect(all == ["c1", "c2", "c3", "c4", "c5", "c6"])
+        }
+    }
+
+    @Test func theSynchronousFaceQueriesToo() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try SerializationDatabase(directory: directory.appendingPathComponent("db"))
+            #expect(database.write(contentsOf: Self.customers()) == 6)
+            #expect(database.readIDs(Query(Customer.self).filter("tags", .equals("code"))) == ["c1", "c2", "c3", "c6"])
+            #expect(database.count(Query(Customer.self).filter("age", .atMost(40))) == 2)  // age is second in its index: a scan
+            #expect(database.first(Query(Customer.self).sorted(by: "address.city"))?.name == "Edsger")
+            #expect(!database.write(Record(id: "z", data: Customer(name: "Z", email: "ken@x"))))
+            #expect(database.lastError == .uniqueIndexViolation(className: "Customer", index: "email unique", ids: ["c6", "z"]))
+        }
+    }
+
+    @Test func longValuesAreIndexedExactly() async throws {
+        try await withDatabase { database, _ in
+            let long = String(repeating: "x", count: 600)
+            _ = try await database.write(contentsOf: [
+                Record(id: "a", data: Customer(name: "A", email: long + "a")),
+                Record(id: "b", data: Customer(name: "B", email: long + "b")),
+                Record(id: "c", data: Customer(name: "C", email: long)),
+            ])
+            #expect(try await database.readIDs(Query(Customer.self).filter("email", .equals(long + "b"))) == ["b"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("email", .equals(long))) == ["c"])
+            #expect(try await database.count(Query(Customer.self).filter("email", .hasPrefix(long))) == 3)
+            #expect(try await database.count(Query(Customer.self).filter("email", .greaterThan(long))) == 2)
+            await expectError({ if case .uniqueIndexViolation = $0 { true } else { false } }) {
+                _ = try await database.write(Record(id: "d", data: Customer(name: "D", email: long + "a")))
+            }
+        }
+    }
+}
