@@ -48,6 +48,7 @@ public struct IndexField: Sendable, Hashable, ExpressibleByStringLiteral {
         field = IndexDefinition.Field(path: path.split(separator: ".", omittingEmptySubsequences: false).map(String.init), kind: .automatic)
     }
 
+    /// The field at `path`, written as a string literal: `"address.city"`.
     public init(stringLiteral path: String) {
         self.init(path)
     }
