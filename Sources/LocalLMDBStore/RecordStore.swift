@@ -269,6 +269,10 @@ import Foundation
             return try define(definitions, className: className, in: transaction)
         case let .dropIndex(className, name):
             return try dropIndex(className: className, name: name, in: transaction) ? 1 : 0
+        case let .setMember(keys, classNames, member, json):
+            let patched = try patched(keys, classNames: classNames, member: member, json: json, in: transaction)
+            guard !patched.isEmpty else { return 0 }
+            return try apply(.put(patched, classes: []), in: transaction, changes: &changes)
         }
     }
 

@@ -19,6 +19,10 @@ package enum WriteOperation: Sendable {
     case defineIndexes(className: String, [IndexDefinition])
     /// Remove the index of the class name with this name, and its entries.
     case dropIndex(className: String, name: String)
+    /// Set the top-level member `member` of each record under `keys` stored as one of
+    /// `classNames` to the JSON value `json`, in the stored bytes (the model is not decoded:
+    /// fields its code does not know are kept). Records of other classes are left alone.
+    case setMember(keys: [StorageKey], classNames: [String], member: String, json: [UInt8])
 }
 
 extension WriteOperation {

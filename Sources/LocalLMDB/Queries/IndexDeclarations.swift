@@ -18,13 +18,22 @@ enum IndexDeclarations {
 
     private static let stored = Locked<Set<Key>>([])
 
+    /// The index of a `Syncable` type's status.
+    static let syncStatusIndex = IndexDefinition(fields: [.init(path: ["syncStatus"], kind: .automatic)], isUnique: false, isMultiEntry: false)
+
+    /// The indexes of `T`: those it declares, and for a `Syncable` type its status's.
+    static func declared<T: Persistable>(_ type: T.Type) -> [IndexDefinition] {
+        let declared = T.indexes.map(\.definition)
+        guard type is any Syncable.Type, !declared.contains(syncStatusIndex) else { return declared }
+        return declared + [syncStatusIndex]
+    }
+
     /// The operations that store `T`'s indexes; none when they are stored or it declares none.
     private static func pending<T: Persistable>(_ type: T.Type, _ engine: FaceEngine) -> (Key, [WriteOperation])? {
-        let indexes = T.indexes
-        guard !indexes.isEmpty else { return nil }
+        guard !T.indexes.isEmpty || type is any Syncable.Type else { return nil }
         let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
         if stored.withLock({ $0.contains(key) }) { return nil }
-        let definitions = indexes.map(\.definition)
+        let definitions = declared(type)
         return (key, RecordEncoding.classNames(type).map { WriteOperation.defineIndexes(className: $0, definitions) })
     }
 

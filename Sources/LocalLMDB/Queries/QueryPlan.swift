@@ -24,7 +24,7 @@ enum QueryPlan {
             }
         }
         // With no condition and no order, records come by id: no declared index is wanted.
-        let declared = byField.isEmpty && query.order == nil ? [] : T.indexes.map(\.definition)
+        let declared = byField.isEmpty && query.order == nil ? [] : IndexDeclarations.declared(T.self)
         for definition in declared {
             if let ranges = try ranges(serving: byField, order: query.order, with: definition) {
                 return IndexQuery(
