@@ -98,7 +98,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
 
     let source: Result<FaceEngine, DatabaseError>
     /// What to read, or why it cannot be read (an empty id).
-    let read: Result<any SnapshotRead<Value>, DatabaseError>
+    let read: Result<any SnapshotRead<Observed<Value>>, DatabaseError>
     let isRelevant: @Sendable (LoggedChange) -> Bool
 
     /// An iterator whose first element is the current value.
@@ -117,6 +117,9 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
         private var token: LogPosition?
         /// The notifier's version before the last read of the log.
         private var seen: UInt64 = 0
+        /// The digest of the last value, for reads that give one: a value read again with the
+        /// same digest is not given again.
+        private var digest: UInt64?
 
         init(observation: DatabaseObservation<Value>) {
             self.observation = observation
@@ -135,7 +138,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
         private mutating func following(isolation actor: isolated (any Actor)?) async throws(DatabaseError) -> Value? {
             let engine = try observation.source.get()
             guard let subscription, !Task.isCancelled else { return nil }
-            guard var token else { return try await read(engine, subscription) }
+            guard var token else { return try await read(engine, subscription, unlessUnchanged: false) }
             while true {
                 guard await subscription.notifier.wait(after: seen), !Task.isCancelled else { return nil }
                 seen = subscription.notifier.version
@@ -150,7 +153,7 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
                     guard case .changesUnavailable = error else { throw error }
                     changed = true
                 }
-                if changed { return try await read(engine, subscription) }
+                if changed, let value = try await read(engine, subscription, unlessUnchanged: true) { return value }
             }
         }
 
@@ -158,12 +161,33 @@ public struct DatabaseObservation<Value>: AsyncSequence, Sendable {
             try await next(isolation: nil)
         }
 
-        private nonisolated(nonsending) mutating func read(_ engine: FaceEngine, _ subscription: ChangeSubscription) async throws(DatabaseError) -> Value {
+        /// The value now; nil when `unlessUnchanged` and its digest is the last one's.
+        private nonisolated(nonsending) mutating func read(
+            _ engine: FaceEngine, _ subscription: ChangeSubscription, unlessUnchanged: Bool
+        ) async throws(DatabaseError) -> Value? {
             seen = subscription.notifier.version
             let read = try observation.read.get()
-            let (value, token) = try await engine.readWithToken(read)
+            let (observed, token) = try await engine.readWithToken(read)
             self.token = token
-            return value
+            if unlessUnchanged, let new = observed.digest, new == digest { return nil }
+            digest = observed.digest
+            return observed.value
         }
+    }
+}
+
+/// A value an observation read, and a digest of what it was read from when the read gives one
+/// (equal digests: the same value).
+struct Observed<Value> {
+    let value: Value
+    let digest: UInt64?
+}
+
+/// A read whose values an observation gives after every relevant commit, as they are.
+struct EveryValue<Read: SnapshotRead>: SnapshotRead {
+    let read: Read
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Observed<Read.Value> {
+        Observed(value: try read.snapshot(snapshot), digest: nil)
     }
 }

@@ -68,6 +68,12 @@ extension LocalDatabase {
         LiveQuery(observeAll(type), initial: [])
     }
 
+    /// The records `query` selects, kept up to date on the main actor (see `LiveQuery`).
+    @MainActor
+    public func liveQuery<T: Persistable>(_ query: Query<T>) -> LiveQuery<[T]> {
+        LiveQuery(observe(query), initial: [])
+    }
+
     /// The object stored under `id`, kept up to date on the main actor (see `LiveQuery`).
     @MainActor
     public func liveObject<T: Persistable>(_ type: T.Type, id: String) -> LiveQuery<T?> {

@@ -61,4 +61,15 @@ extension LocalDatabase {
     public nonisolated func observeAll<T: Persistable>(_ type: T.Type) -> DatabaseObservation<[T]> {
         Observations.all(type, source: .success(engine))
     }
+
+    /// The records `query` selects, then again after each commit (of any process or database
+    /// value) that changed them: the records selected, their order, or their contents. See
+    /// `DatabaseObservation`.
+    ///
+    /// ```swift
+    /// for try await page in database.observe(Query(Order.self).filter("status", .equals("open")).limit(20)) { show(page) }
+    /// ```
+    public nonisolated func observe<T: Persistable>(_ query: Query<T>) -> DatabaseObservation<[T]> {
+        Observations.query(query, source: .success(engine))
+    }
 }

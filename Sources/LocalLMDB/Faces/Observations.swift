@@ -23,14 +23,47 @@ struct ObservedReadByID<T: Persistable>: SnapshotRead {
 enum Observations {
     static func object<T: Persistable>(_ type: T.Type, id: String, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<T?> {
         let read = source.flatMap { engine in
-            Result { () throws(DatabaseError) -> any SnapshotRead<T?> in ObservedReadByID(read: try ReadByID<T>(id, maxKeySize: engine.maxKeySize)) }
+            Result { () throws(DatabaseError) -> any SnapshotRead<Observed<T?>> in
+                EveryValue(read: ObservedReadByID(read: try ReadByID<T>(id, maxKeySize: engine.maxKeySize)))
+            }
         }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(id: id) })
     }
 
     static func all<T: Persistable>(_ type: T.Type, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<[T]> {
         let classNames = RecordEncoding.classNames(type)
-        let read = source.map { engine -> any SnapshotRead<[T]> in ReadAll<T>(maxKeySize: engine.maxKeySize) }
+        let read = source.map { engine -> any SnapshotRead<Observed<[T]>> in EveryValue(read: ReadAll<T>(maxKeySize: engine.maxKeySize)) }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(classNames: classNames) })
+    }
+
+    /// A query's results, given again only when a commit changed them (the records selected,
+    /// their order, or their stored bytes).
+    static func query<T: Persistable>(_ query: Query<T>, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<[T]> {
+        let classNames = RecordEncoding.classNames(T.self)
+        let read = Result { () throws(DatabaseError) -> any SnapshotRead<Observed<[T]>> in
+            ObservedQuery<T>(read: ReadQuery(query: try QueryPlan.indexQuery(query)))
+        }
+        return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(classNames: classNames) })
+    }
+}
+
+/// A query's results with a digest of the records they were read from: their keys and stored
+/// bytes, in order.
+struct ObservedQuery<T: Persistable>: SnapshotRead {
+    let read: ReadQuery<T>
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Observed<[T]> {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        var digest: UInt64 = 0
+        let scratch = ReadScratch.current
+        let value = try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
+            try snapshot.records(matching: read.query) { stored, id throws(DatabaseError) in
+                let recordID = id()
+                digest = recordID.utf8.withContiguousStorageIfAvailable { RecordChecksum.of(UnsafeRawBufferPointer($0), after: digest) } ?? digest
+                digest = RecordChecksum.of(stored.object.extent, after: digest)
+                return try scratch.restore(T.self, from: stored.object, id: recordID, storedName: stored.className)
+            }
+        }
+        return Observed(value: value, digest: digest)
     }
 }

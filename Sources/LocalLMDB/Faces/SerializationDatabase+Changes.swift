@@ -41,4 +41,10 @@ extension SerializationDatabase {
     public func observeAll<T: Persistable>(_ type: T.Type) -> DatabaseObservation<[T]> {
         Observations.all(type, source: opened)
     }
+
+    /// The records `query` selects, then again after each commit that changed them (see
+    /// `LocalDatabase.observe(_:)`).
+    public func observe<T: Persistable>(_ query: Query<T>) -> DatabaseObservation<[T]> {
+        Observations.query(query, source: opened)
+    }
 }

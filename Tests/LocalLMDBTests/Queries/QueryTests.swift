@@ -246,3 +246,23 @@ struct QueryTests {
         }
     }
 }
+
+@Suite("Live queries")
+struct LiveQueryTests {
+    @Test func aQueryIsObservedAndGivenAgainOnlyWhenItsResultsChange() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: QueryTests.customers())
+            let query = Query(Customer.self).filter("address.city", .equals("London")).sorted(by: "age").limit(2)
+            var results = database.observe(query).makeAsyncIterator()
+            #expect(try await results.next()?.map(\.name) == ["Ada", "Ken"])
+            // Commits that leave the page as it was are not given: the next value is the change.
+            try await database.write(Record(id: "p1", data: Customer(name: "Pat", city: "Paris")))
+            try await database.write(Record(id: "c2", data: Customer(name: "Alan", email: "alan@x", age: 41, city: "London")))
+            try await database.write(Record(id: "y", data: Customer(name: "Young", age: 20, city: "London")))
+            #expect(try await results.next()?.map(\.name) == ["Young", "Ada"])
+            // A change of contents alone is a change.
+            try await database.write(Record(id: "y", data: Customer(name: "Younger", age: 20, city: "London")))
+            #expect(try await results.next()?.map(\.name) == ["Younger", "Ada"])
+        }
+    }
+}
