@@ -18,6 +18,8 @@ import LocalLMDBJSON
     package var descending: Bool
     package var offset: Int
     package var limit: Int?
+    /// Where the results start: after this position, in the query's order (keyset paging).
+    package var after: IndexCursor?
 
     package init(classNames: [String], definition: IndexDefinition, ranges: [IndexRange], descending: Bool, offset: Int, limit: Int?) {
         self.classNames = classNames
@@ -28,7 +30,70 @@ import LocalLMDBJSON
         self.limit = limit
     }
 
-    /// Whether `tuple` is wanted.
+    /// Whether an entry comes after `after` in the query's order.
+    func isPastCursor(_ tuple: UnsafeRawBufferPointer, _ recordKey: UnsafeRawBufferPointer) -> Bool {
+        guard let after else { return true }
+        let order: Bool
+        if !tuple.elementsEqual(after.tuple) {
+            order = after.tuple.lexicographicallyPrecedes(tuple)
+        } else if !recordKey.elementsEqual(after.recordKey) {
+            order = after.recordKey.lexicographicallyPrecedes(recordKey)
+        } else {
+            return false
+        }
+        return order != descending
+    }
+
+    /// `ranges`, cut where the cursor is: the scan starts there rather than skipping up to it.
+    var rangesAfterCursor: [IndexRange] {
+        let ranges = self.ranges.isEmpty ? [IndexRange(lower: nil, upper: nil)] : self.ranges
+        guard let after else { return ranges }
+        return ranges.compactMap { range in
+            var range = range
+            let position = after.tuple
+            if !descending {
+                guard position.withBytes({ range.isBelowUpper($0) }) else { return nil }
+                if position.withBytes({ range.isAboveLower($0) }) { range.lower = .init(position, inclusive: true) }
+            } else {
+                guard position.withBytes({ range.isAboveLower($0) }) else { return nil }
+                if position.withBytes({ range.isBelowUpper($0) }) { range.upper = .init(position, inclusive: true) }
+            }
+            return range
+        }
+    }
+}
+
+/// A position in a query's results: the tuple and record key of the last one given.
+@usableFromInline package struct IndexCursor: Sendable, Hashable {
+    package var tuple: [UInt8]
+    package var recordKey: [UInt8]
+
+    package init(tuple: [UInt8], recordKey: [UInt8]) {
+        self.tuple = tuple
+        self.recordKey = recordKey
+    }
+
+    /// `[tuple length: varint][tuple][record key]`.
+    package var encoded: [UInt8] {
+        var bytes: [UInt8] = []
+        Varint.append(tuple.count, to: &bytes)
+        return bytes + tuple + recordKey
+    }
+
+    package init?(encoded bytes: [UInt8]) {
+        var offset = 0
+        let parsed: IndexCursor? = bytes.withBytes { raw in
+            guard let length = Varint.number(in: raw, at: &offset), length >= 0, offset + length <= raw.count else { return nil }
+            return IndexCursor(tuple: Array(raw[offset..<(offset + length)]), recordKey: Array(raw[(offset + length)...]))
+        }
+        guard let parsed else { return nil }
+        self = parsed
+    }
+}
+
+extension IndexQuery {
+
+    /// Whether `tuple` is wanted (the cursor aside).
     func matches(_ tuple: UnsafeRawBufferPointer) -> Bool {
         ranges.isEmpty || ranges.contains { $0.contains(tuple) }
     }
@@ -38,11 +103,15 @@ import LocalLMDBJSON
         let offset: Int
         let limit: Int?
         let deduplicates: Bool
+        let query: IndexQuery
         private(set) var keys: [[UInt8]] = []
+        /// The position of the last key taken.
+        private(set) var last: IndexCursor?
         private var skipped = 0
         private var seen: Set<[UInt8]> = []
 
         init(_ query: IndexQuery) {
+            self.query = query
             offset = max(0, query.offset)
             limit = query.limit.map { max(0, $0) }
             deduplicates = query.definition.isMultiEntry
@@ -50,9 +119,10 @@ import LocalLMDBJSON
 
         var isFull: Bool { limit.map { keys.count >= $0 } ?? false }
 
-        /// Takes the next record key in order; false once the page is full.
-        mutating func take(_ key: UnsafeRawBufferPointer) -> Bool {
+        /// Takes the next record key in order, with its tuple; false once the page is full.
+        mutating func take(_ tuple: [UInt8], _ key: UnsafeRawBufferPointer) -> Bool {
             if isFull { return false }
+            guard tuple.withBytes({ query.isPastCursor($0, key) }) else { return true }
             if deduplicates {
                 guard seen.insert(Array(key)).inserted else { return true }
             }
@@ -61,6 +131,7 @@ import LocalLMDBJSON
                 return true
             }
             keys.append(Array(key))
+            last = IndexCursor(tuple: tuple, recordKey: Array(key))
             return !isFull
         }
     }
@@ -114,6 +185,11 @@ package struct IndexRange: Sendable, Hashable {
 extension RecordStore {
     /// The keys of the records `query` selects, in its order, after its offset, at most its limit.
     func recordKeys(matching query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> [[UInt8]] {
+        try page(matching: query, in: transaction).keys
+    }
+
+    /// The page of records `query` selects: their keys, and the position of the last.
+    func page(matching query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> IndexQuery.Page {
         var stored: [StoredIndex] = []
         for className in query.classNames {
             guard let index = try storedIndex(className: className, name: query.definition.name, in: transaction),
@@ -122,12 +198,12 @@ extension RecordStore {
         }
         guard stored.count == 1, let index = stored.first else { return try mergedKeys(query, stored, in: transaction) }
         var page = IndexQuery.Page(query)
-        try scan(index, query, in: transaction) { _, recordKey in page.take(recordKey) }
-        return page.keys
+        try scan(index, query, in: transaction) { tuple, recordKey in page.take(tuple, recordKey) }
+        return page
     }
 
     /// Several indexes (a model's current and legacy class names): every match, sorted.
-    private func mergedKeys(_ query: IndexQuery, _ indexes: [StoredIndex], in transaction: Transaction) throws(DatabaseError) -> [[UInt8]] {
+    private func mergedKeys(_ query: IndexQuery, _ indexes: [StoredIndex], in transaction: Transaction) throws(DatabaseError) -> IndexQuery.Page {
         var matches: [(tuple: [UInt8], key: [UInt8])] = []
         for index in indexes {
             try scan(index, query, in: transaction) { tuple, recordKey in
@@ -139,7 +215,7 @@ extension RecordStore {
     }
 
     /// No stored index: every record of the classes, its tuples computed from its bytes.
-    private func scannedKeys(_ query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> [[UInt8]] {
+    private func scannedKeys(_ query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> IndexQuery.Page {
         var matches: [(tuple: [UInt8], key: [UInt8])] = []
         let keys = query.classNames.map { StorageKey($0, maxKeySize: environment.maxKeySize) }
         try forEachRecord(typeKeys: keys, in: transaction) { recordKey, value throws(DatabaseError) in
@@ -151,16 +227,16 @@ extension RecordStore {
         return Self.page(matches, query)
     }
 
-    private static func page(_ matches: [(tuple: [UInt8], key: [UInt8])], _ query: IndexQuery) -> [[UInt8]] {
+    private static func page(_ matches: [(tuple: [UInt8], key: [UInt8])], _ query: IndexQuery) -> IndexQuery.Page {
         var sorted = matches.sorted { left, right in
             left.tuple != right.tuple ? left.tuple.lexicographicallyPrecedes(right.tuple) : left.key.lexicographicallyPrecedes(right.key)
         }
         if query.descending { sorted.reverse() }
         var page = IndexQuery.Page(query)
         for match in sorted {
-            guard match.key.withBytes({ page.take($0) }) else { break }
+            guard match.key.withBytes({ page.take(match.tuple, $0) }) else { break }
         }
-        return page.keys
+        return page
     }
 
     /// Calls `visit` with the tuple and record key of each entry of `index` in `query`'s ranges,
@@ -173,7 +249,7 @@ extension RecordStore {
         guard let entries else { return }
         let prefix = index.keyPrefix
         let maxKeySize = environment.maxKeySize
-        let ranges = query.ranges.isEmpty ? [IndexRange(lower: nil, upper: nil)] : query.ranges
+        let ranges = query.rangesAfterCursor
         try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             for range in query.descending ? ranges.reversed() : ranges {
                 var entry = try start(range, prefix: prefix, descending: query.descending, cursor)

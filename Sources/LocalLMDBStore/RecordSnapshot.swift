@@ -38,6 +38,12 @@ import LocalLMDBLMDB
         matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
     ) throws(DatabaseError) -> [R]
 
+    /// `records(matching:_:)`, and the position of the last record, to continue after it
+    /// (nil when there is none).
+    func page<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> (records: [R], last: IndexCursor?)
+
     /// The ids of the records `query` selects, in its order.
     func ids(matching query: IndexQuery) throws(DatabaseError) -> [String]
 

@@ -43,7 +43,14 @@ import LocalLMDBLMDB
     @usableFromInline package func records<R>(
         matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
     ) throws(DatabaseError) -> [R] {
-        let keys = try store.recordKeys(matching: query, in: transaction)
+        try page(matching: query, transform).records
+    }
+
+    @usableFromInline package func page<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> (records: [R], last: IndexCursor?) {
+        let page = try store.page(matching: query, in: transaction)
+        let keys = page.keys
         var results: [R] = []
         results.reserveCapacity(keys.count)
         for key in keys {
@@ -54,7 +61,7 @@ import LocalLMDBLMDB
                 results.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
             }
         }
-        return results
+        return (results, page.last)
     }
 
     @usableFromInline package func ids(matching query: IndexQuery) throws(DatabaseError) -> [String] {

@@ -48,3 +48,25 @@ extension LocalDatabase {
         try await count(query.limit(1)) > 0
     }
 }
+
+extension LocalDatabase {
+    /// One page of the records `query` selects — at most its limit (100 when it has none) — and
+    /// the position to continue after (`QueryPage.next`, for `Query.after(_:)`).
+    public nonisolated(nonsending) func readPage<T: Persistable>(_ query: Query<T>) async throws -> QueryPage<T> {
+        do throws(DatabaseError) {
+            let plan = try QueryPlan.indexQuery(query.limit == nil ? query.limit(100) : query)
+            try await IndexDeclarations.ensure(T.self, in: engine)
+            return try await engine.read(ReadQueryPage<T>(query: plan))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The records `query` selects, read `batchSize` at a time, each batch in its own snapshot
+    /// (see `QueryStream`).
+    ///
+    /// ```swift
+    /// for try await order in database.stream(Query(Order.self).sorted(by: "date")) { export(order) }
+    /// ```
+    public nonisolated func stream<T: Persistable>(_ query: Query<T>, batchSize: Int = 256) -> QueryStream<T> {
+        QueryStream(engine: .success(engine), query: query, batchSize: batchSize)
+    }
+}

@@ -41,3 +41,20 @@ extension SerializationDatabase {
         count(query.limit(1)) > 0
     }
 }
+
+extension SerializationDatabase {
+    /// One page of the records `query` selects (see `LocalDatabase.readPage(_:)`); an empty last
+    /// page on failure (`lastError` says why).
+    public func readPage<T: Persistable>(_ query: Query<T>) -> QueryPage<T> {
+        run(QueryPage(records: [], next: nil)) { engine throws(DatabaseError) in
+            let plan = try QueryPlan.indexQuery(query.limit == nil ? query.limit(100) : query)
+            try IndexDeclarations.ensureBlocking(T.self, in: engine, "readPage")
+            return try engine.readBlocking(ReadQueryPage<T>(query: plan), "readPage")
+        }
+    }
+
+    /// The records `query` selects, read `batchSize` at a time (see `LocalDatabase.stream(_:batchSize:)`).
+    public func stream<T: Persistable>(_ query: Query<T>, batchSize: Int = 256) -> QueryStream<T> {
+        QueryStream(engine: opened, query: query, batchSize: batchSize)
+    }
+}

@@ -28,6 +28,7 @@ public struct Query<T: Persistable>: Sendable {
     var order: (path: [String], descending: Bool)?
     var offset = 0
     var limit: Int?
+    var after: QueryCursor?
 
     /// Every record of `type`.
     public init(_ type: T.Type = T.self) {}
@@ -58,6 +59,17 @@ public struct Query<T: Persistable>: Sendable {
     public func offset(_ count: Int) -> Query {
         var query = self
         query.offset = max(0, count)
+        return query
+    }
+
+    /// The records after `cursor`, a position in this query's order that a page gave
+    /// (`QueryPage.next`): keyset paging. Unlike an offset, it stays in place while records are
+    /// written: a record is never given twice nor skipped because others were added or removed
+    /// before it. (A record moved by a write past the position may be seen again, or not at
+    /// all, as its new value says.) Nil starts from the first record.
+    public func after(_ cursor: QueryCursor?) -> Query {
+        var query = self
+        query.after = cursor
         return query
     }
 
@@ -152,3 +164,42 @@ struct QueryValue: Sendable, Hashable {
         }
     }
 }
+
+/// A position in a query's results, to continue after it (`Query.after(_:)`): opaque, and
+/// meaningful for the query whose page gave it. `Codable`, to keep between runs.
+public struct QueryCursor: Sendable, Hashable, Codable, CustomStringConvertible {
+    let position: [UInt8]
+
+    init(_ cursor: IndexCursor) {
+        position = cursor.encoded
+    }
+
+    var indexCursor: IndexCursor? { IndexCursor(encoded: position) }
+
+    /// The position, in base 64.
+    public var description: String { Data(position).base64EncodedString() }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        guard let data = Data(base64Encoded: try container.decode(String.self)), IndexCursor(encoded: Array(data)) != nil else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not a query cursor")
+        }
+        position = Array(data)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}
+
+/// One page of a query's results, and where the next starts.
+public struct QueryPage<T> {
+    /// The records of the page, in the query's order.
+    public let records: [T]
+    /// The position after the last record, for `Query.after(_:)`; nil when this page is the last
+    /// (it has fewer records than the query's limit).
+    public let next: QueryCursor?
+}
+
+extension QueryPage: Sendable where T: Sendable {}

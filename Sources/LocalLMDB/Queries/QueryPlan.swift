@@ -27,9 +27,9 @@ enum QueryPlan {
         let declared = byField.isEmpty && query.order == nil ? [] : IndexDeclarations.declared(T.self)
         for definition in declared {
             if let ranges = try ranges(serving: byField, order: query.order, with: definition) {
-                return IndexQuery(
+                return try withCursor(IndexQuery(
                     classNames: classNames, definition: definition, ranges: ranges,
-                    descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit)
+                    descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit), query)
             }
         }
         // No declared index serves it: an index of the query's own fields, which the store
@@ -52,9 +52,18 @@ enum QueryPlan {
         guard let ranges = try ranges(serving: byField, order: query.order, with: definition) else {
             throw .invalidQuery(reason: "the order and conditions cannot be served by one index order")
         }
-        return IndexQuery(
+        return try withCursor(IndexQuery(
             classNames: classNames, definition: definition, ranges: ranges,
-            descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit)
+            descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit), query)
+    }
+
+    /// `indexQuery` starting after the query's cursor.
+    static func withCursor<T>(_ indexQuery: IndexQuery, _ query: Query<T>) throws(DatabaseError) -> IndexQuery {
+        guard let after = query.after else { return indexQuery }
+        guard let cursor = after.indexCursor else { throw .invalidQuery(reason: "the cursor is not one a query page gave") }
+        var indexQuery = indexQuery
+        indexQuery.after = cursor
+        return indexQuery
     }
 
     static func isEquality(_ kind: QueryCondition.Kind) -> Bool {

@@ -53,3 +53,35 @@ struct CountQuery: PlainRead {
         return try snapshot.count(matching: query)
     }
 }
+
+/// One page of the records of `T` a query selects, and the position after its last.
+struct ReadQueryPage<T: Persistable>: SessionRead {
+    let query: IndexQuery
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: [(object: DecodedRecord.Detached, id: String)], last: IndexCursor?) {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        return try snapshot.page(matching: query) { stored, id in (stored.detached(), id()) }
+    }
+
+    func restore(_ detached: (records: [(object: DecodedRecord.Detached, id: String)], last: IndexCursor?), classes: ClassLookup) throws(DatabaseError) -> QueryPage<T> {
+        let records = try ReadQuery<T>(query: query).restore(detached.records, classes: classes)
+        return page(records, detached.last)
+    }
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> QueryPage<T> {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        let scratch = ReadScratch.current
+        let (records, last) = try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
+            try snapshot.page(matching: query) { stored, id throws(DatabaseError) in
+                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
+            }
+        }
+        return page(records, last)
+    }
+
+    /// A page is the last when it is short of the limit.
+    private func page(_ records: [T], _ last: IndexCursor?) -> QueryPage<T> {
+        let isLast = query.limit.map { records.count < $0 } ?? true
+        return QueryPage(records: records, next: isLast ? nil : last.map(QueryCursor.init))
+    }
+}
