@@ -26,7 +26,10 @@ package final class IndexCatalog: Sendable {
         let version = try Self.versionKey.withBytes { key throws(DatabaseError) in
             try transaction.get(store.meta, key).map { Array($0) }
         }
-        guard let version else { return [:] }
+        guard let version else {
+            loaded.withLock { $0 = Loaded(version: [], byClass: [:]) }
+            return [:]
+        }
         if let current = loaded.withLock({ $0 }), current.version == version { return current.byClass }
         var byClass: [String: [StoredIndex]] = [:]
         try transaction.withCursor(catalog) { cursor throws(DatabaseError) in
@@ -37,5 +40,14 @@ package final class IndexCatalog: Sendable {
         }
         loaded.withLock { $0 = Loaded(version: version, byClass: byClass) }
         return byClass
+    }
+
+    /// Whether a write of `className` may meet a unique index, as the last transaction that
+    /// looked saw the catalog (true before any did). A write that may is not acknowledged
+    /// before it is applied: it could be refused. (An index another process makes meanwhile is
+    /// found when the write is applied, in its transaction, which then fails as a whole.)
+    package func mayHaveUniqueIndex(_ className: String) -> Bool {
+        guard let current = loaded.withLock({ $0 }) else { return true }
+        return current.byClass[className]?.contains { $0.definition.isUnique } ?? false
     }
 }

@@ -49,6 +49,12 @@ package enum IndexKey {
     static let positiveInfinity: UInt8 = 0xE0
     static let notANumber: UInt8 = 0xF0
 
+    /// The first and last tag of the kind whose encodings start with `tag`: a range is bounded
+    /// to its bound's kind (`false` and `true` are one kind).
+    package static func kindTags(of tag: UInt8) -> (first: UInt8, last: UInt8) {
+        tag == falseTag || tag == trueTag ? (falseTag, trueTag) : (tag, tag)
+    }
+
     /// Appends the encoding of a missing value (or `null`).
     package static func appendMissing(to key: inout [UInt8]) {
         key.append(missingTag)

@@ -160,6 +160,9 @@ package struct IndexRange: Sendable, Hashable {
         self.upper = upper
     }
 
+    /// No tuple at all (a condition such as `isIn([])`).
+    package static let nothing = IndexRange(lower: Bound([0xFF, 0xFF], inclusive: true), upper: Bound([0], inclusive: false))
+
     /// The tuples that start with `prefix`.
     package static func prefix(_ prefix: [UInt8]) -> IndexRange {
         IndexRange(lower: Bound(prefix, inclusive: true), upper: Bound(prefix, inclusive: true))
@@ -219,8 +222,9 @@ extension RecordStore {
         var matches: [(tuple: [UInt8], key: [UInt8])] = []
         let keys = query.classNames.map { StorageKey($0, maxKeySize: environment.maxKeySize) }
         try forEachRecord(typeKeys: keys, in: transaction) { recordKey, value throws(DatabaseError) in
-            guard let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return }
-            for tuple in query.definition.tuples(of: EncodedObject(bytes: stored.json, owner: nil)) {
+            // A damaged record is an error, as for `read()`.
+            let stored = try RecordDecoding.decode(key: recordKey, value: value)
+            for tuple in query.definition.tuples(of: stored.object) {
                 if tuple.withBytes({ query.matches($0) }) { matches.append((tuple, Array(recordKey))) }
             }
         }
@@ -240,8 +244,9 @@ extension RecordStore {
     }
 
     /// Calls `visit` with the tuple and record key of each entry of `index` in `query`'s ranges,
-    /// in its order, until `visit` returns false. An entry whose key was truncated is compared by
-    /// the whole tuple, recomputed from its record.
+    /// in its order, until `visit` returns false. Entries whose keys were shortened are compared
+    /// by their whole tuples, recomputed from their records, and those sharing a stem (with the
+    /// whole key equal to it, if any) are sorted by them.
     func scan(
         _ index: StoredIndex, _ query: IndexQuery, in transaction: Transaction,
         _ visit: (_ tuple: [UInt8], _ recordKey: UnsafeRawBufferPointer) throws(DatabaseError) -> Bool
@@ -256,9 +261,31 @@ extension RecordStore {
                 while let current = entry, current.key.starts(with: prefix) {
                     let keyTuple = UnsafeRawBufferPointer(rebasing: current.key[prefix.count...])
                     if StoredIndex.isTruncated(current.key, maxKeySize: maxKeySize) {
-                        for tuple in try wholeTuples(of: current, index, in: transaction) where tuple.withBytes({ range.contains($0) }) {
-                            guard try visit(tuple, current.value) else { return }
+                        let stem = Array(current.key.prefix(StoredIndex.stemLength(maxKeySize)))
+                        let stemTuple = Array(stem[prefix.count...])
+                        // Every tuple of the run starts with the stem's: past the far end with it.
+                        if query.descending {
+                            if let lower = range.lower, !lower.bytes.starts(with: stemTuple), !stemTuple.withBytes({ range.isAboveLower($0) }) { break }
+                        } else {
+                            if let upper = range.upper, !upper.bytes.starts(with: stemTuple), !stemTuple.withBytes({ range.isBelowUpper($0) }) { break }
                         }
+                        var run: [(tuple: [UInt8], key: [UInt8])] = []
+                        var next: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? = current
+                        while let member = next, member.key.starts(with: stem) {
+                            if StoredIndex.isTruncated(member.key, maxKeySize: maxKeySize) {
+                                for tuple in try wholeTuples(of: member, index, in: transaction) { run.append((tuple, Array(member.value))) }
+                            } else {
+                                run.append((Array(member.key[prefix.count...]), Array(member.value)))
+                            }
+                            next = try cursor.get(query.descending ? .previous : .next)
+                        }
+                        run.sort { $0.tuple != $1.tuple ? $0.tuple.lexicographicallyPrecedes($1.tuple) : $0.key.lexicographicallyPrecedes($1.key) }
+                        if query.descending { run.reverse() }
+                        for member in run where member.tuple.withBytes({ range.contains($0) }) {
+                            guard try member.key.withBytes({ key throws(DatabaseError) in try visit(member.tuple, key) }) else { return }
+                        }
+                        entry = next
+                        continue
                     } else {
                         // Past the range's far end: the range is done.
                         if query.descending ? !range.isAboveLower(keyTuple) : !range.isBelowUpper(keyTuple) { break }
@@ -278,7 +305,7 @@ extension RecordStore {
     ) throws(DatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         // A seek key is at most as long as a truncated entry key's unhashed part: a longer one
         // is cut there, which seeks no further than the entries it stands for.
-        let seekLength = environment.maxKeySize - 32  // a SHA-256 digest
+        let seekLength = StoredIndex.stemLength(environment.maxKeySize)
         if !descending {
             let from = Array((prefix + (range.lower?.bytes ?? [])).prefix(seekLength))
             return try from.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }

@@ -83,7 +83,7 @@ extension RecordStore {
             for recordKey in recordKeys {
                 try recordKey.withBytes { recordBytes throws(DatabaseError) in
                     guard let value = try transaction.get(records, recordBytes) else { return }
-                    for key in entryKeys(ofValue: value, in: index) { expected.insert(Self.pair(key, recordKey)) }
+                    for key in entryKeys(ofValue: value, in: index) ?? [] { expected.insert(Self.pair(key, recordKey)) }
                 }
             }
             var found: Set<[UInt8]> = []
@@ -100,7 +100,7 @@ extension RecordStore {
                 }
             }
             for pair in expected.subtracting(found).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-                let recordKey = Array(pair[(Int(pair[0]) << 8 | Int(pair[1]) + 2)...])
+                let recordKey = Array(pair[(((Int(pair[0]) << 8) | Int(pair[1])) + 2)...])
                 problems.append(.missingSecondaryIndexEntry(id: try recordKey.withBytes { key throws(DatabaseError) in try recordID(key, in: transaction) }, index: name))
             }
         }

@@ -88,6 +88,9 @@ import LocalLMDBJSON
     @inlinable package var count: Int { entries.count }
     /// Whether the batch has no records.
     @inlinable package var isEmpty: Bool { entries.isEmpty }
+
+    /// The class names the records are stored under.
+    package var classNames: [String] { types.map(\.name) }
     /// The records' positions, in the order given.
     @inlinable var indices: Range<Int> { entries.indices }
 

@@ -22,15 +22,17 @@ extension RecordStore {
 
     // MARK: Entries of one record
 
-    /// The entry keys a stored value has in `index`; none when the value cannot be parsed.
-    func entryKeys(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [[UInt8]] {
-        entries(ofValue: value, in: index).map(\.key)
+    /// The entry keys a stored value has in `index`; nil when the value cannot be read as
+    /// LocalLMDB wrote it (its header or its checksum is damaged): its entries cannot be known.
+    func entryKeys(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [[UInt8]]? {
+        entries(ofValue: value, in: index)?.map(\.key)
     }
 
     /// `entryKeys`, each with whether a unique index holds it to being the only one (not when a
     /// field of it is missing).
-    func entries(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)] {
-        guard let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return [] }
+    func entries(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)]? {
+        guard let stored = try? RecordValue(parsing: value), stored.checksum == nil || stored.isIntact,
+              stored.json.first == UInt8(ascii: "{") else { return nil }
         let object = EncodedObject(bytes: stored.json, owner: nil)
         let maxKeySize = environment.maxKeySize
         return index.definition.entries(of: object).map { entry in
@@ -41,7 +43,8 @@ extension RecordStore {
     /// Adds the entries of the value `value` of the record under `recordKey`, refusing a second
     /// record under a key of a unique index.
     func addEntries(ofValue value: UnsafeRawBufferPointer, of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
-        try addEntries(entries(ofValue: value, in: index), of: index, record: recordKey, in: transaction)
+        // A damaged value has no entries (`verifyIntegrity` reports it).
+        try addEntries(entries(ofValue: value, in: index) ?? [], of: index, record: recordKey, in: transaction)
     }
 
     /// Adds `entries` for the record under `recordKey`, refusing a second record under a key of

@@ -39,7 +39,7 @@ import Foundation
     /// that has never been opened for writing by a version with indexes.
     let indexes: DatabaseHandle?
     let entries: DatabaseHandle?
-    let indexCatalog = IndexCatalog()
+    package let indexCatalog = IndexCatalog()
 
     /// Opens the five databases, creating them and recording the layout version if new (unless
     /// `readOnly`: then they must exist).
@@ -329,7 +329,14 @@ import Foundation
                     previousClass = previousName
                 }
                 if let old = indexes.isEmpty ? nil : indexes[previousName], !old.isEmpty, let value = try transaction.get(records, key) {
-                    oldEntries = old.map { ($0, entryKeys(ofValue: value, in: $0)) }
+                    for index in old {
+                        if let keys = entryKeys(ofValue: value, in: index) {
+                            oldEntries.append((index, keys))
+                        } else {
+                            // A damaged old value: its entries are found by walking the index.
+                            try removeAllEntries(record: key, of: [index], in: transaction)
+                        }
+                    }
                 }
             case .unreadable:
                 try removeAllIndexEntries(record: key, in: transaction)
@@ -339,7 +346,7 @@ import Foundation
             }
             try transaction.put(records, key, record.value)
             for index in newIndexes {
-                let newEntries = entries(ofValue: record.value, in: index)
+                let newEntries = entries(ofValue: record.value, in: index) ?? []
                 if let old = oldEntries.firstIndex(where: { $0.index == index }) {
                     // Unchanged values keep their entries.
                     if oldEntries[old].keys == newEntries.map(\.key) {
@@ -372,7 +379,13 @@ import Foundation
             case let .some(previousType, name):
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
                 if let old = indexes.isEmpty ? nil : indexes[name], let value = try transaction.get(records, key) {
-                    for index in old { try removeEntries(entryKeys(ofValue: value, in: index), record: key, in: transaction) }
+                    for index in old {
+                        if let keys = entryKeys(ofValue: value, in: index) {
+                            try removeEntries(keys, record: key, in: transaction)
+                        } else {
+                            try removeAllEntries(record: key, of: [index], in: transaction)
+                        }
+                    }
                 }
                 className = name
             case .unreadable:

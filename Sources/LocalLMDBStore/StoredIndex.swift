@@ -7,11 +7,12 @@ import LocalLMDBJSON
 /// Layout: the `indexes` database maps the class name, a zero byte and the index's name to
 /// `number` (4 bytes, big-endian) followed by the definition's stored form. The `entries`
 /// database (`MDB_DUPSORT`) maps `number` followed by the entry's `IndexKey` tuple to the keys
-/// of the records that have it. A tuple too long for an LMDB key (more than `maxKeySize - 5`
-/// bytes with the number) is stored as its first bytes and the SHA-256 of the whole key, so
-/// that such a key is exactly `maxKeySize` bytes long (and a whole one never is): distinct
-/// values never share a key, and a query rereads the record of such an entry to compare its
-/// whole value.
+/// of the records that have it. A key longer than `maxKeySize - 32` bytes is stored as its first
+/// `maxKeySize - 32` bytes (its *stem*) and the SHA-256 of the whole key, so that such a key is
+/// exactly `maxKeySize` bytes long and a whole one is at most its stem's length: a whole key
+/// then sorts where its value does among them all. Distinct values never share a key; a query
+/// rereads the record of a shortened entry to compare its whole value, and sorts the entries
+/// that share a stem by their whole values.
 package struct StoredIndex: Sendable, Hashable {
     package let number: UInt32
     package let className: String
@@ -44,10 +45,13 @@ package struct StoredIndex: Sendable, Hashable {
     package func entryKey(_ tuple: [UInt8], maxKeySize: Int) -> [UInt8] {
         var key = withUnsafeBytes(of: number.bigEndian, Array.init)
         key.append(contentsOf: tuple)
-        guard key.count >= maxKeySize else { return key }
+        guard key.count > Self.stemLength(maxKeySize) else { return key }
         let digest = SHA256.digest(key)
-        return Array(key.prefix(maxKeySize - digest.count)) + digest
+        return Array(key.prefix(Self.stemLength(maxKeySize))) + digest
     }
+
+    /// The length of a shortened key's first part, and the most a whole key can have.
+    static func stemLength(_ maxKeySize: Int) -> Int { maxKeySize - 32 }
 
     /// Whether an entry key is the truncated form of a longer one.
     static func isTruncated(_ key: UnsafeRawBufferPointer, maxKeySize: Int) -> Bool {

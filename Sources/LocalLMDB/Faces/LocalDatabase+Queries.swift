@@ -70,3 +70,20 @@ extension LocalDatabase {
         QueryStream(engine: .success(engine), query: query, batchSize: batchSize)
     }
 }
+
+extension LocalDatabase {
+    /// Removes the stored index `index` of `T` and its entries (under `T`'s current and legacy
+    /// class names): the way to retire an index, such as a unique one, that `T` no longer
+    /// declares. An index `T` still declares is stored again, and built, at its next write or
+    /// query. Readers are not blocked; writers wait for the transaction.
+    /// - Returns: Whether there was such an index.
+    @discardableResult
+    public nonisolated(nonsending) func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) async throws -> Bool {
+        do throws(DatabaseError) {
+            var dropped = 0
+            for operation in IndexDeclarations.dropping(index, of: type) { dropped += try await engine.perform(operation) }
+            IndexDeclarations.forget(type, in: engine)
+            return dropped > 0
+        } catch { throw LocalDatabaseError(error) }
+    }
+}

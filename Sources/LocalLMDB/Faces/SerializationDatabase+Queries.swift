@@ -58,3 +58,17 @@ extension SerializationDatabase {
         QueryStream(engine: opened, query: query, batchSize: batchSize)
     }
 }
+
+extension SerializationDatabase {
+    /// Removes the stored index `index` of `T` and its entries (see `LocalDatabase.dropIndex(_:of:)`);
+    /// false when there was none, or on failure.
+    @discardableResult
+    public func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) -> Bool {
+        run(false) { engine throws(DatabaseError) in
+            var dropped = 0
+            for operation in IndexDeclarations.dropping(index, of: type) { dropped += try engine.performBlocking(operation, "dropIndex") }
+            IndexDeclarations.forget(type, in: engine)
+            return dropped > 0
+        }
+    }
+}

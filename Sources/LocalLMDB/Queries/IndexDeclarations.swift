@@ -37,6 +37,18 @@ enum IndexDeclarations {
         return (key, RecordEncoding.classNames(type).map { WriteOperation.defineIndexes(className: $0, definitions) })
     }
 
+    /// Forgets that `T`'s indexes are stored in the database (one was dropped): its next use
+    /// stores them again.
+    static func forget<T: Persistable>(_ type: T.Type, in engine: FaceEngine) {
+        let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
+        _ = stored.withLock { $0.remove(key) }
+    }
+
+    /// The operations that remove `index` of `T` (under its current and legacy class names).
+    static func dropping<T: Persistable>(_ index: Index, of type: T.Type) -> [WriteOperation] {
+        RecordEncoding.classNames(type).map { WriteOperation.dropIndex(className: $0, name: index.definition.name) }
+    }
+
     private static func remember(_ key: Key, _ engine: FaceEngine) {
         if !engine.transactionActive { stored.withLock { _ = $0.insert(key) } }
     }

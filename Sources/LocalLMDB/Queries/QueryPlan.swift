@@ -24,7 +24,16 @@ enum QueryPlan {
             }
         }
         // With no condition and no order, records come by id: no declared index is wanted.
-        let declared = byField.isEmpty && query.order == nil ? [] : IndexDeclarations.declared(T.self)
+        let declaredIndexes = IndexDeclarations.declared(T.self)
+        // Each field means one thing whatever index serves the query: a field some declared
+        // index takes element by element (`each`) is matched so by every query, and one
+        // declared a date is compared chronologically by every query.
+        let elementFields = Set(declaredIndexes.filter(\.isMultiEntry).compactMap { $0.fields.first?.path })
+        let dateFields = Set(declaredIndexes.flatMap(\.fields).filter { $0.kind == .date }.map(\.path))
+        let declared = byField.isEmpty && query.order == nil ? [] : declaredIndexes.filter { definition in
+            // An `each` index serves only a query with a condition on its elements.
+            !definition.isMultiEntry || definition.fields.first.map { byField[$0.path] != nil } == true
+        }
         for definition in declared {
             if let ranges = try ranges(serving: byField, order: query.order, with: definition) {
                 return try withCursor(IndexQuery(
@@ -34,10 +43,26 @@ enum QueryPlan {
         }
         // No declared index serves it: an index of the query's own fields, which the store
         // evaluates record by record (the same results, by a scan).
-        let equalities = fieldOrder.filter { byField[$0].map(isEquality) ?? false }
+        var equalities = fieldOrder.filter { byField[$0].map(isEquality) ?? false }
         let others = fieldOrder.filter { !(byField[$0].map(isEquality) ?? false) }
         guard others.count <= 1 else {
             throw .invalidQuery(reason: "ranges on two fields (\(others.map { $0.joined(separator: ".") }.joined(separator: ", "))) cannot be served by one index order")
+        }
+        // A field matched element by element comes first, where a tuple can take its elements.
+        let elementConditions = fieldOrder.filter(elementFields.contains)
+        guard elementConditions.count <= 1 else {
+            throw .invalidQuery(reason: "conditions on the elements of two array fields cannot be served by one index order")
+        }
+        if let element = elementConditions.first, equalities.contains(element) {
+            equalities.removeAll { $0 == element }
+            equalities.insert(element, at: 0)
+        } else if let element = elementConditions.first, !equalities.isEmpty {
+            throw .invalidQuery(reason: "a range on the elements of '\(element.joined(separator: "."))' and another condition cannot be served by one index order")
+        }
+        if let order = query.order, let at = equalities.firstIndex(of: order.path), elementConditions.first != order.path {
+            // Ordered by an equality's field: the last of them.
+            equalities.remove(at: at)
+            equalities.append(order.path)
         }
         var fields = equalities + others
         if let order = query.order, !fields.contains(order.path) {
@@ -47,8 +72,10 @@ enum QueryPlan {
             fields.append(order.path)
         }
         let definition = IndexDefinition(
-            fields: fields.map { path in IndexDefinition.Field(path: path, kind: kind(for: byField[path])) },
-            isUnique: false, isMultiEntry: false)
+            fields: fields.map { path in
+                IndexDefinition.Field(path: path, kind: dateFields.contains(path) ? .date : kind(for: byField[path]))
+            },
+            isUnique: false, isMultiEntry: elementConditions.first.map { fields.first == $0 } ?? false)
         guard let ranges = try ranges(serving: byField, order: query.order, with: definition) else {
             throw .invalidQuery(reason: "the order and conditions cannot be served by one index order")
         }
@@ -119,6 +146,7 @@ enum QueryPlan {
                 prefixes = prefixes.map { $0 + encoded }
             case let .isIn(values):
                 guard values.allSatisfy({ $0.isDate == (field.kind == .date) }) else { return nil }
+                if values.isEmpty { return [.nothing] }
                 var encodings: [[UInt8]] = []
                 for value in values { encodings.append(try value.encoded(as: field.kind)) }
                 let distinct = Set(encodings).sorted { $0.lexicographicallyPrecedes($1) }
@@ -131,10 +159,15 @@ enum QueryPlan {
                 guard ((lowerValue?.isDate ?? false) || (upperValue?.isDate ?? false)) == (field.kind == .date) else { return nil }
                 let lowerBytes = try lowerValue?.encoded(as: field.kind)
                 let upperBytes = try upperValue?.encoded(as: field.kind)
-                // A range takes the values of its bound's kind only (the bytes' first, the tag).
-                let tag = [lowerBytes?.first ?? upperBytes?.first ?? 0]
-                lower = IndexRange.Bound(lowerBytes ?? tag, inclusive: lowerBytes == nil ? true : lowerInclusive)
-                upper = IndexRange.Bound(upperBytes ?? tag, inclusive: upperBytes == nil ? true : upperInclusive)
+                // A range takes the values of its bound's kind only (its encoding's first byte).
+                let lowerKind = lowerBytes.map { IndexKey.kindTags(of: $0.first ?? 0) }
+                let upperKind = upperBytes.map { IndexKey.kindTags(of: $0.first ?? 0) }
+                if let lowerKind, let upperKind, lowerKind != upperKind {
+                    throw .invalidQuery(reason: "the range on '\(field.path.joined(separator: "."))' has bounds of two kinds")
+                }
+                guard let kind = lowerKind ?? upperKind else { return nil }
+                lower = IndexRange.Bound(lowerBytes ?? [kind.first], inclusive: lowerBytes == nil ? true : lowerInclusive)
+                upper = IndexRange.Bound(upperBytes ?? [kind.last], inclusive: upperBytes == nil ? true : upperInclusive)
                 rangeField = fieldIndex
             case let .hasPrefix(prefix):
                 guard field.kind == .automatic else { return nil }
@@ -149,9 +182,22 @@ enum QueryPlan {
         }
         guard used == conditions.count else { return nil }
         if let order {
-            // The order must be that of the field after the equalities: the range's, or the next.
+            // The order must be that of the field after the equalities (the range's, or the
+            // next), with one value for each equality; or that of the last equality's field,
+            // the only one with several values.
             let orderField = rangeField ?? fieldIndex
-            guard orderField < definition.fields.count, definition.fields[orderField].path == order.path else { return nil }
+            let multiValued = (0..<(rangeField ?? fieldIndex)).filter { index in
+                if case let .isIn(values)? = conditions[definition.fields[index].path], values.count > 1 { return true }
+                return false
+            }
+            if orderField < definition.fields.count, definition.fields[orderField].path == order.path {
+                guard multiValued.isEmpty else { return nil }
+            } else {
+                let last = (rangeField ?? fieldIndex) - 1
+                guard rangeField == nil, last >= 0, definition.fields[last].path == order.path, multiValued.allSatisfy({ $0 == last }) else {
+                    return nil
+                }
+            }
         }
         if used == 0 { return [] }
         return prefixes.sorted { $0.lexicographicallyPrecedes($1) }.map { prefix in
