@@ -8,19 +8,23 @@ import Foundation
 // chart, to the results folder.
 //
 //   comparison [--records N] [--repetitions R] [--results DIR] [--model student|wide|both]
-//              [--only CONTENDER[,CONTENDER…]] [--workload PREFIX]
+//              [--only CONTENDER[,CONTENDER…]] [--workload PREFIX] [--query-records N[,N…]]
+//
+// The query workload (indexes against reading everything, GRDB and raw LMDB) runs over
+// --query-records orders (100,000 and 1,000,000 by default; 0 skips it); --workload queries runs it alone.
 //
 // --only (repeatable, or names separated by commas) and --workload restrict the run (for
 // profiling); the report then covers only what ran.
 
 let usage = "usage: comparison [--records N] [--repetitions R] [--results DIR] [--model student|wide|both] "
-    + "[--only CONTENDER[,CONTENDER…]] [--workload PREFIX]"
+    + "[--only CONTENDER[,CONTENDER…]] [--workload PREFIX] [--query-records N[,N…]]"
 var recordCount = 10_000
 var repetitions = 5
 var resultsDirectory = URL(fileURLWithPath: "results", isDirectory: true)
 var models = BenchModel.allCases
 var onlyContenders: [String] = []
 var onlyWorkload: String?
+var queryRecords = [100_000, 1_000_000]
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -36,6 +40,7 @@ while let argument = arguments.popFirst() {
         models = name == "both" ? BenchModel.allCases : [BenchModel(rawValue: name)!]
     case "--only": onlyContenders += (arguments.popFirst() ?? "").split(separator: ",").map(String.init)
     case "--workload": onlyWorkload = arguments.popFirst()
+    case "--query-records": queryRecords = (arguments.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     default:
         print(usage)
         exit(2)
@@ -70,7 +75,7 @@ var sections: [String] = []
 var reports: [Report] = []
 var notes: [String] = []
 
-for model in models {
+for model in models where onlyWorkload != "queries" {
     let outcome = try await ModelRun(
         model: model, ids: ids, contenderTypes: contenderTypes, workloads: workloads, repetitions: repetitions
     ).run()
@@ -99,6 +104,9 @@ let header = """
 \(recordCount) objects of each model (\(models.map(\.title).joined(separator: ", "))), UUID ids, best (median) of \(repetitions) repetitions; durable writes use each store's full durability.
 \(scale.map { $0 + "\n" }.joined())Machine: \(machine). Date: \(formatter.string(from: Date())). Command: `scripts/main-job`.\(notes.map { "\n- " + $0 }.joined())
 """
+if onlyWorkload.map({ "queries".hasPrefix($0) }) ?? true, !queryRecords.isEmpty, onlyContenders.isEmpty {
+    sections.append("### Queries\n\n" + (try await QueryBench.run(counts: queryRecords, repetitions: repetitions, log: log)))
+}
 let markdown = header + "\n\n" + sections.joined(separator: "\n")
 print(markdown)
 try FileManager.default.createDirectory(at: resultsDirectory, withIntermediateDirectories: true)
