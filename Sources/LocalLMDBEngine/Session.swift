@@ -179,7 +179,7 @@ import Foundation
         return try withState { state throws(DatabaseError) -> Int? in
             try Self.checkWritable(state, engine)
             guard state.mayBuffer(records, classes: classes),
-                  !records.classNames.contains(where: engine.store.indexCatalog.mayHaveUniqueIndex) else { return nil }
+                  !records.containsClassName(where: engine.store.indexCatalog.mayHaveUniqueIndex) else { return nil }
             state.buffer.append(records, classes: classes)
             return records.count
         }

@@ -23,6 +23,8 @@ import CLMDB
     case previous
     /// The last duplicate of the current key (`MDB_LAST_DUP`).
     case lastDuplicate
+    /// The first pair of the next key (`MDB_NEXT_NODUP`).
+    case nextKey
 
     /// LMDB's operation.
     @inlinable var operation: MDB_cursor_op {
@@ -36,6 +38,7 @@ import CLMDB
         case .keyAtLeast: return MDB_SET_RANGE
         case .previous: return MDB_PREV
         case .lastDuplicate: return MDB_LAST_DUP
+        case .nextKey: return MDB_NEXT_NODUP
         }
     }
 }

@@ -351,8 +351,36 @@ extension RecordStore {
     }
 
     /// The number of records `query` selects (its offset and limit applied), without reading
-    /// them, except those whose entry keys were truncated.
+    /// them, except those whose entry keys were shortened.
     func count(matching query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> Int {
-        try recordKeys(matching: query, in: transaction).count
+        if let counted = try countingKeys(query, in: transaction) { return counted }
+        return try recordKeys(matching: query, in: transaction).count
+    }
+
+    /// The count of a query on one index, with no page and entries of one record each, summed
+    /// key by key (LMDB counts a key's duplicates itself); nil when it does not apply or the
+    /// walk meets a shortened key (then every entry is looked at).
+    private func countingKeys(_ query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> Int? {
+        guard let entries, query.classNames.count == 1, let className = query.classNames.first, !query.definition.isMultiEntry,
+              query.offset == 0, query.limit == nil, query.after == nil,
+              let index = try storedIndex(className: className, name: query.definition.name, in: transaction),
+              index.definition == query.definition else { return nil }
+        let prefix = index.keyPrefix
+        let maxKeySize = environment.maxKeySize
+        var total = 0
+        let counted: Bool = try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+            for range in query.rangesAfterCursor {
+                var entry = try start(range, prefix: prefix, descending: false, cursor)
+                while let current = entry, current.key.starts(with: prefix) {
+                    if StoredIndex.isTruncated(current.key, maxKeySize: maxKeySize) { return false }
+                    let keyTuple = UnsafeRawBufferPointer(rebasing: current.key[prefix.count...])
+                    if !range.isBelowUpper(keyTuple) { break }
+                    if range.contains(keyTuple) { total += try cursor.duplicateCount() }
+                    entry = try cursor.get(.nextKey)
+                }
+            }
+            return true
+        }
+        return counted ? total : nil
     }
 }

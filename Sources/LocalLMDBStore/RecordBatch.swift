@@ -89,8 +89,10 @@ import LocalLMDBJSON
     /// Whether the batch has no records.
     @inlinable package var isEmpty: Bool { entries.isEmpty }
 
-    /// The class names the records are stored under.
-    package var classNames: [String] { types.map(\.name) }
+    /// Whether any class name the records are stored under satisfies `predicate`.
+    package func containsClassName(where predicate: (String) -> Bool) -> Bool {
+        types.contains { predicate($0.name) }
+    }
     /// The records' positions, in the order given.
     @inlinable var indices: Range<Int> { entries.indices }
 

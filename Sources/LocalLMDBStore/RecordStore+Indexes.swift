@@ -12,12 +12,10 @@ extension RecordStore {
         try indexCatalog.indexes(self, in: transaction)
     }
 
-    /// The stored index of `className` named `name`, if any.
+    /// The stored index of `className` named `name`, if any (from the catalog, which one
+    /// look-up finds current).
     package func storedIndex(className: String, name: String, in transaction: Transaction) throws(DatabaseError) -> StoredIndex? {
-        guard let indexes else { return nil }
-        return try StoredIndex.catalogKey(className: className, name: name).withBytes { key throws(DatabaseError) in
-            try transaction.get(indexes, key).flatMap { StoredIndex(key: key, value: $0) }
-        }
+        try storedIndexes(in: transaction)[className]?.first { $0.definition.name == name }
     }
 
     // MARK: Entries of one record

@@ -138,6 +138,20 @@ struct QueryValue: Sendable, Hashable {
 
     init<V: Encodable>(_ value: V) {
         isDate = value is Date
+        // The common scalars straight to their stored JSON: the form `ModelEncoder` gives them.
+        let scalar: JSONValue? = switch value {
+        case let text as String: text.jsonValue
+        case let number as Int: number.jsonValue
+        case let number as Double: number.jsonValue
+        case let flag as Bool: flag.jsonValue
+        default: nil
+        }
+        if let scalar {
+            var writer = JSONWriter()
+            writer.write(scalar)
+            json = .success(writer.bytes)
+            return
+        }
         do {
             let jsonValue = try ModelEncoder.jsonValue(of: value, at: "value")
             if case let .unencodable(reason) = jsonValue {
