@@ -59,6 +59,12 @@ struct ReadAll<T: Persistable>: SessionRead {
     }
 
     func restore(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
+        try Self.restoreAll(detached, classes: classes)
+    }
+
+    /// Models of records read in a transaction and carried out of it: one read, whose nested
+    /// classes are looked up in `classes`.
+    static func restoreAll(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
         let scratch = ReadScratch.current
         return try scratch.reading(in: classes) { () throws(DatabaseError) in
             try detached.map { object, id throws(DatabaseError) in

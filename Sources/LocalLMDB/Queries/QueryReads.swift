@@ -13,12 +13,7 @@ struct ReadQuery<T: Persistable>: SessionRead {
     }
 
     func restore(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
-        let scratch = ReadScratch.current
-        return try scratch.reading(in: classes) { () throws(DatabaseError) in
-            try detached.map { object, id throws(DatabaseError) in
-                try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.className)
-            }
-        }
+        try ReadAll<T>.restoreAll(detached, classes: classes)
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [T] {
