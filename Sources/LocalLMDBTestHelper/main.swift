@@ -27,6 +27,8 @@ import LocalLMDBTestSupport
 //   helper set-owner DIR NAME MANGLED records with raw LMDB that class NAME is owned by the type
 //                                    with that mangled name, then prints "done"
 //   helper open DIR                  opens DIR, printing "opened" or "error <description>"
+//   helper write-tickets DIR QUEUE N writes Tickets QUEUE-0… of priorities 0…N-1, then prints "done"
+//   helper count-queue DIR QUEUE     prints how many Tickets of QUEUE its index query finds
 //   helper hold-writer DIR           opens DIR with raw LMDB, begins a write transaction, prints
 //                                    "holding" and sleeps until killed
 //   helper default-serialization     opens SerializationDatabase() (the default directory, from
@@ -250,6 +252,14 @@ do {
         say("done")
     case "count":
         say(String(try await database.count(Entry.self)))
+    case "write-tickets":
+        guard arguments.count > 4, let total = Int(arguments[4]) else { fail("write-tickets needs QUEUE N") }
+        let queue = arguments[3]
+        _ = try await database.write(contentsOf: (0..<total).map { Record(id: "\(queue)-\($0)", data: Ticket(queue: queue, priority: $0, title: "from the helper")) })
+        say("done")
+    case "count-queue":
+        guard arguments.count > 3 else { fail("count-queue needs QUEUE") }
+        say(String(try await database.count(Query(Ticket.self).filter("queue", .equals(arguments[3])))))
     case "read-note":
         guard arguments.count > 3 else { fail("read-note needs ID") }
         let note: Note? = try await database.read(id: arguments[3])

@@ -87,3 +87,17 @@ public struct CodableDrawing: Codable, Persistable {
         self.shapes = shapes
     }
 }
+
+/// A `Codable` model with a compound index, written by the tests and by the helper process.
+public struct Ticket: Codable, Persistable, Sendable {
+    public static let indexes: [Index] = [.on("queue", "priority")]
+    public var queue: String
+    public var priority: Int
+    public var title: String
+
+    public init(queue: String, priority: Int, title: String) {
+        self.queue = queue
+        self.priority = priority
+        self.title = title
+    }
+}
