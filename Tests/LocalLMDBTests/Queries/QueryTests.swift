@@ -404,3 +404,36 @@ struct QueryEdgeTests {
         }
     }
 }
+
+/// A model before and after a rename, for queries that follow `Legacy`.
+final class RenamedBefore: Storable {
+    let name: String
+    init(name: String) { self.name = name }
+    required init(dataObject: DataObject) { name = dataObject.get("name") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "name", value: name) }
+}
+
+final class RenamedAfter: Storable {
+    static let indexes: [Index] = [.on("name")]
+    let name: String
+    init(name: String) { self.name = name }
+    required init(dataObject: DataObject) { name = dataObject.get("name") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "name", value: name) }
+}
+
+@Suite("Queries and legacy class names")
+struct QueryLegacyTests {
+    @Test func aQueryFindsRecordsStillStoredUnderALegacyName() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: ["b", "d"].map { Record(id: "old-\($0)", data: RenamedBefore(name: $0)) })
+            Legacy.addClassRefactor(old: "RenamedBefore", new: "RenamedAfter")
+            defer { Legacy.removeClassRefactor(old: "RenamedBefore") }
+            _ = try await database.write(contentsOf: ["a", "c"].map { Record(id: "new-\($0)", data: RenamedAfter(name: $0)) })
+            let names = try await database.read(Query(RenamedAfter.self).filter("name", .atLeast("b")).sorted(by: "name")).map(\.name)
+            #expect(names == ["b", "c", "d"])
+            #expect(try await database.readIDs(Query(RenamedAfter.self).filter("name", .equals("d"))) == ["old-d"])
+            #expect(try await database.count(Query(RenamedAfter.self).sorted(by: "name")) == 4)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+}
