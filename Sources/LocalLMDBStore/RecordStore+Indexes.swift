@@ -124,7 +124,9 @@ extension RecordStore {
     /// stored as `className`. Returns the number of indexes made.
     /// - Throws: `uniqueIndexViolation` when two records have one value in a unique index (the
     ///   transaction is abandoned: nothing is stored).
-    func define(_ definitions: [IndexDefinition], className: String, in transaction: Transaction) throws(DatabaseError) -> Int {
+    func define(
+        _ definitions: [IndexDefinition], className: String, in transaction: Transaction, progress: IndexBuildListener? = nil
+    ) throws(DatabaseError) -> Int {
         guard let indexes else { throw .readOnly }
         var made = 0
         for definition in definitions {
@@ -133,7 +135,7 @@ extension RecordStore {
             if exists { continue }
             let index = StoredIndex(number: try nextIndexNumber(in: transaction), className: className, definition: definition)
             try Self.write(index.catalogValue, at: catalogKey, indexes, in: transaction)
-            try build(index, in: transaction)
+            try build(index, in: transaction, progress: progress)
             made += 1
         }
         if made > 0 { try catalogChanged(in: transaction) }
@@ -152,7 +154,7 @@ extension RecordStore {
     }
 
     /// Adds the entries of every record stored as `index.className`.
-    private func build(_ index: StoredIndex, in transaction: Transaction) throws(DatabaseError) {
+    private func build(_ index: StoredIndex, in transaction: Transaction, progress: IndexBuildListener?) throws(DatabaseError) {
         let classKey = StorageKey(index.className, maxKeySize: environment.maxKeySize)
         var recordKeys: [[UInt8]] = []
         try transaction.withCursor(types) { cursor throws(DatabaseError) in
@@ -160,12 +162,16 @@ extension RecordStore {
                 try cursor.forEachDuplicate(of: classBytes) { recordKeys.append(Array($0)) }
             }
         }
-        for recordKey in recordKeys {
+        let name = index.definition.name
+        progress?(index.className, name, 0, recordKeys.count)
+        for (done, recordKey) in recordKeys.enumerated() {
             try recordKey.withBytes { recordKey throws(DatabaseError) in
                 guard let value = try transaction.get(records, recordKey) else { return }
                 try addEntries(ofValue: value, of: index, record: recordKey, in: transaction)
             }
+            if (done + 1) % 4096 == 0 { progress?(index.className, name, done + 1, recordKeys.count) }
         }
+        progress?(index.className, name, recordKeys.count, recordKeys.count)
     }
 
     private func nextIndexNumber(in transaction: Transaction) throws(DatabaseError) -> UInt32 {

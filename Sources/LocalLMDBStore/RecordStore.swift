@@ -265,8 +265,8 @@ import Foundation
             if let entries { try transaction.empty(entries) }
             if count > 0 { changes.append(.cleared) }
             return count
-        case let .defineIndexes(className, definitions):
-            return try define(definitions, className: className, in: transaction)
+        case let .defineIndexes(className, definitions, progress):
+            return try define(definitions, className: className, in: transaction, progress: progress)
         case let .dropIndex(className, name):
             return try dropIndex(className: className, name: name, in: transaction) ? 1 : 0
         case let .setMember(keys, classNames, member, json):

@@ -1,6 +1,10 @@
 import LocalLMDBLMDB
 import LocalLMDBJSON
 
+/// Told of an index build's progress, on the writer thread: the class name, the index's name,
+/// the records indexed so far and the records to index.
+package typealias IndexBuildListener = @Sendable (_ className: String, _ index: String, _ indexed: Int, _ total: Int) -> Void
+
 /// One change to the store. Every operation keeps `records` and `types` in agreement.
 package enum WriteOperation: Sendable {
     /// Insert or replace records, in order, after claiming the stored classes they use
@@ -15,8 +19,8 @@ package enum WriteOperation: Sendable {
     /// Delete every record.
     case clear
     /// Store these indexes of the class name, each one not stored yet, and build them from the
-    /// records stored under it (`RecordStore.define`).
-    case defineIndexes(className: String, [IndexDefinition])
+    /// records stored under it (`RecordStore.define`), telling `progress` as it goes.
+    case defineIndexes(className: String, [IndexDefinition], progress: IndexBuildListener? = nil)
     /// Remove the index of the class name with this name, and its entries.
     case dropIndex(className: String, name: String)
     /// Set the top-level member `member` of each record under `keys` stored as one of

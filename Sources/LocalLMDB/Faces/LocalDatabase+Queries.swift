@@ -87,3 +87,38 @@ extension LocalDatabase {
         } catch { throw LocalDatabaseError(error) }
     }
 }
+
+/// How far the build of an index has come (`LocalDatabase.prepareIndexes(of:progress:)`).
+public struct IndexBuildProgress: Sendable, Hashable {
+    /// The index being built (its fields and options, as `Index.description`).
+    public let index: String
+    /// The class name whose records it indexes.
+    public let className: String
+    /// The records indexed so far.
+    public let recordsIndexed: Int
+    /// The records to index.
+    public let recordCount: Int
+
+    /// From 0 to 1.
+    public var fractionCompleted: Double { recordCount == 0 ? 1 : Double(recordsIndexed) / Double(recordCount) }
+}
+
+extension LocalDatabase {
+    /// Stores the indexes `T` declares and builds each new one now, from the records stored,
+    /// telling `progress` as it goes (every 4,096 records, and at the end): what the first write
+    /// or query of `T` otherwise does without telling. An index already stored is left as it is.
+    ///
+    /// The build is one write transaction: readers are not blocked and see the index once it is
+    /// complete; writers wait for it; queries of `T` made meanwhile wait too (they never see a
+    /// partial index). `progress` is called on the database's writer thread, while the build
+    /// holds it: keep it short, and do not call the database from it.
+    public nonisolated(nonsending) func prepareIndexes<T: Persistable>(
+        of type: T.Type, progress: @escaping @Sendable (IndexBuildProgress) -> Void
+    ) async throws {
+        do throws(DatabaseError) {
+            try await IndexDeclarations.prepare(type, in: engine) { className, index, indexed, total in
+                progress(IndexBuildProgress(index: index, className: className, recordsIndexed: indexed, recordCount: total))
+            }
+        } catch { throw LocalDatabaseError(error) }
+    }
+}

@@ -29,12 +29,19 @@ enum IndexDeclarations {
     }
 
     /// The operations that store `T`'s indexes; none when they are stored or it declares none.
-    private static func pending<T: Persistable>(_ type: T.Type, _ engine: FaceEngine) -> (Key, [WriteOperation])? {
+    private static func pending<T: Persistable>(_ type: T.Type, _ engine: FaceEngine, progress: IndexBuildListener? = nil) -> (Key, [WriteOperation])? {
         guard !T.indexes.isEmpty || type is any Syncable.Type else { return nil }
         let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
-        if stored.withLock({ $0.contains(key) }) { return nil }
+        if progress == nil, stored.withLock({ $0.contains(key) }) { return nil }
         let definitions = declared(type)
-        return (key, RecordEncoding.classNames(type).map { WriteOperation.defineIndexes(className: $0, definitions) })
+        return (key, RecordEncoding.classNames(type).map { WriteOperation.defineIndexes(className: $0, definitions, progress: progress) })
+    }
+
+    /// `ensure`, telling `progress` of each index built (even when this process stored them before).
+    nonisolated(nonsending) static func prepare<T: Persistable>(_ type: T.Type, in engine: FaceEngine, progress: @escaping IndexBuildListener) async throws(DatabaseError) {
+        guard let (key, operations) = pending(type, engine, progress: progress) else { return }
+        for operation in operations { _ = try await engine.perform(operation) }
+        remember(key, engine)
     }
 
     /// Forgets that `T`'s indexes are stored in the database (one was dropped): its next use
