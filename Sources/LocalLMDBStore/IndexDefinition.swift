@@ -92,26 +92,34 @@ package struct IndexDefinition: Sendable, Hashable {
 
     /// `tuples(of:)`, each with whether a field of it is missing or `null`: such an entry is
     /// not held to a unique index (as SQL's `NULL`s are not).
-    package func entries(of object: EncodedObject) -> [(tuple: [UInt8], hasMissing: Bool)] {
+    package func entries(of object: EncodedObject, after prefix: [UInt8] = []) -> [(tuple: [UInt8], hasMissing: Bool)] {
         let scanner = object.scanner
+        if !isMultiEntry {
+            // One entry, written in one buffer: the common case of every write.
+            var tuple = prefix
+            tuple.reserveCapacity(prefix.count + 48)
+            var hasMissing = false
+            for field in fields { hasMissing = append(field, of: object, scanner: scanner, to: &tuple) || hasMissing }
+            return [(tuple, hasMissing)]
+        }
         var rest: [UInt8] = []
         var restHasMissing = false
         for field in fields.dropFirst() {
             restHasMissing = append(field, of: object, scanner: scanner, to: &rest) || restHasMissing
         }
-        guard let first = fields.first else { return [(rest, restHasMissing)] }
-        if isMultiEntry, let offset = Self.offset(of: first.path, in: object), scanner.byte(at: offset) == UInt8(ascii: "[") {
+        guard let first = fields.first else { return [(prefix + rest, restHasMissing)] }
+        if let offset = Self.offset(of: first.path, in: object), scanner.byte(at: offset) == UInt8(ascii: "[") {
             var tuples: [[UInt8]: Bool] = [:]
             var element = scanner.firstElement(ofArrayAt: offset)
             while let current = element {
                 var tuple: [UInt8] = []
                 IndexKey.append(valueAt: current, in: scanner, kind: first.kind, to: &tuple)
-                tuples[tuple + rest] = tuple == [IndexKey.missingTag] || restHasMissing
+                tuples[prefix + tuple + rest] = tuple == [IndexKey.missingTag] || restHasMissing
                 element = scanner.nextElement(after: scanner.end(ofValueAt: current))
             }
             return tuples.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map { ($0.key, $0.value) }
         }
-        var tuple: [UInt8] = []
+        var tuple = prefix
         let missing = append(first, of: object, scanner: scanner, to: &tuple)
         return [(tuple + rest, missing || restHasMissing)]
     }

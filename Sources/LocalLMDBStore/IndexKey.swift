@@ -138,12 +138,19 @@ package enum IndexKey {
     }
 
     /// A JSON number's text as a decimal: its significant digits and where the point goes
-    /// (`0.d₁d₂… × 10^exponent`), compared by sign, then exponent, then digits.
+    /// (`0.d₁d₂… × 10^exponent`), compared by sign, then exponent, then digits. The digits are
+    /// gathered in a buffer on the stack (every write computes its entries).
     static func appendNumber(_ text: UnsafeRawBufferPointer, to key: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, text.count)) { digits in
+            appendNumber(text, digits: digits, to: &key)
+        }
+    }
+
+    private static func appendNumber(_ text: UnsafeRawBufferPointer, digits: UnsafeMutableBufferPointer<UInt8>, to key: inout [UInt8]) {
         var index = 0
         let isNegative = text.first == UInt8(ascii: "-")
         if isNegative { index += 1 }
-        var digits: [UInt8] = []
+        var count = 0
         var pointPosition = 0
         var seenPoint = false
         while index < text.count {
@@ -151,11 +158,12 @@ package enum IndexKey {
             if byte == UInt8(ascii: ".") {
                 seenPoint = true
             } else if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
-                if digits.isEmpty && byte == UInt8(ascii: "0") {
+                if count == 0 && byte == UInt8(ascii: "0") {
                     // A leading zero: after the point it moves the point left.
                     if seenPoint { pointPosition -= 1 }
                 } else {
-                    digits.append(byte)
+                    digits[count] = byte
+                    count += 1
                     if !seenPoint { pointPosition += 1 }
                 }
             } else {
@@ -177,23 +185,24 @@ package enum IndexKey {
             }
             if exponentNegative { exponent = -exponent }
         }
-        while digits.last == UInt8(ascii: "0") { digits.removeLast() }
+        while count > 0 && digits[count - 1] == UInt8(ascii: "0") { count -= 1 }
         key.append(numberTag)
-        guard !digits.isEmpty else {
+        guard count > 0 else {
             key.append(zero)
             return
         }
         let scaled = max(Int64(Int32.min), min(Int64(Int32.max), Int64(pointPosition) + exponent))
         let biased = UInt32(bitPattern: Int32(scaled)) ^ (1 << 31)
+        let significant = UnsafeBufferPointer(rebasing: digits[..<count])
         if isNegative {
             key.append(negative)
             withUnsafeBytes(of: (~biased).bigEndian) { key.append(contentsOf: $0) }
-            for digit in digits { key.append(~digit) }
+            for digit in significant { key.append(~digit) }
             key.append(0xFF)
         } else {
             key.append(positive)
             withUnsafeBytes(of: biased.bigEndian) { key.append(contentsOf: $0) }
-            key.append(contentsOf: digits)
+            key.append(contentsOf: significant)
             key.append(0)
         }
     }

@@ -29,12 +29,24 @@ extension RecordStore {
     /// `entryKeys`, each with whether a unique index holds it to being the only one (not when a
     /// field of it is missing).
     func entries(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)]? {
-        guard let stored = try? RecordValue(parsing: value), stored.checksum == nil || stored.isIntact,
+        Self.indexedObject(value, verified: true).map { entries(of: $0, in: index) }
+    }
+
+    /// The object a stored value holds, for computing its entries; nil when the value cannot be
+    /// read as LocalLMDB wrote it. `verified` checks its checksum: a value read from the store
+    /// (a value being written was made by this process, and is checked once, here, by none).
+    static func indexedObject(_ value: UnsafeRawBufferPointer, verified: Bool) -> EncodedObject? {
+        guard let stored = try? RecordValue(parsing: value), !verified || stored.checksum == nil || stored.isIntact,
               stored.json.first == UInt8(ascii: "{") else { return nil }
-        let object = EncodedObject(bytes: stored.json, owner: nil)
+        return EncodedObject(bytes: stored.json, owner: nil)
+    }
+
+    /// The entries `object` has in `index`.
+    func entries(of object: EncodedObject, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)] {
         let maxKeySize = environment.maxKeySize
-        return index.definition.entries(of: object).map { entry in
-            (index.entryKey(entry.tuple, maxKeySize: maxKeySize), index.definition.isUnique && !entry.hasMissing)
+        // The tuples are written after the index's number: each is its whole entry key.
+        return index.definition.entries(of: object, after: index.keyPrefix).map { entry in
+            (StoredIndex.entryKey(whole: entry.tuple, maxKeySize: maxKeySize), index.definition.isUnique && !entry.hasMissing)
         }
     }
 

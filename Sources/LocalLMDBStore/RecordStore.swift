@@ -345,8 +345,9 @@ import Foundation
                 break
             }
             try transaction.put(records, key, record.value)
+            let object = newIndexes.isEmpty ? nil : Self.indexedObject(record.value, verified: false)
             for index in newIndexes {
-                let newEntries = entries(ofValue: record.value, in: index) ?? []
+                let newEntries = object.map { entries(of: $0, in: index) } ?? []
                 if let old = oldEntries.firstIndex(where: { $0.index == index }) {
                     // Unchanged values keep their entries.
                     if oldEntries[old].keys == newEntries.map(\.key) {
@@ -359,9 +360,9 @@ import Foundation
                 try addEntries(newEntries, of: index, record: key, in: transaction)
             }
             for (_, keys) in oldEntries { try removeEntries(keys, record: key, in: transaction) }
-        } else {
+        } else if !newIndexes.isEmpty, let object = Self.indexedObject(record.value, verified: false) {
             for index in newIndexes {
-                try addEntries(ofValue: record.value, of: index, record: key, in: transaction)
+                try addEntries(entries(of: object, in: index), of: index, record: key, in: transaction)
             }
         }
         try type.key.withBytes { typeKey throws(DatabaseError) in

@@ -45,6 +45,11 @@ package struct StoredIndex: Sendable, Hashable {
     package func entryKey(_ tuple: [UInt8], maxKeySize: Int) -> [UInt8] {
         var key = withUnsafeBytes(of: number.bigEndian, Array.init)
         key.append(contentsOf: tuple)
+        return Self.entryKey(whole: key, maxKeySize: maxKeySize)
+    }
+
+    /// The entry key for `key` (the number, then the tuple): itself, or its shortened form.
+    static func entryKey(whole key: [UInt8], maxKeySize: Int) -> [UInt8] {
         guard key.count > Self.stemLength(maxKeySize) else { return key }
         let digest = SHA256.digest(key)
         return Array(key.prefix(Self.stemLength(maxKeySize))) + digest
