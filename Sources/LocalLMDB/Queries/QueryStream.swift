@@ -42,7 +42,8 @@ public struct QueryStream<T: Persistable>: AsyncSequence, Sendable {
             self.batchSize = Swift.max(1, batchSize)
         }
 
-        /// The next record; nil after the last, or once the task is cancelled.
+        /// The next record; nil after the last, or once the task is cancelled (the records of the
+        /// batch already read are given first: no batch is read after the cancellation).
         public mutating func next(isolation actor: isolated (any Actor)? = #isolation) async throws(LocalDatabaseError) -> T? {
             do throws(DatabaseError) {
                 return try await following()

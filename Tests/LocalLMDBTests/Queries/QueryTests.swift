@@ -458,3 +458,72 @@ struct IndexBuildTests {
         }
     }
 }
+
+/// A model whose one field holds any JSON value, for the value order's edge cases.
+struct Mixed: Codable, Persistable {
+    static let indexes: [Index] = [.on("value")]
+    var value: MixedValue
+}
+
+enum MixedValue: Codable {
+    case number(Double)
+    case text(String)
+    case integer(UInt64)
+    case decimal(Decimal)
+    case none
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case let .number(value): try container.encode(value)
+        case let .text(value): try container.encode(value)
+        case let .integer(value): try container.encode(value)
+        case let .decimal(value): try container.encode(value)
+        case .none: try container.encodeNil()
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .none } else if let text = try? container.decode(String.self) { self = .text(text) } else { self = .number(try container.decode(Double.self)) }
+    }
+}
+
+@Suite("The value order's edge cases")
+struct ValueOrderTests {
+    @Test func oddValuesKeepTheirPlaceAndNeverMerge() async throws {
+        try await withDatabase { database, _ in
+            let values: [(String, MixedValue)] = [
+                ("nan", .number(.nan)), ("inf", .number(.infinity)), ("ninf", .number(-.infinity)),
+                ("zero", .number(0)), ("nzero", .number(-0.0)), ("text123", .text("123")), ("num123", .number(123)),
+                ("big1", .integer(UInt64(1) << 60)), ("big2", .integer((UInt64(1) << 60) + 1)), ("textNaN", .text("NaN")),
+                ("dec", .decimal(Decimal(string: "0.1")!)), ("none", .none), ("tiny", .number(1e-300)), ("ntiny", .number(-1e-300)),
+            ]
+            _ = try await database.write(contentsOf: values.map { Record(id: $0.0, data: Mixed(value: $0.1)) })
+            let order = try await database.readIDs(Query(Mixed.self).sorted(by: "value"))
+            #expect(order == ["none", "ninf", "ntiny", "nzero", "zero", "tiny", "dec", "num123", "big1", "big2", "inf", "nan", "text123", "textNaN"])
+            // A string that reads as a number is not that number; NaN finds NaN; -0.0 is 0.
+            #expect(try await database.readIDs(Query(Mixed.self).filter("value", .equals(123))) == ["num123"])
+            #expect(try await database.readIDs(Query(Mixed.self).filter("value", .equals("123"))) == ["text123"])
+            #expect(try await database.readIDs(Query(Mixed.self).filter("value", .equals(Double.nan))) == ["nan"])
+            #expect(try await database.readIDs(Query(Mixed.self).filter("value", .equals("NaN"))) == ["textNaN"])
+            #expect(try await database.readIDs(Query(Mixed.self).filter("value", .equals((UInt64(1) << 60) + 1))) == ["big2"])
+            #expect(try await database.readIDs(Query(Mixed.self).filter("value", .equals(Decimal(string: "0.10")!))) == ["dec"])
+        }
+    }
+
+    @Test func aCancelledStreamEnds() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: (0..<1000).map { Record(id: "t\($0)", data: Ticket(queue: "q", priority: $0, title: "")) })
+            let read = Task {
+                var count = 0
+                for try await _ in database.stream(Query(Ticket.self), batchSize: 10) {
+                    count += 1
+                    if count == 15 { withUnsafeCurrentTask { $0?.cancel() } }
+                }
+                return count
+            }
+            #expect(try await read.value == 20)  // the batch read before the cancellation is given out
+        }
+    }
+}
