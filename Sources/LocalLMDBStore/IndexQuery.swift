@@ -220,7 +220,7 @@ extension RecordStore {
     /// No stored index: every record of the classes, its tuples computed from its bytes.
     private func scannedKeys(_ query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> IndexQuery.Page {
         var matches: [(tuple: [UInt8], key: [UInt8])] = []
-        let keys = query.classNames.map { StorageKey($0, maxKeySize: environment.maxKeySize) }
+        let keys = query.classNames.map { StorageKey($0, maxKeySize: maxKeySize) }
         try forEachRecord(typeKeys: keys, in: transaction) { recordKey, value throws(DatabaseError) in
             // A damaged record is an error, as for `read()`.
             let stored = try RecordDecoding.decode(key: recordKey, value: value)
@@ -253,7 +253,7 @@ extension RecordStore {
     ) throws(DatabaseError) {
         guard let entries else { return }
         let prefix = index.keyPrefix
-        let maxKeySize = environment.maxKeySize
+        let maxKeySize = self.maxKeySize
         let ranges = query.rangesAfterCursor
         try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             for range in query.descending ? ranges.reversed() : ranges {
@@ -305,7 +305,7 @@ extension RecordStore {
     ) throws(DatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         // A seek key is at most as long as a truncated entry key's unhashed part: a longer one
         // is cut there, which seeks no further than the entries it stands for.
-        let seekLength = StoredIndex.stemLength(environment.maxKeySize)
+        let seekLength = StoredIndex.stemLength(maxKeySize)
         if !descending {
             let from = Array((prefix + (range.lower?.bytes ?? [])).prefix(seekLength))
             return try from.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }
@@ -344,7 +344,7 @@ extension RecordStore {
     ) throws(DatabaseError) -> [[UInt8]] {
         guard let value = try transaction.get(records, entry.value),
               let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return [] }
-        let maxKeySize = environment.maxKeySize
+        let maxKeySize = self.maxKeySize
         return index.definition.tuples(of: EncodedObject(bytes: stored.json, owner: nil)).filter { tuple in
             index.entryKey(tuple, maxKeySize: maxKeySize).withBytes { $0.hasSameBytes(as: entry.key) }
         }
@@ -366,7 +366,7 @@ extension RecordStore {
               let index = try storedIndex(className: className, name: query.definition.name, in: transaction),
               index.definition == query.definition else { return nil }
         let prefix = index.keyPrefix
-        let maxKeySize = environment.maxKeySize
+        let maxKeySize = self.maxKeySize
         var total = 0
         let counted: Bool = try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             for range in query.rangesAfterCursor {

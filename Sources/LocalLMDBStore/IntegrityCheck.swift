@@ -38,7 +38,7 @@ extension RecordStore {
                         return
                     }
                     let id = (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key)
-                    let typeKey = StorageKey(stored.className, maxKeySize: environment.maxKeySize)
+                    let typeKey = StorageKey(stored.className, maxKeySize: maxKeySize)
                     let indexed = try typeKey.withBytes { typeBytes throws(DatabaseError) in
                         try index.get(.keyAndValue, key: typeBytes, value: key) != nil
                     }
@@ -56,7 +56,7 @@ extension RecordStore {
                     return
                 }
                 guard let stored = try? RecordValue(parsing: value) else { return }  // reported above
-                let storedKey = StorageKey(stored.classNameString, maxKeySize: environment.maxKeySize)
+                let storedKey = StorageKey(stored.classNameString, maxKeySize: maxKeySize)
                 if !storedKey.bytes.elementsEqual(typeKey) {
                     problems.append(.misfiledIndexEntry(id: stored.id(key: recordKey), indexedAs: className, storedAs: stored.classNameString))
                 }
@@ -76,7 +76,7 @@ extension RecordStore {
             var expected: Set<[UInt8]> = []  // entry key, a zero-length separator byte count, record key
             var recordKeys: [[UInt8]] = []
             try transaction.withCursor(types) { cursor throws(DatabaseError) in
-                try StorageKey(index.className, maxKeySize: environment.maxKeySize).withBytes { classBytes throws(DatabaseError) in
+                try StorageKey(index.className, maxKeySize: maxKeySize).withBytes { classBytes throws(DatabaseError) in
                     try cursor.forEachDuplicate(of: classBytes) { recordKeys.append(Array($0)) }
                 }
             }

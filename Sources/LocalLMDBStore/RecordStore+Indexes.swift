@@ -43,7 +43,7 @@ extension RecordStore {
 
     /// The entries `object` has in `index`.
     func entries(of object: EncodedObject, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)] {
-        let maxKeySize = environment.maxKeySize
+        let maxKeySize = self.maxKeySize
         // The tuples are written after the index's number: each is its whole entry key.
         return index.definition.entries(of: object, after: index.keyPrefix).map { entry in
             (StoredIndex.entryKey(whole: entry.tuple, maxKeySize: maxKeySize), index.definition.isUnique && !entry.hasMissing)
@@ -167,7 +167,7 @@ extension RecordStore {
 
     /// Adds the entries of every record stored as `index.className`.
     private func build(_ index: StoredIndex, in transaction: Transaction, progress: IndexBuildListener?) throws(DatabaseError) {
-        let classKey = StorageKey(index.className, maxKeySize: environment.maxKeySize)
+        let classKey = StorageKey(index.className, maxKeySize: maxKeySize)
         var recordKeys: [[UInt8]] = []
         try transaction.withCursor(types) { cursor throws(DatabaseError) in
             try classKey.withBytes { classBytes throws(DatabaseError) in

@@ -7,7 +7,7 @@ extension RecordStore {
     /// which keeps the indexes and the change log as for any write.
     func patched(_ keys: [StorageKey], classNames: [String], member: String, json: [UInt8], in transaction: Transaction) throws(DatabaseError) -> RecordBatch {
         var batch = RecordBatch()
-        let maxKeySize = environment.maxKeySize
+        let maxKeySize = self.maxKeySize
         for key in keys {
             try key.withBytes { recordKey throws(DatabaseError) in
                 guard let value = try transaction.get(records, recordKey) else { return }

@@ -40,11 +40,15 @@ import Foundation
     let indexes: DatabaseHandle?
     let entries: DatabaseHandle?
     package let indexCatalog = IndexCatalog()
+    /// The environment's key limit, read once (an `Int`, where the environment is a reference
+    /// every access would retain).
+    let maxKeySize: Int
 
     /// Opens the five databases, creating them and recording the layout version if new (unless
     /// `readOnly`: then they must exist).
     package init(environment: Environment, readOnly: Bool = false, changeLogLimits: ChangeLog.Limits) throws(DatabaseError) {
         self.environment = environment
+        maxKeySize = environment.maxKeySize
         if readOnly {
             let handles = try environment.openExistingDatabases([
                 ("records", false), ("types", true), ("meta", false), ("classes", false),
@@ -347,7 +351,8 @@ import Foundation
             try transaction.put(records, key, record.value)
             let object = newIndexes.isEmpty ? nil : Self.indexedObject(record.value, verified: false)
             for index in newIndexes {
-                let newEntries = object.map { entries(of: $0, in: index) } ?? []
+                var newEntries: [(key: [UInt8], isUnique: Bool)] = []
+                if let object { newEntries = entries(of: object, in: index) }
                 if let old = oldEntries.firstIndex(where: { $0.index == index }) {
                     // Unchanged values keep their entries.
                     if oldEntries[old].keys == newEntries.map(\.key) {
