@@ -29,6 +29,8 @@ import LocalLMDBTestSupport
 //   helper open DIR                  opens DIR, printing "opened" or "error <description>"
 //   helper write-tickets DIR QUEUE N writes Tickets QUEUE-0… of priorities 0…N-1, then prints "done"
 //   helper count-queue DIR QUEUE     prints how many Tickets of QUEUE its index query finds
+//   helper ticket-loop DIR           writes, moves and deletes indexed Tickets for ever, printing
+//                                    "ack <n>" once operation n has returned
 //   helper hold-writer DIR           opens DIR with raw LMDB, begins a write transaction, prints
 //                                    "holding" and sleeps until killed
 //   helper default-serialization     opens SerializationDatabase() (the default directory, from
@@ -257,6 +259,22 @@ do {
         let queue = arguments[3]
         _ = try await database.write(contentsOf: (0..<total).map { Record(id: "\(queue)-\($0)", data: Ticket(queue: queue, priority: $0, title: "from the helper")) })
         say("done")
+    case "ticket-loop":
+        var number = 1
+        while true {
+            let id = "t\(number % 50)"
+            if number % 7 == 0 {
+                _ = try await database.delete(id: id)
+            } else if number % 5 == 0 {
+                _ = try await database.write(contentsOf: (0..<3).map { part in
+                    Record(id: "t\((number + part * 11) % 50)", data: Ticket(queue: "q\((number + part) % 4)", priority: number * 3 + part, title: "batch"))
+                })
+            } else {
+                try await database.write(Record(id: id, data: Ticket(queue: "q\(number % 4)", priority: number, title: "single")))
+            }
+            say("ack \(number)")
+            number += 1
+        }
     case "count-queue":
         guard arguments.count > 3 else { fail("count-queue needs QUEUE") }
         say(String(try await database.count(Query(Ticket.self).filter("queue", .equals(arguments[3])))))
