@@ -7,7 +7,7 @@ import LocalLMDBJSON
 /// Definitions are stored in the database (`indexes`), and every write maintains the entries of
 /// the class it writes from the stored bytes, in the same transaction: a process whose models
 /// do not declare an index keeps it exact all the same.
-package struct IndexDefinition: Sendable, Hashable {
+@usableFromInline package struct IndexDefinition: Sendable, Hashable {
     /// One indexed field: a path of member names from the record's top object (`["address",
     /// "city"]`), and the kind its values are compared as.
     package struct Field: Sendable, Hashable {

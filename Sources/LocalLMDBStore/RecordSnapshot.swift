@@ -49,4 +49,7 @@ import LocalLMDBLMDB
 
     /// The number of records `query` selects, without reading them.
     func count(matching query: IndexQuery) throws(DatabaseError) -> Int
+
+    /// The class names that have a stored index of `definition`, in name order.
+    func classNames(indexedBy definition: IndexDefinition) throws(DatabaseError) -> [String]
 }

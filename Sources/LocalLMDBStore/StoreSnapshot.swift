@@ -72,6 +72,10 @@ import LocalLMDBLMDB
         return ids
     }
 
+    @usableFromInline package func classNames(indexedBy definition: IndexDefinition) throws(DatabaseError) -> [String] {
+        try store.storedIndexes(in: transaction).filter { $0.value.contains { $0.definition == definition } }.keys.sorted()
+    }
+
     @usableFromInline package func count(matching query: IndexQuery) throws(DatabaseError) -> Int {
         try store.count(matching: query, in: transaction)
     }

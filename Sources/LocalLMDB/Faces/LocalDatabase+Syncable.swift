@@ -49,6 +49,16 @@ extension LocalDatabase {
     public nonisolated(nonsending) func read<T: Syncable>(withStatus status: SyncStatus) async throws -> [T] {
         try await read(Query(T.self).filter(T.syncStatusKey, .equals(status.rawValue)))
     }
+
+    /// The ids of the records of every type with the stored sync status `status`, by class
+    /// name: what has not been synced yet, whatever its type. Covers the `Syncable` types this
+    /// database has stored the status index of (the first write or query of a type stores it,
+    /// in any process).
+    public nonisolated(nonsending) func readIDs(withStatus status: SyncStatus) async throws -> [String: [String]] {
+        do throws(DatabaseError) {
+            return try await engine.read(ReadIDsWithStatus(status: status))
+        } catch { throw LocalDatabaseError(error) }
+    }
 }
 
 extension SerializationDatabase {
@@ -72,6 +82,12 @@ extension SerializationDatabase {
     /// The records of `T` with the stored sync status `status`; `[]` on failure.
     public func read<T: Syncable>(withStatus status: SyncStatus) -> [T] {
         read(Query(T.self).filter(T.syncStatusKey, .equals(status.rawValue)))
+    }
+
+    /// The ids of the records of every type with the stored sync status `status`, by class name
+    /// (see `LocalDatabase.readIDs(withStatus:)`); `[:]` on failure.
+    public func readIDs(withStatus status: SyncStatus) -> [String: [String]] {
+        run([:]) { engine throws(DatabaseError) in try engine.readBlocking(ReadIDsWithStatus(status: status), "readIDs") }
     }
 }
 

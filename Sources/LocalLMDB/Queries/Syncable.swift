@@ -99,3 +99,22 @@ struct ReadSyncStatus: PlainRead {
         return SyncStatus(rawValue: raw) ?? .undetermined
     }
 }
+
+/// The ids of the records of every `Syncable` class with a stored status, by class name, from
+/// each class's status index.
+struct ReadIDsWithStatus: PlainRead {
+    let status: SyncStatus
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String: [String]] {
+        let definition = IndexDeclarations.syncStatusIndex
+        var key: [UInt8] = []
+        Array(String(status.rawValue).utf8).withBytes { IndexKey.append(valueAt: 0, in: JSONScanner($0), kind: .automatic, to: &key) }
+        var ids: [String: [String]] = [:]
+        for className in try snapshot.classNames(indexedBy: definition) {
+            let query = IndexQuery(classNames: [className], definition: definition, ranges: [.prefix(key)], descending: false, offset: 0, limit: nil)
+            let found = try snapshot.ids(matching: query)
+            if !found.isEmpty { ids[className] = found }
+        }
+        return ids
+    }
+}

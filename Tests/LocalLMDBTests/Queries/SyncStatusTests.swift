@@ -48,6 +48,12 @@ struct SyncStatusTests {
             #expect(try await database.syncStatus(of: Reading.self, id: "v1") == nil)  // another type's record
             let notSynced: [Reading] = try await database.read(withStatus: .notSynced)
             #expect(notSynced.map(\.id) == ["r1"])
+            // Every type at once, by class name.
+            #expect(try await database.readIDs(withStatus: .undetermined) == ["Visit": ["v1"]])
+            #expect(try await database.readIDs(withStatus: .syncing) == ["Reading": ["r2"]])
+            _ = try await database.setSyncStatus(.syncing, forIDs: ["v1"], of: Visit.self)
+            #expect(try await database.readIDs(withStatus: .syncing) == ["Reading": ["r2"], "Visit": ["v1"]])
+            #expect(try await database.readIDs(withStatus: .synced) == ["Visit": ["v2"]])
         }
     }
 
