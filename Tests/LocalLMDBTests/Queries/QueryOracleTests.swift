@@ -57,7 +57,7 @@ struct QueryOracleTests {
         return descending ? sorted.reversed() : sorted
     }
 
-    @Test(arguments: 1...24)
+    @Test(.serialized, arguments: 1...24)
     func randomHistoriesAgreeWithAnInMemoryFilter(seed: UInt64) async throws {
         var random = SeededGenerator(state: seed)
         try await withDatabase { database, _ in
