@@ -27,7 +27,10 @@ package final class IndexCatalog: Sendable {
             try transaction.get(store.meta, key).map { Array($0) }
         }
         guard let version else {
-            loaded.withLock { $0 = Loaded(version: [], byClass: [:]) }
+            // No index yet: remembered once (`mayHaveUniqueIndex` can then say no).
+            loaded.withLock { current in
+                if current?.version.isEmpty != true { current = Loaded(version: [], byClass: [:]) }
+            }
             return [:]
         }
         if let current = loaded.withLock({ $0 }), current.version == version { return current.byClass }

@@ -53,16 +53,11 @@ struct ObservedQuery<T: Persistable>: SnapshotRead {
     let read: ReadQuery<T>
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Observed<[T]> {
-        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
         var digest: UInt64 = 0
-        let scratch = ReadScratch.current
-        let value = try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
-            try snapshot.records(matching: read.query) { stored, id throws(DatabaseError) in
-                let recordID = id()
-                digest = recordID.utf8.withContiguousStorageIfAvailable { RecordChecksum.of(UnsafeRawBufferPointer($0), after: digest) } ?? digest
-                digest = RecordChecksum.of(stored.object.extent, after: digest)
-                return try scratch.restore(T.self, from: stored.object, id: recordID, storedName: stored.className)
-            }
+        let (value, _) = try read.models(in: snapshot) { stored, id in
+            var recordID = id
+            digest = recordID.withUTF8 { RecordChecksum.of(UnsafeRawBufferPointer($0), after: digest) }
+            digest = RecordChecksum.of(stored.object.extent, after: digest)
         }
         return Observed(value: value, digest: digest)
     }

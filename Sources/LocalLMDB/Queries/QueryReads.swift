@@ -17,11 +17,21 @@ struct ReadQuery<T: Persistable>: SessionRead {
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [T] {
+        try models(in: snapshot).records
+    }
+
+    /// The models of the records the query selects, restored in place in `snapshot`, and the
+    /// position after the last; `visit` sees each record first (its stored object and id): the
+    /// one body of every read of a query's models.
+    func models<Snapshot: RecordSnapshot>(
+        in snapshot: Snapshot, visit: ((DecodedRecord, _ id: String) -> Void)? = nil
+    ) throws(DatabaseError) -> (records: [T], last: IndexCursor?) {
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
         let scratch = ReadScratch.current
         return try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
-            try snapshot.records(matching: query) { stored, id throws(DatabaseError) in
-                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
+            try snapshot.page(matching: query) { stored, id throws(DatabaseError) in
+                visit?(stored, id())
+                return try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
             }
         }
     }
@@ -59,18 +69,12 @@ struct ReadQueryPage<T: Persistable>: SessionRead {
     }
 
     func restore(_ detached: (records: [(object: DecodedRecord.Detached, id: String)], last: IndexCursor?), classes: ClassLookup) throws(DatabaseError) -> QueryPage<T> {
-        let records = try ReadQuery<T>(query: query).restore(detached.records, classes: classes)
+        let records = try ReadAll<T>.restoreAll(detached.records, classes: classes)
         return page(records, detached.last)
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> QueryPage<T> {
-        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
-        let scratch = ReadScratch.current
-        let (records, last) = try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
-            try snapshot.page(matching: query) { stored, id throws(DatabaseError) in
-                try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
-            }
-        }
+        let (records, last) = try ReadQuery<T>(query: query).models(in: snapshot)
         return page(records, last)
     }
 
