@@ -527,3 +527,29 @@ struct ValueOrderTests {
         }
     }
 }
+
+extension ValueOrderTests {
+    @Test func datesOfEveryFormSortInTime() async throws {
+        try await withDatabase { database, _ in
+            // Expanded years on both sides of 0000–9999, a date between milliseconds (seven fraction
+            // digits), whole milliseconds, and the reference date's -0.0.
+            let dates: [(String, Date)] = [
+                ("y10000", Date(timeIntervalSince1970: 253_402_300_800 + 86_400 * 40)),
+                ("bc", Date(timeIntervalSince1970: -62_230_000_000)),
+                ("fine", Date(timeIntervalSince1970: 1_700_000_000.000_123_4)),
+                ("ms", Date(timeIntervalSince1970: 1_700_000_000.001)),
+                ("epoch", Date(timeIntervalSince1970: 0)),
+                ("reference", Date(timeIntervalSinceReferenceDate: -0.0)),
+            ]
+            _ = try await database.write(contentsOf: dates.map { Record(id: $0.0, data: Customer(name: $0.0, joined: $0.1)) })
+            let expected = dates.sorted { $0.1 < $1.1 }.map(\.0)
+            let sorted = try await database.readIDs(Query(Customer.self).filter("joined", .atLeast(Date(timeIntervalSince1970: -1e12))).sorted(by: "joined"))
+            #expect(sorted == expected, "\(sorted) vs \(expected)")
+            // A bound itself before year 1: the BC date is after it, and before Date.distantPast.
+            #expect(try await database.readIDs(Query(Customer.self).filter("joined", .lessThan(Date.distantPast))) == ["bc"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("joined", .equals(dates[0].1))) == ["y10000"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("joined", .greaterThan(dates[3].1))) == ["y10000"])
+            #expect(try await database.readIDs(Query(Customer.self).filter("joined", .between(dates[2].1, dates[3].1))) == ["fine", "ms"])
+        }
+    }
+}
