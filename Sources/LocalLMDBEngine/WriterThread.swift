@@ -47,6 +47,13 @@ package final class WriterThread: @unchecked Sendable {
         pthread_equal(threadID, pthread_self()) != 0
     }
 
+    /// How many closures wait to run now (not counting delayed ones): for tests.
+    var queuedCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count
+    }
+
     /// Runs `body` on the thread, after everything already queued.
     func submit(_ body: @escaping @Sendable () -> Void) {
         push(body)

@@ -46,7 +46,7 @@ struct ConcurrencyTests {
     }
 
     @MainActor
-    @Test func concurrentWritesShareCommits() async throws {
+    @Test func concurrentWritesAllLand() async throws {
         try await withDatabase { database, _ in
             let writers = 8
             let perWriter = 40
@@ -65,15 +65,48 @@ struct ConcurrencyTests {
             let commits = environment.lastTransactionID - before
             print("\(writers * perWriter) concurrent writes took \(commits) commits")
             #expect(try await database.count(Entry.self) == writers * perWriter)
-            // Writers that arrive together share a commit: far fewer commits than writes (about three
-            // writes a commit). Under ThreadSanitizer, on 2 cores busy with the rest of the suite,
-            // writers come back to the group more slowly (2.0 to 2.4 a commit seen): a third fewer
-            // commits than writes at least.
-            #expect(commits <= writers * perWriter / (runningUnderThreadSanitizer ? 3 : 2) * (runningUnderThreadSanitizer ? 2 : 1))
+            // How many commits they shared depends on how the threads were scheduled (on two
+            // busy cores, anything from 2 to 6 writes a commit has been seen): the benchmarks
+            // measure that. What does not depend on it is checked below and in
+            // `writesQueuedBehindABusyWriterShareOneCommit`.
+            #expect(commits <= writers * perWriter)
             // A lone writer is not held back waiting for company: one commit per write.
             let lone = environment.lastTransactionID
             for index in 0..<20 { try await database.write(Record(id: "lone\(index)", data: Entry(sequence: index, payload: ""))) }
             #expect(environment.lastTransactionID - lone == 20)
+        }
+    }
+
+    /// Writes that arrive while the writer thread is busy are all committed in the one
+    /// transaction that follows: group commit, checked without depending on timing (the
+    /// writer thread is held until every write has queued behind it).
+    @Test func writesQueuedBehindABusyWriterShareOneCommit() async throws {
+        try await withDatabase { database, _ in
+            let engine = database.session.engine
+            let environment = engine.environment
+            let thread = engine.coordinator.thread
+            let writers = 8
+            let before = environment.lastTransactionID
+            let held = Locked(false)
+            let release = DispatchSemaphore(value: 0)
+            // The bound only keeps a failing test from hanging the suite.
+            thread.submit {
+                held.withLock { $0 = true }
+                _ = release.wait(timeout: .now() + 120)
+            }
+            #expect(await waitUntil(seconds: 60) { held.withLock { $0 } })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        try await database.write(Record(id: "queued\(writer)", data: Entry(sequence: writer, payload: "")))
+                    }
+                }
+                #expect(await waitUntil(seconds: 60) { thread.queuedCount == writers })
+                release.signal()
+                try await group.waitForAll()
+            }
+            #expect(try await database.count(Entry.self) == writers)
+            #expect(environment.lastTransactionID - before == 1)
         }
     }
 
