@@ -6,12 +6,16 @@ let package = Package(
     platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "LocalLMDB", targets: ["LocalLMDB"]),
+        // Encryption at rest with swift-crypto: optional, so the core depends on LMDB alone.
+        .library(name: "LocalLMDBEncryption", targets: ["LocalLMDBEncryption"]),
         .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
     ],
     dependencies: [
         // Documentation only (`swift package generate-documentation`): a command plugin, used by no
         // target, so the library still depends on LMDB and the toolchain alone.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
+        // AES-GCM for the optional `LocalLMDBEncryption` product only.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
@@ -33,6 +37,8 @@ let package = Package(
         .target(name: "LocalLMDBEngine", dependencies: ["LocalLMDBStore"]),
         // Models, `DataObject`, Codable, and the two faces: the public API.
         .target(name: "LocalLMDB", dependencies: ["LocalLMDBEngine"]),
+        // Encryption at rest: a `RecordCipher` built on swift-crypto's AES-GCM.
+        .target(name: "LocalLMDBEncryption", dependencies: ["LocalLMDB", .product(name: "Crypto", package: "swift-crypto")]),
         // A short example program: `swift run locallmdb-demo`.
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
         // Model classes shared by the tests and the child processes they launch, so that
@@ -41,11 +47,11 @@ let package = Package(
         // The child process used by crash and multi-process tests.
         .executableTarget(
             name: "LocalLMDBTestHelper",
-            dependencies: ["LocalLMDB", "LocalLMDBTestSupport", "CLMDB"]
+            dependencies: ["LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport", "CLMDB"]
         ),
         .testTarget(
             name: "LocalLMDBTests",
-            dependencies: ["LocalLMDB", "LocalLMDBTestSupport", "LocalLMDBTestHelper", "CLMDB"]
+            dependencies: ["LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport", "LocalLMDBTestHelper", "CLMDB"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -21,6 +21,7 @@ let package = Package(
             name: "BenchmarkCore",
             dependencies: [
                 .product(name: "LocalLMDB", package: "LocalLMDB"),
+                .product(name: "LocalLMDBEncryption", package: "LocalLMDB"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "CLMDBRaw",
                 "CMemoryProbe",

@@ -71,6 +71,15 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         set { engine.changeLogBytes = newValue }
     }
 
+    /// Encryption of stored values at rest; nil (the default): none. Every database on one
+    /// directory in one process must agree on it (its current key id), and each one's keys are
+    /// checked against the database's: a wrong key fails the open with
+    /// `LocalDatabaseError.wrongEncryptionKey`. See <doc:Encryption>.
+    public var encryption: DatabaseEncryption? {
+        get { engine.encryption.map(DatabaseEncryption.init(store:)) }
+        set { engine.encryption = newValue?.store }
+    }
+
     /// A batch of more records than this is written in parts, each applied while the next is
     /// encoded (`BatchStream`). Internal: tests set it low, so that their batches need not be
     /// large.

@@ -78,6 +78,27 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// The query names no field, a field twice in ways that cannot be combined, or a value that
     /// cannot be compared (`reason` says which). Nothing was read.
     case invalidQuery(reason: String)
+    /// The database is encrypted, and was opened without encryption: open it with its cipher
+    /// (`DatabaseConfiguration.encryption`). Nothing was read or written.
+    case encryptionRequired(path: String)
+    /// The database is not encrypted and holds records, and was opened with encryption. To
+    /// encrypt it in place, open it with `DatabaseEncryption(_:encryptingExistingValues:)` set
+    /// to true, then call `reencrypt(progress:)`; else open it without encryption.
+    case unencryptedDatabase(path: String)
+    /// Values of the database may be sealed under the key `keyID`, which the cipher does not
+    /// hold. Open it with that key among the cipher's keys (a key is retired only once
+    /// `reencrypt(progress:)` has finished under its successor).
+    case missingEncryptionKey(keyID: String)
+    /// The cipher's key of id `keyID` is not the key the database's values are sealed under
+    /// (its key check, written when the key was first used, does not open). Nothing was read.
+    case wrongEncryptionKey(keyID: String)
+    /// The stored value of record `id` does not decrypt: it was changed on disk, moved from
+    /// another record or class, sealed under a key the database was not opened with, or is
+    /// unencrypted in an encrypted database (`reason` says which). Other records are unaffected.
+    case undecryptableRecord(id: String, reason: String)
+    /// The cipher failed to seal the value of record `id` (empty for a key check), saying
+    /// `reason`. Nothing of the write was stored.
+    case encryptionFailed(id: String, reason: String)
 
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
@@ -112,6 +133,12 @@ extension LocalDatabaseError {
         case let .changesUnavailable(token, reason): self = .changesUnavailable(token: token, reason: reason)
         case let .uniqueIndexViolation(className, index, ids): self = .uniqueIndexViolation(className: className, index: index, ids: ids)
         case let .invalidQuery(reason): self = .invalidQuery(reason: reason)
+        case let .encryptionRequired(path): self = .encryptionRequired(path: path)
+        case let .unencryptedDatabase(path): self = .unencryptedDatabase(path: path)
+        case let .missingEncryptionKey(keyID): self = .missingEncryptionKey(keyID: keyID)
+        case let .wrongEncryptionKey(keyID): self = .wrongEncryptionKey(keyID: keyID)
+        case let .undecryptableRecord(id, reason): self = .undecryptableRecord(id: id, reason: reason)
+        case let .encryptionFailed(id, reason): self = .encryptionFailed(id: id, reason: reason)
         }
     }
 }
@@ -146,6 +173,12 @@ extension DatabaseError {
         case let .changesUnavailable(token, reason): self = .changesUnavailable(token: token, reason: reason)
         case let .uniqueIndexViolation(className, index, ids): self = .uniqueIndexViolation(className: className, index: index, ids: ids)
         case let .invalidQuery(reason): self = .invalidQuery(reason: reason)
+        case let .encryptionRequired(path): self = .encryptionRequired(path: path)
+        case let .unencryptedDatabase(path): self = .unencryptedDatabase(path: path)
+        case let .missingEncryptionKey(keyID): self = .missingEncryptionKey(keyID: keyID)
+        case let .wrongEncryptionKey(keyID): self = .wrongEncryptionKey(keyID: keyID)
+        case let .undecryptableRecord(id, reason): self = .undecryptableRecord(id: id, reason: reason)
+        case let .encryptionFailed(id, reason): self = .encryptionFailed(id: id, reason: reason)
         }
     }
 }

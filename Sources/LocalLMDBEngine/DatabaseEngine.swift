@@ -45,6 +45,7 @@ import Foundation
         @usableFromInline package let serial: UInt64
         @usableFromInline package let classTable: ClassTable
         @usableFromInline package let maxKeySize: Int
+        @usableFromInline package let encryption: StoreEncryption?
     }
 
     /// The map an empty database starts with; it doubles as it fills.
@@ -60,7 +61,8 @@ import Foundation
             maxReaders: configuration.maxReaders, maxDatabases: 8, writerLockTimeout: configuration.busyTimeout)
         let store = try RecordStore(
             environment: environment, readOnly: configuration.readOnly,
-            changeLogLimits: ChangeLog.Limits(commits: max(1, configuration.changeLogCommits), bytes: max(0, configuration.changeLogBytes)))
+            changeLogLimits: ChangeLog.Limits(commits: max(1, configuration.changeLogCommits), bytes: max(0, configuration.changeLogBytes)),
+            encryption: configuration.encryption)
         self.path = directory.path
         self.identity = directory.identity
         self.configuration = configuration
@@ -107,7 +109,7 @@ import Foundation
             count += 1
             return count
         }
-        readTarget = ReadTarget(records: store.records, serial: serial, classTable: store.classTable, maxKeySize: environment.maxKeySize)
+        readTarget = ReadTarget(records: store.records, serial: serial, classTable: store.classTable, maxKeySize: environment.maxKeySize, encryption: store.encryption)
     }
 
     deinit {
@@ -127,6 +129,10 @@ import Foundation
         } compatible: { engine throws(DatabaseError) in
             if let reason = engine.configuration.incompatibility(with: configuration) {
                 throw .incompatibleOptions(path: handle.path, reason: reason)
+            }
+            // The same key ids: the keys themselves must be the database's too.
+            if configuration.encryption !== engine.configuration.encryption {
+                try engine.store.checkKeys(of: configuration.encryption, path: handle.path)
             }
             engine.sessions += 1
         }

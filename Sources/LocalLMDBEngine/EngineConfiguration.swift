@@ -14,6 +14,8 @@ package struct EngineConfiguration: Sendable, Equatable {
     package var changeLogBytes = 64 << 20
     /// The most records of a batch applied in one part (`BatchStream`).
     package var batchPartRecords = BatchStream.partRecords
+    /// The encryption of values at rest; nil: none.
+    package var encryption: StoreEncryption?
 
     package init() {}
 
@@ -26,6 +28,10 @@ package struct EngineConfiguration: Sendable, Equatable {
         if maxReaders != other.maxReaders { return "\(maxReaders) readers, not \(other.maxReaders)" }
         if changeLogCommits != other.changeLogCommits || changeLogBytes != other.changeLogBytes {
             return "a change log of \(changeLogCommits) commits and \(changeLogBytes) bytes, not \(other.changeLogCommits) and \(other.changeLogBytes)"
+        }
+        if encryption != other.encryption {
+            let describe = { (encryption: StoreEncryption?) in encryption.map { "encryption under the key '\($0.cipher.sealingKeyID)'" } ?? "no encryption" }
+            return "\(describe(encryption)), not \(describe(other.encryption))"
         }
         return nil
     }

@@ -20,6 +20,9 @@ package protocol EngineReader: AnyObject, Sendable {
     var maxKeySize: Int { get }
     /// Where the engine announces commits (its own and, polled, other processes').
     var notifier: ChangeNotifier { get }
+    /// The encryption of values at rest: the faces seal each value they encode with it
+    /// (`StoreEncryption.sealedValue`); nil for an unencrypted database.
+    var encryption: StoreEncryption? { get }
 
     /// `read`'s value from a snapshot on the calling thread; nil when the read must go through
     /// `readInTransaction` (the session has a transaction open, or the engine cannot read

@@ -85,6 +85,7 @@ import Foundation
 
     @inlinable package var databaseSerial: UInt64 { engine.serial }
     @inlinable package var maxKeySize: Int { engine.readTarget.maxKeySize }
+    package var encryption: StoreEncryption? { engine.store.encryption }
     package var notifier: ChangeNotifier { engine.notifier }
     package var path: String { engine.path }
     package var configuration: EngineConfiguration { engine.configuration }
@@ -358,7 +359,7 @@ import Foundation
             guard let value = try RecordStore.value(key, records: target.records, in: transaction) else {
                 return try restore(nil, classes)
             }
-            return try restore(try RecordDecoding.decode(value: value, id: id), classes)
+            return try restore(try RecordDecoding.decode(value: value, id: id, encryption: target.encryption), classes)
         }
     }
 

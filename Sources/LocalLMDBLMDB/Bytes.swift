@@ -15,6 +15,17 @@ extension Array where Element == UInt8 {
     }
 }
 
+extension String {
+    /// The string's UTF-8 bytes, contiguous, with a typed error (`withUTF8` on a copy).
+    @inlinable package func withUTF8Bytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        var text = self
+        let result: Result<R, E> = text.withUTF8 { utf8 in
+            Result { () throws(E) in try body(UnsafeRawBufferPointer(utf8)) }
+        }
+        return try result.get()
+    }
+}
+
 extension UnsafeRawBufferPointer {
     /// Whether both buffers hold the same bytes.
     /// Short buffers (member names, mostly) are compared in place; a call to `memcmp` costs

@@ -28,6 +28,12 @@
     case changesUnavailable(token: String, reason: String)
     case uniqueIndexViolation(className: String, index: String, ids: [String])
     case invalidQuery(reason: String)
+    case encryptionRequired(path: String)
+    case unencryptedDatabase(path: String)
+    case missingEncryptionKey(keyID: String)
+    case wrongEncryptionKey(keyID: String)
+    case undecryptableRecord(id: String, reason: String)
+    case encryptionFailed(id: String, reason: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -86,6 +92,18 @@
             return "Records \(ids.map { "'\($0)'" }.joined(separator: " and ")) of \(className) have the same value in the unique index \(index); nothing of the write was stored."
         case let .invalidQuery(reason):
             return "The query cannot be run: \(reason)."
+        case let .encryptionRequired(path):
+            return "The database at \(path) is encrypted: open it with its keys (DatabaseConfiguration.encryption)."
+        case let .unencryptedDatabase(path):
+            return "The database at \(path) is not encrypted, and opening it with a key would not encrypt what it holds: open it without encryption, or with DatabaseEncryption(cipher, encryptingExistingValues: true) and then call reencrypt() to encrypt its records in place."
+        case let .missingEncryptionKey(keyID):
+            return "Values of the database may be sealed under the key '\(keyID)', which the cipher does not have: open it with that key among the cipher's keys (finish reencrypt() under the new key before retiring an old one)."
+        case let .wrongEncryptionKey(keyID):
+            return "The key the cipher has for the id '\(keyID)' is not the database's key of that id (its key check does not open): the key is wrong."
+        case let .undecryptableRecord(id, reason):
+            return "Record '\(id)' cannot be decrypted: \(reason)."
+        case let .encryptionFailed(id, reason):
+            return (id.isEmpty ? "A value" : "Record '\(id)'") + " could not be encrypted: \(reason)."
         }
     }
 }

@@ -18,6 +18,8 @@ import Darwin
 @usableFromInline package final class Environment: @unchecked Sendable {
     /// The environment's directory.
     let path: String
+    /// The environment's directory, for errors of the layers above.
+    package var directoryPath: String { path }
     /// The directory, held open while the environment is.
     let directory: DirectoryHandle
     /// LMDB's largest key (and `MDB_DUPSORT` value) in bytes: 511 in the default build.

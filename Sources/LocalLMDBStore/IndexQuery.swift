@@ -223,7 +223,7 @@ extension RecordStore {
         let keys = query.classNames.map { StorageKey($0, maxKeySize: maxKeySize) }
         try forEachRecord(typeKeys: keys, in: transaction) { recordKey, value throws(DatabaseError) in
             // A damaged record is an error, as for `read()`.
-            let stored = try RecordDecoding.decode(key: recordKey, value: value)
+            let stored = try RecordDecoding.decode(key: recordKey, value: value, encryption: encryption)
             for tuple in query.definition.tuples(of: stored.object) {
                 if tuple.withBytes({ query.matches($0) }) { matches.append((tuple, Array(recordKey))) }
             }
@@ -343,9 +343,9 @@ extension RecordStore {
         of entry: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer), _ index: StoredIndex, in transaction: Transaction
     ) throws(DatabaseError) -> [[UInt8]] {
         guard let value = try transaction.get(records, entry.value),
-              let stored = try? RecordValue(parsing: value), stored.json.first == UInt8(ascii: "{") else { return [] }
+              let object = indexedObject(value, key: entry.value, verified: false) else { return [] }
         let maxKeySize = self.maxKeySize
-        return index.definition.tuples(of: EncodedObject(bytes: stored.json, owner: nil)).filter { tuple in
+        return index.definition.tuples(of: object).filter { tuple in
             index.entryKey(tuple, maxKeySize: maxKeySize).withBytes { $0.hasSameBytes(as: entry.key) }
         }
     }

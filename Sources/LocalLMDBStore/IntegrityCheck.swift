@@ -31,7 +31,7 @@ extension RecordStore {
                     recordCount += 1
                     let stored: DecodedRecord
                     do throws(DatabaseError) {
-                        stored = try RecordDecoding.decode(key: key, value: value, validating: true)
+                        stored = try RecordDecoding.decode(key: key, value: value, validating: true, encryption: encryption)
                     } catch {
                         let reason = if case let .corruptRecord(_, reason) = error { reason } else { error.description }
                         problems.append(.undecodableRecord(id: RecordDecoding.displayID(key), reason: reason))
@@ -83,7 +83,7 @@ extension RecordStore {
             for recordKey in recordKeys {
                 try recordKey.withBytes { recordBytes throws(DatabaseError) in
                     guard let value = try transaction.get(records, recordBytes) else { return }
-                    for key in entryKeys(ofValue: value, in: index) ?? [] { expected.insert(Self.pair(key, recordKey)) }
+                    for key in entryKeys(ofValue: value, key: recordBytes, in: index) ?? [] { expected.insert(Self.pair(key, recordKey)) }
                 }
             }
             var found: Set<[UInt8]> = []

@@ -14,17 +14,23 @@ import LocalLMDBJSON
     /// or a document `JSONValidator` accepted as such), unless it has so many `{` and `[` that
     /// its nesting could exceed the validator's limit. A mismatch is a corrupt record. A value
     /// of format 1 (no checksum), or any value when `validating`, is checked by the validator.
-    @inlinable static func decode(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, validating: Bool = false) throws(DatabaseError) -> DecodedRecord {
-        try decode(value: value, id: nil, validating: validating) { stored in stored?.id(key: key) ?? displayID(key) }
+    ///
+    /// In a store with `encryption`, a sealed document is opened into a buffer the object owns
+    /// (its authentication stands for the checksum); see `StoreEncryption`.
+    @inlinable static func decode(
+        key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, validating: Bool = false, encryption: StoreEncryption?
+    ) throws(DatabaseError) -> DecodedRecord {
+        try decode(value: value, id: nil, key: key, validating: validating, encryption: encryption) { stored in stored?.id(key: key) ?? displayID(key) }
     }
 
     /// `decode(key:value:)` for a record read by `id`, which errors name.
-    @inlinable package static func decode(value: UnsafeRawBufferPointer, id: String) throws(DatabaseError) -> DecodedRecord {
-        try decode(value: value, id: id, validating: false) { _ in id }
+    @inlinable package static func decode(value: UnsafeRawBufferPointer, id: String, encryption: StoreEncryption?) throws(DatabaseError) -> DecodedRecord {
+        try decode(value: value, id: id, key: nil, validating: false, encryption: encryption) { _ in id }
     }
 
     @inlinable static func decode(
-        value: UnsafeRawBufferPointer, id: String?, validating: Bool, name: (RecordValue?) -> String
+        value: UnsafeRawBufferPointer, id: String?, key: UnsafeRawBufferPointer?, validating: Bool, encryption: StoreEncryption?,
+        name: (RecordValue?) -> String
     ) throws(DatabaseError) -> DecodedRecord {
         value.prefetch()
         let stored: RecordValue
@@ -32,6 +38,9 @@ import LocalLMDBJSON
             stored = try RecordValue(parsing: value)
         } catch {
             throw .corruptRecord(id: name(nil), reason: error.description)
+        }
+        if encryption != nil || stored.isSealed {
+            return try decodeProtected(stored, id: id, key: key, validating: validating, encryption: encryption, name: name(stored))
         }
         if stored.checksum != nil {
             guard stored.isIntact else {
@@ -52,6 +61,34 @@ import LocalLMDBJSON
             return DecodedRecord(id: id, className: stored.classNameString, object: object)
         } catch {
             throw .corruptRecord(id: name(stored), reason: error.description)
+        }
+    }
+
+    /// `decode` for a value of an encrypted store, or a sealed value (which then fails, naming
+    /// the record: the store was opened without encryption).
+    @usableFromInline static func decodeProtected(
+        _ stored: RecordValue, id: String?, key: UnsafeRawBufferPointer?, validating: Bool, encryption: StoreEncryption?, name: String
+    ) throws(DatabaseError) -> DecodedRecord {
+        let document = try (id ?? "").withUTF8Bytes { idUTF8 throws(DatabaseError) in
+            try stored.document(key: key ?? idUTF8, encryption: encryption)
+        }
+        // An opened document was authenticated: LocalLMDB sealed it, as it wrote it. An
+        // unencrypted one (accepted while a database is being encrypted) has its checksum.
+        var trusted = document.owner != nil
+        if !trusted, stored.checksum != nil {
+            guard stored.isIntact else { throw .corruptRecord(id: name, reason: "the stored document does not match its checksum") }
+            trusted = true
+        }
+        if !validating, trusted, document.bytes.first == UInt8(ascii: "{"),
+           document.bytes.count < 2 * (JSONValidator.maxDepth + 1)
+            || RecordChecksum.openings(in: document.bytes) <= JSONValidator.maxDepth {
+            return DecodedRecord(id: id, className: stored.classNameString, object: EncodedObject(bytes: document.bytes, owner: document.owner))
+        }
+        do throws(DatabaseError) {
+            let object = try EncodedObject.validating(document.bytes, owner: document.owner)
+            return DecodedRecord(id: id, className: stored.classNameString, object: object)
+        } catch {
+            throw .corruptRecord(id: name, reason: error.description)
         }
     }
 

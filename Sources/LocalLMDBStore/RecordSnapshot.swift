@@ -52,4 +52,8 @@ import LocalLMDBLMDB
 
     /// The class names that have a stored index of `definition`, in name order.
     func classNames(indexedBy definition: IndexDefinition) throws(DatabaseError) -> [String]
+
+    /// The ids of the keys the database's values may be sealed under, and whether some values
+    /// may still be unencrypted; nil for an unencrypted database.
+    func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)?
 }

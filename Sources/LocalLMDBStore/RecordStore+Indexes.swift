@@ -22,23 +22,25 @@ extension RecordStore {
 
     /// The entry keys a stored value has in `index`; nil when the value cannot be read as
     /// LocalLMDB wrote it (its header or its checksum is damaged): its entries cannot be known.
-    func entryKeys(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [[UInt8]]? {
-        entries(ofValue: value, in: index)?.map(\.key)
+    func entryKeys(ofValue value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, in index: StoredIndex) -> [[UInt8]]? {
+        entries(ofValue: value, key: key, in: index)?.map(\.key)
     }
 
     /// `entryKeys`, each with whether a unique index holds it to being the only one (not when a
     /// field of it is missing).
-    func entries(ofValue value: UnsafeRawBufferPointer, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)]? {
-        Self.indexedObject(value, verified: true).map { entries(of: $0, in: index) }
+    func entries(ofValue value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, in index: StoredIndex) -> [(key: [UInt8], isUnique: Bool)]? {
+        indexedObject(value, key: key, verified: true).map { entries(of: $0, in: index) }
     }
 
-    /// The object a stored value holds, for computing its entries; nil when the value cannot be
-    /// read as LocalLMDB wrote it. `verified` checks its checksum: a value read from the store
-    /// (a value being written was made by this process, and is checked once, here, by none).
-    static func indexedObject(_ value: UnsafeRawBufferPointer, verified: Bool) -> EncodedObject? {
+    /// The object a stored value holds, for computing its entries (opened, in an encrypted
+    /// store); nil when the value cannot be read as LocalLMDB wrote it. `key` is the record's
+    /// key. `verified` checks its checksum: a value read from the store (a value being written
+    /// was made by this process, and is checked once, here, by none).
+    func indexedObject(_ value: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, verified: Bool) -> EncodedObject? {
         guard let stored = try? RecordValue(parsing: value), !verified || stored.checksum == nil || stored.isIntact,
-              stored.json.first == UInt8(ascii: "{") else { return nil }
-        return EncodedObject(bytes: stored.json, owner: nil)
+              let document = try? stored.document(key: key, encryption: encryption),
+              document.bytes.first == UInt8(ascii: "{") else { return nil }
+        return EncodedObject(bytes: document.bytes, owner: document.owner)
     }
 
     /// The entries `object` has in `index`.
@@ -54,7 +56,7 @@ extension RecordStore {
     /// record under a key of a unique index.
     func addEntries(ofValue value: UnsafeRawBufferPointer, of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
         // A damaged value has no entries (`verifyIntegrity` reports it).
-        try addEntries(entries(ofValue: value, in: index) ?? [], of: index, record: recordKey, in: transaction)
+        try addEntries(entries(ofValue: value, key: recordKey, in: index) ?? [], of: index, record: recordKey, in: transaction)
     }
 
     /// Adds `entries` for the record under `recordKey`, refusing a second record under a key of
@@ -200,6 +202,10 @@ extension RecordStore {
         var version = [UInt8](repeating: 0, count: 16)
         withUnsafeBytes(of: UUID().uuid) { version = Array($0) }
         try Self.write(version, at: IndexCatalog.versionKey, meta, in: transaction)
-        try Self.write([Self.indexedLayoutVersion], at: Array("format".utf8), meta, in: transaction)
+        // Never lowers the layout: an encrypted database keeps its own.
+        let layout = try Self.read(Array("format".utf8), meta, in: transaction)?.first ?? 0
+        if layout < Self.indexedLayoutVersion {
+            try Self.write([Self.indexedLayoutVersion], at: Array("format".utf8), meta, in: transaction)
+        }
     }
 }

@@ -19,13 +19,20 @@ extension RecordStore {
                 }
                 let className = stored.classNameString
                 guard classNames.contains(className) else { return }
-                let document = try Self.document(stored.json, withMember: member, setTo: json, id: stored.id(key: recordKey))
+                let current = try stored.document(key: recordKey, encryption: encryption)
+                let document = try Self.document(current.bytes, withMember: member, setTo: json, id: stored.id(key: recordKey))
                 var newValue: [UInt8] = []
                 let fullID = stored.fullID.isEmpty ? nil : String(decoding: stored.fullID, as: UTF8.self)
-                RecordValue.appendHeader(className: className, fullID: fullID, to: &newValue)
-                let headerSize = newValue.count
-                newValue.append(contentsOf: document)
-                RecordValue.sealChecksum(in: &newValue, headerSize: headerSize)
+                if let encryption {
+                    newValue = try document.withBytes { document throws(DatabaseError) in
+                        try encryption.sealedValue(json: document, className: stored.className, fullID: stored.fullID, id: stored.idBytes(key: recordKey))
+                    }
+                } else {
+                    RecordValue.appendHeader(className: className, fullID: fullID, to: &newValue)
+                    let headerSize = newValue.count
+                    newValue.append(contentsOf: document)
+                    RecordValue.sealChecksum(in: &newValue, headerSize: headerSize)
+                }
                 newValue.withBytes { bytes in
                     batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: bytes)
                 }

@@ -25,7 +25,7 @@ import Foundation
     /// would write records without maintaining their entries, refuses it (`unsupportedFormat`).
     static let indexedLayoutVersion: UInt8 = 3
     /// The layouts read.
-    static let readableLayouts: [[UInt8]] = [[1], [2], [3]]
+    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4]]
 
     package let environment: Environment
     package let records: DatabaseHandle
@@ -40,14 +40,20 @@ import Foundation
     let indexes: DatabaseHandle?
     let entries: DatabaseHandle?
     package let indexCatalog = IndexCatalog()
+    /// The encryption of values at rest; nil for an unencrypted database.
+    package let encryption: StoreEncryption?
     /// The environment's key limit, read once (an `Int`, where the environment is a reference
     /// every access would retain).
     let maxKeySize: Int
 
     /// Opens the five databases, creating them and recording the layout version if new (unless
     /// `readOnly`: then they must exist).
-    package init(environment: Environment, readOnly: Bool = false, changeLogLimits: ChangeLog.Limits) throws(DatabaseError) {
+    /// `encryption` is checked against the database's (`establish`).
+    package init(
+        environment: Environment, readOnly: Bool = false, changeLogLimits: ChangeLog.Limits, encryption: StoreEncryption? = nil
+    ) throws(DatabaseError) {
         self.environment = environment
+        self.encryption = encryption
         maxKeySize = environment.maxKeySize
         if readOnly {
             let handles = try environment.openExistingDatabases([
@@ -55,10 +61,11 @@ import Foundation
             ])
             let meta = handles[2]
             let (stored, logID) = try environment.withReadTransaction { transaction throws(DatabaseError) in
-                (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
+                try Self.establish(encryption, path: environment.directoryPath, meta: meta, records: handles[0], in: transaction, writable: false)
+                return (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
             }
             guard let stored, Self.readableLayouts.contains(stored) else {
-                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.indexedLayoutVersion))
+                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.encryptedLayoutVersion))
             }
             (records, types, self.meta, classes) = (handles[0], handles[1], meta, handles[3])
             if let indexHandles = try? environment.openExistingDatabases([("indexes", false), ("entries", true)]) {
@@ -87,7 +94,7 @@ import Foundation
             let formatKey = Array("format".utf8)
             if let stored = try Self.read(formatKey, meta, in: transaction) {
                 guard Self.readableLayouts.contains(stored) else {
-                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.indexedLayoutVersion))
+                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.encryptedLayoutVersion))
                 }
                 if stored == [1] { try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction) }
             } else {
@@ -103,6 +110,7 @@ import Foundation
                 try Self.write(Array(logID.utf8), at: ChangeLog.logIDKey, meta, in: transaction)
             }
             changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: logID)
+            try Self.establish(encryption, path: environment.directoryPath, meta: meta, records: records, in: transaction, writable: true)
         } catch {
             write.abort()
             throw error
@@ -195,7 +203,7 @@ import Foundation
         var objects: [R] = []
         objects.reserveCapacity(try count(typeKeys: typeKeys, in: transaction))
         try forEachRecord(typeKeys: typeKeys, in: transaction) { key, value throws(DatabaseError) in
-            let stored = try RecordDecoding.decode(key: key, value: value)
+            let stored = try RecordDecoding.decode(key: key, value: value, encryption: encryption)
             objects.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
         }
         return objects
@@ -235,6 +243,7 @@ import Foundation
     package func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         switch operation {
         case let .put(records, classes):
+            try checkSealingKeyListed(in: transaction)
             try claim(classes, in: transaction)
             let indexes = try storedIndexes(in: transaction)
             // A record that changes class leaves its old class: observers of that class must
@@ -277,6 +286,13 @@ import Foundation
             let patched = try patched(keys, classNames: classNames, member: member, json: json, in: transaction)
             guard !patched.isEmpty else { return 0 }
             return try apply(.put(patched, classes: []), in: transaction, changes: &changes)
+        case let .reseal(after, limit, reached):
+            // The documents are unchanged: nothing for the change log or the indexes.
+            let (last, visited, resealed) = try reseal(after: after, limit: limit, in: transaction)
+            reached.set(last, visited: visited)
+            return resealed
+        case .finishResealing:
+            return try finishResealing(in: transaction)
         }
     }
 
@@ -334,7 +350,7 @@ import Foundation
                 }
                 if let old = indexes.isEmpty ? nil : indexes[previousName], !old.isEmpty, let value = try transaction.get(records, key) {
                     for index in old {
-                        if let keys = entryKeys(ofValue: value, in: index) {
+                        if let keys = entryKeys(ofValue: value, key: key, in: index) {
                             oldEntries.append((index, keys))
                         } else {
                             // A damaged old value: its entries are found by walking the index.
@@ -349,7 +365,7 @@ import Foundation
                 break
             }
             try transaction.put(records, key, record.value)
-            let object = newIndexes.isEmpty ? nil : Self.indexedObject(record.value, verified: false)
+            let object = newIndexes.isEmpty ? nil : indexedObject(record.value, key: key, verified: false)
             for index in newIndexes {
                 var newEntries: [(key: [UInt8], isUnique: Bool)] = []
                 if let object { newEntries = entries(of: object, in: index) }
@@ -365,7 +381,7 @@ import Foundation
                 try addEntries(newEntries, of: index, record: key, in: transaction)
             }
             for (_, keys) in oldEntries { try removeEntries(keys, record: key, in: transaction) }
-        } else if !newIndexes.isEmpty, let object = Self.indexedObject(record.value, verified: false) {
+        } else if !newIndexes.isEmpty, let object = indexedObject(record.value, key: key, verified: false) {
             for index in newIndexes {
                 try addEntries(entries(of: object, in: index), of: index, record: key, in: transaction)
             }
@@ -386,7 +402,7 @@ import Foundation
                 try removeIndexEntry(type: previousType, record: key, in: transaction)
                 if let old = indexes.isEmpty ? nil : indexes[name], let value = try transaction.get(records, key) {
                     for index in old {
-                        if let keys = entryKeys(ofValue: value, in: index) {
+                        if let keys = entryKeys(ofValue: value, key: key, in: index) {
                             try removeEntries(keys, record: key, in: transaction)
                         } else {
                             try removeAllEntries(record: key, of: [index], in: transaction)

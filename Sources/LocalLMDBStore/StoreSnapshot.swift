@@ -15,7 +15,7 @@ import LocalLMDBLMDB
     }
 
     @usableFromInline package func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord? {
-        try store.value(key, in: transaction).map { value throws(DatabaseError) in try RecordDecoding.decode(value: value, id: id) }
+        try store.value(key, in: transaction).map { value throws(DatabaseError) in try RecordDecoding.decode(value: value, id: id, encryption: store.encryption) }
     }
 
     @usableFromInline package func records<R>(
@@ -57,7 +57,7 @@ import LocalLMDBLMDB
             try key.withBytes { key throws(DatabaseError) in
                 // The record is there: the snapshot that found its entry holds it.
                 guard let value = try transaction.get(store.records, key) else { return }
-                let stored = try RecordDecoding.decode(key: key, value: value)
+                let stored = try RecordDecoding.decode(key: key, value: value, encryption: store.encryption)
                 results.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
             }
         }
@@ -78,5 +78,9 @@ import LocalLMDBLMDB
 
     @usableFromInline package func count(matching query: IndexQuery) throws(DatabaseError) -> Int {
         try store.count(matching: query, in: transaction)
+    }
+
+    @usableFromInline package func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)? {
+        try store.encryptionKeys(in: transaction)
     }
 }

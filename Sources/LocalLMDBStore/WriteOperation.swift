@@ -27,6 +27,29 @@ package enum WriteOperation: Sendable {
     /// `classNames` to the JSON value `json`, in the stored bytes (the model is not decoded:
     /// fields its code does not know are kept). Records of other classes are left alone.
     case setMember(keys: [StorageKey], classNames: [String], member: String, json: [UInt8])
+    /// Seal afresh, under the sealing key, the values of up to `limit` records after the key
+    /// `after` (from the first when nil), in key order; `reached` is told the last key visited
+    /// (nil when none was left). Needs an encrypted store.
+    case reseal(after: [UInt8]?, limit: Int, reached: ResealMark)
+    /// End re-encryption when every value is sealed under the sealing key
+    /// (`RecordStore.finishResealing`): gives how many are not.
+    case finishResealing
+}
+
+/// Where a `reseal` operation stopped: the last record key it visited, nil when it found none.
+/// Set by the writer thread in the transaction (again, if the transaction is retried); read
+/// once the operation has committed.
+package final class ResealMark: Sendable {
+    private let state = Locked<(reached: [UInt8]?, visited: Int)>((nil, 0))
+
+    package init() {}
+
+    /// The last key visited; nil when none was left.
+    package var reached: [UInt8]? { state.withLock { $0.reached } }
+    /// How many records were visited.
+    package var visited: Int { state.withLock { $0.visited } }
+
+    func set(_ key: [UInt8]?, visited: Int) { state.withLock { $0 = (key, visited) } }
 }
 
 extension WriteOperation {

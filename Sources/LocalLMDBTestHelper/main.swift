@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import LocalLMDB
+import LocalLMDBEncryption
 import LocalLMDBTestSupport
 
 // The child process of the crash and multi-process tests.
@@ -38,6 +39,10 @@ import LocalLMDBTestSupport
 //   helper write-drawing DIR         writes Circle "c" and Drawing "d" holding a Circle
 //   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
 //   helper write-codable-drawing DIR writes CodableCircle "c" and CodableDrawing "d" holding one
+//   helper reencrypt DIR             re-encrypts in batches of 50, printing "progress <visited>"
+//                                    after each batch (then pausing 20 ms) and "done <n>" at the end
+//   (HELPER_KEYS="id=hex,id=hex" in the environment opens the database encrypted, sealing
+//   under the first key)
 //   helper write-deep-codable DIR N  writes a Codable model nested N + 1 levels deep through
 //                                    SerializationDatabase on the main thread; prints "written",
 //                                    "unencodable <id> <path length>" or "error <description>"
@@ -168,8 +173,26 @@ do {
     if let seconds = ProcessInfo.processInfo.environment["HELPER_BUSY_SECONDS"].flatMap(Int.init) {
         configuration.busyTimeout = .seconds(seconds)
     }
+    if let keys = ProcessInfo.processInfo.environment["HELPER_KEYS"] {
+        let parsed = try keys.split(separator: ",").map { pair in
+            let parts = pair.split(separator: "=")
+            guard parts.count == 2 else { fail("HELPER_KEYS: id=hex,…") }
+            let hex = Array(parts[1].utf8)
+            let bytes = stride(from: 0, to: hex.count - 1, by: 2).compactMap { UInt8(String(decoding: hex[$0...$0 + 1], as: UTF8.self), radix: 16) }
+            return try EncryptionKey(id: String(parts[0]), bytes: bytes)
+        }
+        guard let current = parsed.first else { fail("HELPER_KEYS is empty") }
+        configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: current, previous: Array(parsed.dropFirst())))
+    }
     let database = try LocalDatabase(directory: directory, configuration: configuration)
     switch arguments[1] {
+    case "reencrypt":
+        // A pause after each batch, so that a test can kill it part-way whatever the load.
+        let resealed = try await database.reencrypt(batchSize: 50) { progress in
+            say("progress \(progress.recordsVisited)")
+            usleep(20_000)
+        }
+        say("done \(resealed)")
     case "looping-readers":
         // Tasks that loop on reads, one more than the cooperative pool has threads, beside a task
         // that runs 20 transactions; prints how long those took and how many loops ran until

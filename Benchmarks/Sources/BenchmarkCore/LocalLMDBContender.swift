@@ -1,5 +1,6 @@
 import Foundation
 import LocalLMDB
+import LocalLMDBEncryption
 
 /// The models one LocalLMDB contender stores: hand-written `Storable` classes or synthesized
 /// `Codable` structs, the same data either way (`Fixture.codableMatchesHandWritten`).
@@ -8,6 +9,12 @@ public protocol LocalLMDBModels {
     associatedtype Order: Persistable & BenchObject
     /// The contender's name in the table.
     static var name: String { get }
+    /// How the contender opens its database.
+    static func configuration() throws -> DatabaseConfiguration
+}
+
+extension LocalLMDBModels {
+    public static func configuration() throws -> DatabaseConfiguration { DatabaseConfiguration() }
 }
 
 /// `BenchStudent` and `BenchOrder`, written by hand.
@@ -24,6 +31,20 @@ public enum CodableModels: LocalLMDBModels {
     public static let name = "LocalLMDB (Codable)"
 }
 
+/// `BenchStudent` and `BenchOrder`, written by hand, in a database encrypted at rest
+/// (`AESGCMCipher`, a random 256-bit key): the cost of encryption, beside `HandWrittenModels`.
+public enum EncryptedModels: LocalLMDBModels {
+    public typealias Student = BenchStudent
+    public typealias Order = BenchOrder
+    public static let name = "LocalLMDB (encrypted)"
+
+    public static func configuration() throws -> DatabaseConfiguration {
+        var configuration = DatabaseConfiguration()
+        configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: try EncryptionKey.random(id: "bench")))
+        return configuration
+    }
+}
+
 /// LocalLMDB, used as an application would: the public API only, with the models of `Models`.
 public final class LocalLMDBContender<Models: LocalLMDBModels>: Contender {
     public static var name: String { Models.name }
@@ -31,7 +52,7 @@ public final class LocalLMDBContender<Models: LocalLMDBModels>: Contender {
     let model: BenchModel
 
     public init(directory: URL, model: BenchModel) throws {
-        database = try LocalDatabase(directory: directory)
+        database = try LocalDatabase(directory: directory, configuration: try Models.configuration())
         self.model = model
     }
 
@@ -100,5 +121,7 @@ public final class LocalLMDBContender<Models: LocalLMDBModels>: Contender {
 
 /// LocalLMDB with hand-written models.
 public typealias LocalLMDBHandWrittenContender = LocalLMDBContender<HandWrittenModels>
+/// LocalLMDB with hand-written models, encrypted at rest.
+public typealias LocalLMDBEncryptedContender = LocalLMDBContender<EncryptedModels>
 /// LocalLMDB with Codable models.
 public typealias LocalLMDBCodableContender = LocalLMDBContender<CodableModels>

@@ -53,7 +53,8 @@ guard recordCount >= 400 else {
 }
 
 let allContenders: [any Contender.Type] = [
-    LocalLMDBHandWrittenContender.self, LocalLMDBCodableContender.self, SwiftLocalOnSQLite.self, GRDBCodable.self, RawLMDB.self,
+    LocalLMDBHandWrittenContender.self, LocalLMDBCodableContender.self, LocalLMDBEncryptedContender.self, SwiftLocalOnSQLite.self,
+    GRDBCodable.self, RawLMDB.self,
 ]
 let contenderTypes = allContenders.filter { onlyContenders.isEmpty || onlyContenders.contains($0.name) }
 if let unknown = onlyContenders.first(where: { name in !allContenders.contains { $0.name == name } }) {
@@ -70,7 +71,11 @@ for model in models {
 let ids = Fixture.ids(recordCount)
 let workloads = Workloads.standard(count: recordCount).filter { onlyWorkload.map($0.name.hasPrefix) ?? true }
 // The Codable row's own ratios: against the hand-written models and against GRDB's Codable records.
-let variants = [(contender: LocalLMDBCodableContender.name, against: [LocalLMDBHandWrittenContender.name, GRDBCodable.name])]
+// The encrypted row's: against the same models unencrypted (the cost of encryption).
+let variants = [
+    (contender: LocalLMDBCodableContender.name, against: [LocalLMDBHandWrittenContender.name, GRDBCodable.name]),
+    (contender: LocalLMDBEncryptedContender.name, against: [LocalLMDBHandWrittenContender.name]),
+]
 var sections: [String] = []
 var reports: [Report] = []
 var notes: [String] = []

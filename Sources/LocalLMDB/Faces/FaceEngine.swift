@@ -37,6 +37,7 @@ enum FaceEngine: Sendable {
     var path: String { writer.path }
     var configuration: EngineConfiguration { writer.configuration }
     var notifier: ChangeNotifier { writer.notifier }
+    var encryption: StoreEncryption? { writer.encryption }
 
     // MARK: Reading
 

@@ -130,7 +130,7 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
         do throws(DatabaseError) {
             try await IndexDeclarations.ensure(T.self, in: engine)
-            _ = try await engine.perform(RecordEncoding.put(record, maxKeySize: engine.maxKeySize))
+            _ = try await engine.perform(RecordEncoding.put(record, maxKeySize: engine.maxKeySize, encryption: engine.encryption))
             return true
         } catch { throw LocalDatabaseError(error) }
     }
@@ -148,9 +148,9 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         do throws(DatabaseError) {
             try await IndexDeclarations.ensure(T.self, in: engine)
-            let maxKeySize = engine.maxKeySize
+            let (maxKeySize, encryption) = (engine.maxKeySize, engine.encryption)
             return try await engine.perform(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
-                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, partLimits: limits, parts: send, progress: progress)
+                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, encryption: encryption, partLimits: limits, parts: send, progress: progress)
             }
         } catch { throw LocalDatabaseError(error) }
     }

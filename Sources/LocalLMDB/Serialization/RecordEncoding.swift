@@ -8,9 +8,11 @@ import LocalLMDBEngine
 enum RecordEncoding {
     /// Encodes `record` for storage, appending it to `batch`. `classes` gathers the stored
     /// classes of the record's object and of every object nested in it, each once, for the
-    /// write to claim. `header` is scratch space, reused from record to record.
+    /// write to claim. `header` is scratch space, reused from record to record. With
+    /// `encryption`, the value is sealed (`StoreEncryption.sealedValue`).
     static func encode<T: Persistable>(
-        _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, classes: inout [StoredClass]
+        _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
+        classes: inout [StoredClass]
     ) throws(DatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
         let fields = EncodeScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
@@ -25,12 +27,30 @@ enum RecordEncoding {
         header.removeAll(keepingCapacity: true)
         RecordValue.appendHeader(className: className, fullID: fullID, to: &header)
         let headerSize = header.count
+        var sealingFailure: DatabaseError?
         let encoded = dataObject.withEncoded(prefix: header) { value in
             guard let value else { return false }
-            RecordValue.sealChecksum(in: value, headerSize: headerSize)
-            batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
+            guard let encryption else {
+                RecordValue.sealChecksum(in: value, headerSize: headerSize)
+                batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
+                return true
+            }
+            do throws(DatabaseError) {
+                let sealed = try className.withUTF8Bytes { classBytes throws(DatabaseError) in
+                    try record.id.withUTF8Bytes { idBytes throws(DatabaseError) in
+                        try encryption.sealedValue(
+                            json: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(value)[headerSize...]),
+                            className: classBytes, fullID: fullID == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : idBytes,
+                            id: idBytes)
+                    }
+                }
+                sealed.withBytes { batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: $0) }
+            } catch {
+                sealingFailure = error
+            }
             return true
         }
+        if let sealingFailure { throw sealingFailure }
         guard encoded else {
             // Nothing found on a second look: the write ran out of stack (see `StackGuard`).
             let failure = dataObject.encodingFailure ?? (path: "", reason: StackGuard.refusal)
@@ -39,11 +59,11 @@ enum RecordEncoding {
     }
 
     /// The operation writing `record`.
-    static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int) throws(DatabaseError) -> WriteOperation {
+    static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int, encryption: StoreEncryption?) throws(DatabaseError) -> WriteOperation {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
-        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
+        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
         return .put(batch, classes: classes)
     }
 
@@ -54,7 +74,7 @@ enum RecordEncoding {
     /// ends after the record that brings its values to `partLimits.bytes`), giving each to
     /// `send`, and calling `progress` every `progressInterval` records.
     static func put<T: Persistable>(
-        contentsOf records: [Record<T>], maxKeySize: Int, partLimits: PartLimits,
+        contentsOf records: [Record<T>], maxKeySize: Int, encryption: StoreEncryption?, partLimits: PartLimits,
         parts send: (WriteOperation) throws(DatabaseError) -> Void, progress: () -> Void
     ) throws(DatabaseError) {
         var classes: [StoredClass] = []
@@ -62,7 +82,7 @@ enum RecordEncoding {
         var header: [UInt8] = []
         header.reserveCapacity(64)
         for (index, record) in records.enumerated() {
-            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, classes: &classes)
+            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
                 try send(.put(batch, classes: classes))
                 batch = RecordBatch()

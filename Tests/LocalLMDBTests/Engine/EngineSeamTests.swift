@@ -28,6 +28,7 @@ final class SeamEngine: EngineWriter {
 
     var databaseSerial: UInt64 { inner.databaseSerial }
     var maxKeySize: Int { inner.maxKeySize }
+    var encryption: StoreEncryption? { inner.encryption }
     var notifier: ChangeNotifier { inner.notifier }
     var path: String { inner.path }
     var configuration: EngineConfiguration { inner.configuration }

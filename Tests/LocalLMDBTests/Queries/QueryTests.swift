@@ -187,7 +187,7 @@ struct QueryTests {
             // As another process whose code declares no index would: straight to the engine.
             let maxKeySize = database.engine.maxKeySize
             _ = try await database.engine.perform(
-                RecordEncoding.put(Record(id: "x", data: Customer(name: "X", email: "x@x", city: "London")), maxKeySize: maxKeySize))
+                RecordEncoding.put(Record(id: "x", data: Customer(name: "X", email: "x@x", city: "London")), maxKeySize: maxKeySize, encryption: nil))
             _ = try await database.engine.perform(.delete(StorageKey("c1", maxKeySize: maxKeySize)))
             #expect(try await database.readIDs(Query(Customer.self).filter("address.city", .equals("London")).sorted(by: "age")) == ["x", "c6", "c2"])
         }
@@ -396,7 +396,7 @@ struct QueryEdgeTests {
             #expect(try await !database.dropIndex(.on("sku", unique: true), of: Product.self))
             // Without the index, a second record with the value is stored (as by code that no longer declares it)...
             let maxKeySize = database.engine.maxKeySize
-            _ = try await database.engine.perform(RecordEncoding.put(Record(id: "p2", data: Product(sku: "s", name: "two", price: 2)), maxKeySize: maxKeySize))
+            _ = try await database.engine.perform(RecordEncoding.put(Record(id: "p2", data: Product(sku: "s", name: "two", price: 2)), maxKeySize: maxKeySize, encryption: nil))
             // ...and the type, which still declares it, cannot store it again: both ids are named.
             await expectError({ $0 == .uniqueIndexViolation(className: "Product", index: "sku unique", ids: ["p1", "p2"]) }) {
                 _ = try await database.read(Query(Product.self).filter("sku", .equals("s")))

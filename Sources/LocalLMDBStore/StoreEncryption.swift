@@ -1,0 +1,157 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+
+/// The encryption at rest of one store: the cipher that seals and opens values' documents, and
+/// the rules of the database's `encryption` entry in `meta` (see `EncryptionEntry`).
+///
+/// A sealed value (`RecordValue`, format 3) keeps its class name and id in the clear, then the
+/// id of its key and its document sealed under that key, with the class name and id as
+/// associated data: a value moved to another record, or given another class, fails to open.
+///
+/// Invariant: in a database with an `encryption` entry, every value is sealed under one of the
+/// entry's keys, except while the entry says values may still be unencrypted (an unencrypted
+/// database being encrypted); a value that breaks this is reported, never read.
+@usableFromInline package final class StoreEncryption: Sendable, Equatable {
+    package let cipher: any ValueCipher
+    /// Whether unencrypted values may still be found (read from the entry at open, cleared by
+    /// this process when re-encryption finishes).
+    private let unencryptedValuesAccepted: Locked<Bool>
+    /// The last `encryption` entry found to list the sealing key (`checkSealingKeyListed`).
+    private let verifiedEntry = Locked<[UInt8]>([])
+    /// Whether an unencrypted database opened with this cipher may be encrypted in place.
+    package let adoptsUnencryptedDatabase: Bool
+
+    package init(cipher: any ValueCipher, adoptsUnencryptedDatabase: Bool) {
+        self.cipher = cipher
+        self.adoptsUnencryptedDatabase = adoptsUnencryptedDatabase
+        unencryptedValuesAccepted = Locked(false)
+    }
+
+    /// Two encryptions agree when they seal under the same key id with the same kind of
+    /// cipher, and agree on adopting an unencrypted database. (Their keys are each checked
+    /// against the database's key checks.)
+    @usableFromInline package static func == (left: StoreEncryption, right: StoreEncryption) -> Bool {
+        left === right
+            || (left.cipher.sealingKeyID == right.cipher.sealingKeyID
+                && left.adoptsUnencryptedDatabase == right.adoptsUnencryptedDatabase)
+    }
+
+    /// Whether an unencrypted value may be read as it is.
+    package var acceptsUnencryptedValues: Bool {
+        unencryptedValuesAccepted.withLock { $0 }
+    }
+
+    func isVerifiedEntry(_ entry: UnsafeRawBufferPointer) -> Bool {
+        verifiedEntry.withLock { $0.withBytes { $0.hasSameBytes(as: entry) } }
+    }
+
+    func setVerifiedEntry(_ entry: [UInt8]) {
+        verifiedEntry.withLock { $0 = entry }
+    }
+
+    func setAcceptsUnencryptedValues(_ accepted: Bool) {
+        unencryptedValuesAccepted.withLock { $0 = accepted }
+    }
+
+    // MARK: Values
+
+    /// A whole sealed value (header and sealed document) for the document `json` of the
+    /// record `id` (UTF-8) of class `className`, whose key keeps `fullID` (empty when the key
+    /// is the id).
+    package func sealedValue(
+        json: UnsafeRawBufferPointer, className: UnsafeRawBufferPointer, fullID: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer
+    ) throws(DatabaseError) -> [UInt8] {
+        let keyID = cipher.sealingKeyID
+        let sealed: [UInt8]
+        do throws(CipherFailure) {
+            sealed = try Self.withAssociatedData(className: className, id: id) { associatedData throws(CipherFailure) in
+                try cipher.seal(json, keyID: keyID, associatedData: associatedData)
+            }
+        } catch {
+            throw .encryptionFailed(id: String(decoding: id, as: UTF8.self), reason: error.reason)
+        }
+        var value: [UInt8] = []
+        value.reserveCapacity(16 + className.count + fullID.count + keyID.utf8.count + sealed.count)
+        RecordValue.appendSealedHeader(className: className, fullID: fullID, keyID: keyID, to: &value)
+        value.append(contentsOf: sealed)
+        return value
+    }
+
+    /// `stored` sealed afresh under the sealing key; nil when it already is. `key` is the
+    /// record's key in `records`.
+    func resealed(_ stored: RecordValue, key: UnsafeRawBufferPointer) throws(DatabaseError) -> [UInt8]? {
+        if stored.isSealed, stored.keyID.elementsEqual(cipher.sealingKeyID.utf8) { return nil }
+        let id = stored.idBytes(key: key)
+        if stored.isSealed {
+            let document = try open(stored, id: id)
+            return try sealedValue(json: UnsafeRawBufferPointer(document.bytes), className: stored.className, fullID: stored.fullID, id: id)
+        }
+        return try sealedValue(json: stored.json, className: stored.className, fullID: stored.fullID, id: id)
+    }
+
+    /// The document of the sealed value `stored`, opened into a buffer of its own. `id` is the
+    /// record id's UTF-8 bytes. Fails, naming the record, when the key is missing or the value
+    /// does not open (it was changed, or moved from another record).
+    package func open(_ stored: RecordValue, id: UnsafeRawBufferPointer) throws(DatabaseError) -> JSONBuffer {
+        assert(stored.isSealed, "only a sealed value is opened")
+        let keyID = String(decoding: stored.keyID, as: UTF8.self)
+        guard cipher.hasKey(keyID) else {
+            throw .undecryptableRecord(id: String(decoding: id, as: UTF8.self), reason: "it is sealed under the key \"\(keyID)\", which the database was not opened with")
+        }
+        do throws(CipherFailure) {
+            let plaintext = try Self.withAssociatedData(className: stored.className, id: id) { associatedData throws(CipherFailure) in
+                try cipher.open(stored.json, keyID: keyID, associatedData: associatedData)
+            }
+            return plaintext.withUnsafeBytes { JSONBuffer(copying: $0) }
+        } catch {
+            throw .undecryptableRecord(
+                id: String(decoding: id, as: UTF8.self),
+                reason: "its sealed value does not open under the key \"\(keyID)\" (it was changed, or moved from another record or class): \(error.reason)")
+        }
+    }
+
+    /// The document of any stored value of this encrypted store: opened when sealed; as it is
+    /// when unencrypted values are still accepted. `id` is the record id's UTF-8 bytes.
+    @usableFromInline package func document(of stored: RecordValue, id: UnsafeRawBufferPointer) throws(DatabaseError) -> (bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
+        if stored.isSealed {
+            let buffer = try open(stored, id: id)
+            return (UnsafeRawBufferPointer(buffer.bytes), buffer)
+        }
+        guard acceptsUnencryptedValues else {
+            throw .undecryptableRecord(
+                id: String(decoding: id, as: UTF8.self),
+                reason: "its value is not encrypted, in an encrypted database (it was written there by other means)")
+        }
+        return (stored.json, nil)
+    }
+
+    /// The associated data binding a sealed document to its record: the class name and the id,
+    /// each length-prefixed.
+    static func withAssociatedData<R, E: Error>(
+        className: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        var data: [UInt8] = []
+        data.reserveCapacity(className.count + id.count + 10)
+        Varint.append(lengthPrefixed: className, to: &data)
+        Varint.append(lengthPrefixed: id, to: &data)
+        return try data.withBytes { bytes throws(E) in try body(bytes) }
+    }
+}
+
+/// A stored value's document, for reading: in place, or opened by the store's encryption.
+extension RecordValue {
+    /// The document of this value of a store with `encryption` (nil: unencrypted), whose record
+    /// key is `key`; `owner` keeps opened bytes alive.
+    @inlinable package func document(key: UnsafeRawBufferPointer, encryption: StoreEncryption?) throws(DatabaseError) -> (bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
+        guard let encryption else {
+            guard !isSealed else { throw Self.sealedWithoutKey(id: idBytes(key: key)) }
+            return (json, nil)
+        }
+        return try encryption.document(of: self, id: idBytes(key: key))
+    }
+
+    /// The error for a sealed value in a store opened without encryption.
+    @usableFromInline static func sealedWithoutKey(id: UnsafeRawBufferPointer) -> DatabaseError {
+        .undecryptableRecord(id: String(decoding: id, as: UTF8.self), reason: "its value is encrypted, and the database was opened without encryption")
+    }
+}

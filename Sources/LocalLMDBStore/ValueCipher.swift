@@ -1,0 +1,26 @@
+import LocalLMDBLMDB
+
+/// Seals and opens the JSON documents of stored values: encryption at rest, in the store's
+/// terms (bytes and key ids). The faces adapt their public cipher to it.
+///
+/// A sealed document must be authenticated: `open` fails, rather than giving other bytes, when
+/// the sealed bytes or the associated data differ in any way from what `seal` was given.
+package protocol ValueCipher: Sendable {
+    /// The id of the key new values are sealed under.
+    var sealingKeyID: String { get }
+    /// Whether this cipher holds the key `keyID`.
+    func hasKey(_ keyID: String) -> Bool
+    /// `plaintext` sealed under `keyID`, bound to `associatedData`.
+    func seal(_ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> [UInt8]
+    /// The plaintext of `sealed`, which `seal` made under `keyID` with `associatedData`.
+    func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> [UInt8]
+}
+
+/// Why a cipher could not seal or open a value.
+package struct CipherFailure: Error, Sendable {
+    package let reason: String
+
+    package init(_ reason: String) {
+        self.reason = reason
+    }
+}

@@ -1,0 +1,368 @@
+import CLMDB
+import Foundation
+@testable import LocalLMDB
+import LocalLMDBEncryption
+@testable import LocalLMDBEngine
+import LocalLMDBLMDB
+import LocalLMDBTestSupport
+import Testing
+
+/// A key of 32 bytes all `byte`, under the id `id`.
+private func key(_ id: String, _ byte: UInt8) throws -> EncryptionKey {
+    try EncryptionKey(id: id, bytes: [UInt8](repeating: byte, count: 32))
+}
+
+/// The `HELPER_KEYS` form of keys made by `key(_:_:)`.
+private func helperKeys(_ keys: [(String, UInt8)]) -> String {
+    keys.map { id, byte in id + "=" + String(repeating: String(format: "%02x", byte), count: 32) }.joined(separator: ",")
+}
+
+/// A configuration sealing under `current`, opening `previous` too.
+private func encrypted(_ current: EncryptionKey, _ previous: [EncryptionKey] = [], adopting: Bool = false) throws -> DatabaseConfiguration {
+    var configuration = DatabaseConfiguration()
+    configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: current, previous: previous), encryptingExistingValues: adopting)
+    return configuration
+}
+
+/// The raw value under `key` in the named database, read with LMDB directly (no LocalDatabase
+/// may have the directory open in this process).
+private func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
+    var env: OpaquePointer?
+    guard mdb_env_create(&env) == 0 else { return nil }
+    defer { mdb_env_close(env) }
+    mdb_env_set_maxdbs(env, 8)
+    guard mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o600) == 0 else { return nil }
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
+    defer { mdb_txn_abort(txn) }
+    guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
+    var keyBytes = Array(key.utf8)
+    return keyBytes.withUnsafeMutableBytes { raw -> [UInt8]? in
+        var keyValue = MDB_val(mv_size: raw.count, mv_data: raw.baseAddress)
+        var dataValue = MDB_val()
+        guard mdb_get(txn, dbi, &keyValue, &dataValue) == 0 else { return nil }
+        return Array(UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
+    }
+}
+
+/// The offset of `needle` in `haystack`, if it is there.
+private func offset(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+    guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
+    let first = needle[0]
+    var index = 0
+    while index <= haystack.count - needle.count {
+        if haystack[index] == first, haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+        index += 1
+    }
+    return nil
+}
+
+private func dataFile(_ directory: URL) throws -> [UInt8] {
+    [UInt8](try Data(contentsOf: directory.appendingPathComponent("data.mdb")))
+}
+
+@Suite("Encryption at rest")
+struct EncryptionTests {
+    /// Everything works on an encrypted database, and no document is in the file in the clear.
+    @Test func anEncryptedDatabaseWorksAndKeepsNoDocumentInTheClear() async throws {
+        try await withTemporaryDirectory { directory in
+            let configuration = try encrypted(try key("k1", 1))
+            let database = try LocalDatabase(directory: directory, configuration: configuration)
+            let secret = "the-secret-text-\(UUID().uuidString)"
+            try await database.write(Record(id: "n", data: Note(text: secret)))
+            try await database.write(contentsOf: (0..<300).map { Record(id: "t\($0)", data: Ticket(queue: "q\($0 % 3)", priority: $0, title: secret)) })
+            // A transaction, rolled back and committed.
+            try await database.startTransaction()
+            try await database.write(Record(id: "rolled", data: Note(text: secret)))
+            #expect((try await database.read(id: "rolled") as Note?)?.text == secret)
+            try await database.rollbackTransaction()
+            try await database.startTransaction()
+            try await database.write(Record(id: "kept", data: Note(text: secret)))
+            try await database.commitTransaction()
+            // Reads: by id, all, ids, count, a query through an index, a page.
+            #expect((try await database.read(id: "n") as Note?)?.text == secret)
+            #expect((try await database.read(id: "rolled") as Note?) == nil)
+            #expect((try await database.read() as [Note]).count == 2)
+            let queue = try await database.read(Query(Ticket.self).filter("queue", .equals("q1")).sorted(by: "priority"))
+            #expect(queue.map(\.priority) == Array(stride(from: 1, to: 300, by: 3)))
+            #expect(try await database.count(Query(Ticket.self).filter("queue", .equals("q2"))) == 100)
+            // The sync status patch opens and seals again.
+            let report = try await database.verifyIntegrity()
+            #expect(report.isConsistent, "\(report)")
+            // The other face, on the same environment.
+            let synchronous = try SerializationDatabase(directory: directory, configuration: configuration)
+            #expect((synchronous.read(id: "kept") as Note?)?.text == secret)
+            #expect(synchronous.write(Record(id: "sync", data: Note(text: secret))))
+            synchronous.close()
+            await database.close()
+            // Every value is sealed: the secret is nowhere in the file.
+            #expect(offset(of: Array(secret.utf8), in: try dataFile(directory)) == nil)
+            let raw = try #require(rawGet(directory, "records", "n"))
+            #expect(raw.first == 3)
+            // Opened again, with the key, in another process too.
+            let reopened = try LocalDatabase(directory: directory, configuration: configuration)
+            #expect((try await reopened.read(id: "sync") as Note?)?.text == secret)
+            #expect(try await reopened.encryptionState() == EncryptionState(keyIDs: ["k1"], mayHoldUnencryptedValues: false))
+            await reopened.close()
+            let child = try runHelper(["read-note", directory.path, "n"], environment: ["HELPER_KEYS": helperKeys([("k1", 1)])])
+            #expect(child.lines == [secret])
+        }
+    }
+
+    /// Observation and the change feed work: their events carry ids, and reads decrypt.
+    @Test func observationSeesEncryptedWrites() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            let token = try database.changeToken()
+            var values = database.observe(Note.self, id: "o").makeAsyncIterator()
+            if case .some(.none) = try await values.next() {} else { Issue.record("expected nil before the write") }
+            try await database.write(Record(id: "o", data: Note(text: "seen")))
+            #expect(try await values.next()??.text == "seen")
+            let feed = try database.changes(since: token)
+            #expect(feed.commits.flatMap(\.changes).contains(.written(id: "o", className: TypeRegistry.name(of: Note.self))))
+        }
+    }
+
+    /// A wrong key, a missing key, no key and a key for an unencrypted database: typed errors
+    /// at open, and nothing changed.
+    @Test func keysAreCheckedAtOpen() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            try await database.write(Record(id: "n", data: Note(text: "kept")))
+            await database.close()
+            // The right id, another key.
+            await expectError({ if case .wrongEncryptionKey("k1") = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 9)))
+            }
+            // A new current key, without the one the values are under.
+            await expectError({ if case .missingEncryptionKey("k1") = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k2", 2)))
+            }
+            // No key.
+            await expectError({ if case .encryptionRequired = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory)
+            }
+            #expect(try runHelper(["open", directory.path]).lines.first?.hasPrefix("error") == true)
+            // Still readable with the right key.
+            let reopened = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            #expect((try await reopened.read(id: "n") as Note?)?.text == "kept")
+            await reopened.close()
+        }
+        try await withTemporaryDirectory { directory in
+            let plain = try LocalDatabase(directory: directory)
+            try await plain.write(Record(id: "n", data: Note(text: "plain")))
+            await plain.close()
+            await expectError({ if case .unencryptedDatabase = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            }
+            // Refused without a trace: it opens as before.
+            let again = try LocalDatabase(directory: directory)
+            #expect((try await again.read(id: "n") as Note?)?.text == "plain")
+            await again.close()
+        }
+    }
+
+    /// Two databases on one directory in one process must agree on encryption, and the second
+    /// one's key is checked too.
+    @Test func aSecondDatabaseOnTheDirectoryIsChecked() async throws {
+        try await withTemporaryDirectory { directory in
+            let first = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            try await first.write(Record(id: "n", data: Note(text: "x")))
+            await expectError({ if case .incompatibleOptions = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory)
+            }
+            await expectError({ if case .wrongEncryptionKey("k1") = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 7)))
+            }
+            let second = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            #expect((try await second.read(id: "n") as Note?)?.text == "x")
+        }
+    }
+
+    /// A byte of a stored value flipped in the file: that record is a typed error naming it,
+    /// the others read, and the integrity check reports it.
+    @Test func aValueChangedOnDiskIsATypedErrorNamingTheRecord() async throws {
+        try await withTemporaryDirectory { directory in
+            let configuration = try encrypted(try key("k1", 1))
+            let database = try LocalDatabase(directory: directory, configuration: configuration)
+            try await database.write(Record(id: "victim", data: Note(text: String(repeating: "v", count: 400))))
+            try await database.write(Record(id: "other", data: Note(text: "fine")))
+            await database.close()
+            let value = try #require(rawGet(directory, "records", "victim"))
+            var file = try dataFile(directory)
+            // Every copy (an older page may hold one too), in the ciphertext.
+            var flipped = 0
+            while let at = offset(of: value, in: file) {
+                file[at + value.count - 40] ^= 0x01
+                flipped += 1
+            }
+            #expect(flipped > 0)
+            try Data(file).write(to: directory.appendingPathComponent("data.mdb"))
+
+            let reopened = try LocalDatabase(directory: directory, configuration: configuration)
+            await expectError({ if case .undecryptableRecord("victim", _) = $0 { true } else { false } }) {
+                let _: Note? = try await reopened.read(id: "victim")
+            }
+            await expectError({ if case .undecryptableRecord("victim", _) = $0 { true } else { false } }) {
+                let _: [Note] = try await reopened.read()
+            }
+            #expect((try await reopened.read(id: "other") as Note?)?.text == "fine")
+            let report = try await reopened.verifyIntegrity()
+            #expect(!report.isConsistent)
+            #expect("\(report)".contains("victim"))
+        }
+    }
+
+    /// Two records' values swapped on disk (each a valid sealed value, of the same class):
+    /// neither opens as the other.
+    @Test func valuesSwappedBetweenRecordsDoNotOpen() async throws {
+        try await withTemporaryDirectory { directory in
+            let configuration = try encrypted(try key("k1", 1))
+            let database = try LocalDatabase(directory: directory, configuration: configuration)
+            try await database.write(Record(id: "alice", data: Note(text: "alice's")))
+            try await database.write(Record(id: "bob", data: Note(text: "bob's")))
+            await database.close()
+            let alice = try #require(rawGet(directory, "records", "alice"))
+            let bob = try #require(rawGet(directory, "records", "bob"))
+            rawPut(directory, "records", [(Array("alice".utf8), bob), (Array("bob".utf8), alice)])
+
+            let reopened = try LocalDatabase(directory: directory, configuration: configuration)
+            for id in ["alice", "bob"] {
+                await expectError({ if case .undecryptableRecord(id, _) = $0 { true } else { false } }) {
+                    let _: Note? = try await reopened.read(id: id)
+                }
+            }
+            // An unencrypted value put in its place is refused too.
+            await reopened.close()
+            let plainDirectory = directory.appendingPathComponent("plain")
+            let plain = try LocalDatabase(directory: plainDirectory)
+            try await plain.write(Record(id: "alice", data: Note(text: "forged")))
+            await plain.close()
+            rawPut(directory, "records", [(Array("alice".utf8), try #require(rawGet(plainDirectory, "records", "alice")))])
+            let again = try LocalDatabase(directory: directory, configuration: configuration)
+            await expectError({ if case .undecryptableRecord("alice", _) = $0 { true } else { false } }) {
+                let _: Note? = try await again.read(id: "alice")
+            }
+        }
+    }
+
+    /// Rotation: values sealed under the old key are read while new ones are sealed under the
+    /// new one; `reencrypt` seals every one again, with progress, and the old key is retired.
+    @Test func rotatingTheKeyReencryptsEveryRecordOnline() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await first.write(contentsOf: (0..<250).map { Record(id: "t\($0)", data: Ticket(queue: "q", priority: $0, title: "t")) })
+            await first.close()
+
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            #expect(try await database.encryptionState()?.keyIDs == ["old", "new"])
+            try await database.write(Record(id: "fresh", data: Note(text: "under new")))
+            let seen = Locked<[ReencryptionProgress]>([])
+            let resealed = try await database.reencrypt(batchSize: 100) { progress in seen.withLock { $0.append(progress) } }
+            #expect(resealed == 250)
+            #expect(seen.withLock { $0.map(\.recordsVisited) } == [100, 200, 251, 251])
+            #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["new"], mayHoldUnencryptedValues: false))
+            #expect(try await database.read(Query(Ticket.self).filter("queue", .equals("q"))).count == 250)
+            // Again: nothing left to seal.
+            #expect(try await database.reencrypt() == 0)
+            await database.close()
+            let fresh = try #require(rawGet(directory, "records", "fresh"))
+            #expect(fresh.first == 3 && offset(of: [3] + Array("new".utf8), in: fresh) != nil)
+            // The old key is no longer needed, nor accepted as the current one.
+            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            #expect(try await rotated.count(Ticket.self) == 250)
+            #expect(try await rotated.verifyIntegrity().isConsistent)
+            await rotated.close()
+        }
+    }
+
+    /// An unencrypted database, opened to be encrypted, reads its old values and writes new
+    /// ones sealed; `reencrypt` seals the rest.
+    @Test func anUnencryptedDatabaseIsEncryptedInPlace() async throws {
+        try await withTemporaryDirectory { directory in
+            let plain = try LocalDatabase(directory: directory)
+            try await plain.write(contentsOf: (0..<50).map { Record(id: "n\($0)", data: Note(text: "plain \($0)")) })
+            await plain.close()
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k", 5), adopting: true))
+            #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["k"], mayHoldUnencryptedValues: true))
+            #expect((try await database.read(id: "n7") as Note?)?.text == "plain 7")
+            #expect(try await database.reencrypt(batchSize: 16) == 50)
+            #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["k"], mayHoldUnencryptedValues: false))
+            #expect((try await database.read() as [Note]).count == 50)
+            await database.close()
+            #expect(rawGet(directory, "records", "n7")?.first == 3)
+            await expectError({ if case .encryptionRequired = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory)
+            }
+        }
+    }
+
+    /// Re-encryption killed part-way (SIGKILL) leaves every record readable with both keys;
+    /// the old key is still required; run again, it finishes.
+    @Test func reencryptionKilledPartWayResumes() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await first.write(contentsOf: (0..<2000).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
+            await first.close()
+
+            let (process, output) = try launchHelper(["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)])])
+            let collector = LineCollector(output)
+            let target = Int.random(in: 2...10)
+            #expect(await collector.wait(seconds: 60) { $0.filter { $0.hasPrefix("progress ") }.count >= target })
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(collector.waitForEnd())
+
+            await expectError({ if case .missingEncryptionKey("old") = $0 { true } else { false } }) {
+                _ = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            }
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let notes: [Note] = try await database.read()
+            #expect(notes.count == 2000)
+            #expect(Set(notes.map(\.text)) == Set((0..<2000).map { "note \($0)" }))
+            #expect(try await database.encryptionState()?.keyIDs == ["old", "new"])
+            let resealed = try await database.reencrypt(batchSize: 500)
+            #expect(resealed < 2000)  // Those the child sealed are not sealed again.
+            #expect(try await database.encryptionState()?.keyIDs == ["new"])
+            #expect(try await database.verifyIntegrity().isConsistent)
+            await database.close()
+            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            #expect(try await rotated.count(Note.self) == 2000)
+        }
+    }
+
+    /// A process still sealing under a key that another's re-encryption retired has its writes
+    /// refused, rather than writing values the database's keys cannot open.
+    @Test func writesUnderARetiredKeyAreRefused() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let stale = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await stale.write(Record(id: "a", data: Note(text: "a")))
+            // Another process rotates to the new key.
+            let child = try runHelper(["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)])])
+            #expect(child.lines.last == "done 1")
+            await expectError({ if case .encryptionFailed = $0 { true } else { false } }) {
+                try await stale.write(Record(id: "b", data: Note(text: "b")))
+            }
+            await stale.close()
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            #expect((try await database.read(id: "a") as Note?)?.text == "a")
+            #expect((try await database.read(id: "b") as Note?) == nil)
+        }
+    }
+
+    /// Keys and ciphers refuse bad input with typed errors.
+    @Test func badKeysAreTypedErrors() throws {
+        #expect(throws: EncryptionKeyError.wrongKeySize(16)) { try EncryptionKey(id: "k", bytes: [UInt8](repeating: 0, count: 16)) }
+        #expect(throws: EncryptionKeyError.invalidID("")) { try EncryptionKey(id: "", bytes: [UInt8](repeating: 0, count: 32)) }
+        #expect(throws: EncryptionKeyError.duplicateID("k")) { try AESGCMCipher(current: try key("k", 1), previous: [try key("k", 2)]) }
+        let random = try EncryptionKey.random(id: "r")
+        #expect(random.withUnsafeBytes { $0.count } == 32)
+    }
+}
