@@ -40,7 +40,8 @@ import LocalLMDBTestSupport
 //   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
 //   helper write-codable-drawing DIR writes CodableCircle "c" and CodableDrawing "d" holding one
 //   helper reencrypt DIR             re-encrypts in batches of 50, printing "progress <visited>"
-//                                    after each batch (then pausing 20 ms) and "done <n>" at the end
+//                                    after each batch and "done <n>" at the end; with
+//                                    HELPER_STOP_AFTER=N, waits to be killed after N batches
 //   (HELPER_KEYS="id=hex,id=hex" in the environment opens the database encrypted, sealing
 //   under the first key)
 //   helper write-deep-codable DIR N  writes a Codable model nested N + 1 levels deep through
@@ -187,10 +188,16 @@ do {
     let database = try LocalDatabase(directory: directory, configuration: configuration)
     switch arguments[1] {
     case "reencrypt":
-        // A pause after each batch, so that a test can kill it part-way whatever the load.
+        // HELPER_STOP_AFTER=N: after N batches, waits to be killed (so that a test kills it
+        // part-way whatever the load).
+        let stopAfter = ProcessInfo.processInfo.environment["HELPER_STOP_AFTER"].flatMap(Int.init)
+        var batches = 0
         let resealed = try await database.reencrypt(batchSize: 50) { progress in
             say("progress \(progress.recordsVisited)")
-            usleep(20_000)
+            batches += 1
+            if let stopAfter, batches >= stopAfter {
+                while true { sleep(1) }
+            }
         }
         say("done \(resealed)")
     case "looping-readers":

@@ -43,11 +43,13 @@ public struct DatabaseEncryption: Sendable {
     let store: StoreEncryption
 
     /// Encryption with `cipher`.
-    /// - Parameter encryptingExistingValues: Whether a database that is not encrypted but holds
-    ///   records may be opened: it becomes encrypted (new values are sealed) and its existing
-    ///   values are read as they are until ``LocalDatabase/reencrypt(batchSize:progress:)`` has
-    ///   sealed them. False by default: opening such a database with a key then fails with
-    ///   `LocalDatabaseError.unencryptedDatabase`, rather than encrypting it unasked.
+    /// - Parameters:
+    ///   - cipher: Seals and opens the values (`AESGCMCipher`, from `LocalLMDBEncryption`).
+    ///   - encryptingExistingValues: Whether a database that is not encrypted but holds
+    ///     records may be opened: it becomes encrypted (new values are sealed) and its existing
+    ///     values are read as they are until ``LocalDatabase/reencrypt(batchSize:progress:)`` has
+    ///     sealed them. False by default: opening such a database with a key then fails with
+    ///     `LocalDatabaseError.unencryptedDatabase`, rather than encrypting it unasked.
     public init(_ cipher: some RecordCipher, encryptingExistingValues: Bool = false) {
         store = StoreEncryption(cipher: CipherAdapter(cipher: cipher), adoptsUnencryptedDatabase: encryptingExistingValues)
     }

@@ -300,7 +300,7 @@ struct EncryptionTests {
         }
     }
 
-    /// Re-encryption killed part-way (SIGKILL) leaves every record readable with both keys;
+    /// Re-encryption killed part-way (SIGKILL, after some batches) leaves every record readable with both keys;
     /// the old key is still required; run again, it finishes.
     @Test func reencryptionKilledPartWayResumes() async throws {
         try await withTemporaryDirectory { directory in
@@ -310,9 +310,11 @@ struct EncryptionTests {
             try await first.write(contentsOf: (0..<2000).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
             await first.close()
 
-            let (process, output) = try launchHelper(["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)])])
+            // Killed after a random number of batches, before it could finish.
+            let target = Int.random(in: 1...30)
+            let (process, output) = try launchHelper(
+                ["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)]), "HELPER_STOP_AFTER": "\(target)"])
             let collector = LineCollector(output)
-            let target = Int.random(in: 2...10)
             #expect(await collector.wait(seconds: 60) { $0.filter { $0.hasPrefix("progress ") }.count >= target })
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
