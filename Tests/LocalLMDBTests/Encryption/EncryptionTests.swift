@@ -24,28 +24,6 @@ private func encrypted(_ current: EncryptionKey, _ previous: [EncryptionKey] = [
     return configuration
 }
 
-/// The raw value under `key` in the named database, read with LMDB directly (no LocalDatabase
-/// may have the directory open in this process).
-private func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
-    var env: OpaquePointer?
-    guard mdb_env_create(&env) == 0 else { return nil }
-    defer { mdb_env_close(env) }
-    mdb_env_set_maxdbs(env, 8)
-    guard mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o600) == 0 else { return nil }
-    var txn: OpaquePointer?
-    var dbi: MDB_dbi = 0
-    guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
-    defer { mdb_txn_abort(txn) }
-    guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
-    var keyBytes = Array(key.utf8)
-    return keyBytes.withUnsafeMutableBytes { raw -> [UInt8]? in
-        var keyValue = MDB_val(mv_size: raw.count, mv_data: raw.baseAddress)
-        var dataValue = MDB_val()
-        guard mdb_get(txn, dbi, &keyValue, &dataValue) == 0 else { return nil }
-        return Array(UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
-    }
-}
-
 /// The offset of `needle` in `haystack`, if it is there.
 private func offset(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
     guard !needle.isEmpty, haystack.count >= needle.count else { return nil }

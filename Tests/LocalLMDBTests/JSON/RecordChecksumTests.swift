@@ -9,7 +9,7 @@ import LocalLMDBTestSupport
 import Testing
 
 /// Reads a value with raw LMDB (no LocalDatabase may have the directory open meanwhile).
-private func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
+func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
     var env: OpaquePointer?
     guard mdb_env_create(&env) == 0 else { return nil }
     defer { mdb_env_close(env) }
