@@ -72,14 +72,9 @@ import LocalLMDBJSON
         let document = try (id ?? "").withUTF8Bytes { idUTF8 throws(DatabaseError) in
             try stored.document(key: key ?? idUTF8, encryption: encryption)
         }
-        // An opened document was authenticated: LocalLMDB sealed it, as it wrote it. An
-        // unencrypted one (accepted while a database is being encrypted) has its checksum.
-        var trusted = document.owner != nil
-        if !trusted, stored.checksum != nil {
-            guard stored.isIntact else { throw .corruptRecord(id: name, reason: "the stored document does not match its checksum") }
-            trusted = true
-        }
-        if !validating, trusted, document.bytes.first == UInt8(ascii: "{"),
+        // The document is as LocalLMDB wrote it (`StoreEncryption.document(of:id:)`): opened,
+        // so authenticated, or unencrypted and checked.
+        if !validating, document.bytes.first == UInt8(ascii: "{"),
            document.bytes.count < 2 * (JSONValidator.maxDepth + 1)
             || RecordChecksum.openings(in: document.bytes) <= JSONValidator.maxDepth {
             return DecodedRecord(id: id, className: stored.classNameString, object: EncodedObject(bytes: document.bytes, owner: document.owner))

@@ -12,18 +12,13 @@ import LocalLMDBJSON
 /// varint, bytes   the key's id, UTF-8
 /// varint, bytes   the key check: `checkText` sealed under the key, bound to `checkData(keyID)`
 /// ```
-struct EncryptionEntry: Equatable {
+struct EncryptionEntry {
     static let metaKey = Array("encryption".utf8)
     static let version: UInt8 = 1
     static let checkText = Array("LocalLMDB key check".utf8)
 
     var acceptsUnencryptedValues: Bool
     var keys: [(id: String, check: [UInt8])]
-
-    static func == (left: EncryptionEntry, right: EncryptionEntry) -> Bool {
-        left.acceptsUnencryptedValues == right.acceptsUnencryptedValues
-            && left.keys.map(\.id) == right.keys.map(\.id) && left.keys.map(\.check) == right.keys.map(\.check)
-    }
 
     /// The associated data of `keyID`'s check.
     static func checkData(_ keyID: String) -> [UInt8] {
@@ -75,6 +70,26 @@ struct EncryptionEntry: Equatable {
         }
     }
 
+    /// The entry stored in `meta`, if any.
+    /// - Throws: `corruptRecord` when it is damaged.
+    static func stored(in meta: DatabaseHandle, _ transaction: Transaction) throws(DatabaseError) -> EncryptionEntry? {
+        guard let stored = try RecordStore.read(metaKey, meta, in: transaction) else { return nil }
+        guard let entry = EncryptionEntry(parsing: stored) else {
+            throw .corruptRecord(id: "meta \"encryption\"", reason: "the database's encryption entry is damaged")
+        }
+        return entry
+    }
+
+    /// Checks that `cipher` holds every key of the entry, and that each is the key its check
+    /// was sealed under.
+    /// - Throws: `missingEncryptionKey` / `wrongEncryptionKey`, naming the key.
+    func verifyKeys(of cipher: any ValueCipher) throws(DatabaseError) {
+        for key in keys {
+            guard cipher.hasKey(key.id) else { throw .missingEncryptionKey(keyID: key.id) }
+            guard Self.verify(key.check, keyID: key.id, cipher) else { throw .wrongEncryptionKey(keyID: key.id) }
+        }
+    }
+
     /// Whether `check` opens to `checkText` with `cipher`'s key `keyID`.
     static func verify(_ check: [UInt8], keyID: String, _ cipher: any ValueCipher) -> Bool {
         let opened = try? check.withBytes { sealed throws(CipherFailure) in
@@ -101,7 +116,7 @@ extension RecordStore {
         _ encryption: StoreEncryption?, path: String, meta: DatabaseHandle, records: DatabaseHandle,
         in transaction: Transaction, writable: Bool
     ) throws(DatabaseError) {
-        let stored = try read(EncryptionEntry.metaKey, meta, in: transaction)
+        let stored = try EncryptionEntry.stored(in: meta, transaction)
         guard let encryption else {
             if stored != nil { throw .encryptionRequired(path: path) }
             return
@@ -111,7 +126,7 @@ extension RecordStore {
         guard !sealingKey.isEmpty, sealingKey.utf8.count <= 255 else {
             throw .encryptionFailed(id: "", reason: "a key id must be 1 to 255 bytes of UTF-8, not \(sealingKey.utf8.count)")
         }
-        guard let stored else {
+        guard var entry = stored else {
             let hasRecords = try transaction.entryCount(records) > 0
             if hasRecords, !encryption.adoptsUnencryptedDatabase { throw .unencryptedDatabase(path: path) }
             guard writable else {
@@ -125,13 +140,7 @@ extension RecordStore {
             encryption.setAcceptsUnencryptedValues(hasRecords)
             return
         }
-        guard var entry = EncryptionEntry(parsing: stored) else {
-            throw .corruptRecord(id: "meta \"encryption\"", reason: "the database's encryption entry is damaged")
-        }
-        for key in entry.keys {
-            guard cipher.hasKey(key.id) else { throw .missingEncryptionKey(keyID: key.id) }
-            guard EncryptionEntry.verify(key.check, keyID: key.id, cipher) else { throw .wrongEncryptionKey(keyID: key.id) }
-        }
+        try entry.verifyKeys(of: cipher)
         if writable, !entry.keys.contains(where: { $0.id == sealingKey }) {
             entry.keys.append((sealingKey, try EncryptionEntry.check(sealingKey, cipher)))
             try write(entry.bytes, at: EncryptionEntry.metaKey, meta, in: transaction)
@@ -143,15 +152,9 @@ extension RecordStore {
     /// database on the same directory in this process, whose keys must be the right ones.
     package func checkKeys(of encryption: StoreEncryption?, path: String) throws(DatabaseError) {
         try environment.withReadTransaction { transaction throws(DatabaseError) in
-            guard let stored = try Self.read(EncryptionEntry.metaKey, meta, in: transaction) else { return }
+            guard let entry = try EncryptionEntry.stored(in: meta, transaction) else { return }
             guard let encryption else { throw .encryptionRequired(path: path) }
-            guard let entry = EncryptionEntry(parsing: stored) else {
-                throw .corruptRecord(id: "meta \"encryption\"", reason: "the database's encryption entry is damaged")
-            }
-            for key in entry.keys {
-                guard encryption.cipher.hasKey(key.id) else { throw .missingEncryptionKey(keyID: key.id) }
-                guard EncryptionEntry.verify(key.check, keyID: key.id, encryption.cipher) else { throw .wrongEncryptionKey(keyID: key.id) }
-            }
+            try entry.verifyKeys(of: encryption.cipher)
         }
     }
 
@@ -178,10 +181,34 @@ extension RecordStore {
 
     /// Seals afresh, under the sealing key, up to `limit` records after the key `after` (from
     /// the first when nil), in key order. Returns the last key visited (nil when none was
-    /// left) and how many values were sealed afresh.
+    /// left), how many records were visited and how many values were sealed afresh.
     func reseal(after: [UInt8]?, limit: Int, in transaction: Transaction) throws(DatabaseError) -> (last: [UInt8]?, visited: Int, resealed: Int) {
+        try checkSealingKeyListed(in: transaction)
+        return try resealing(after: after, limit: limit, in: transaction)
+    }
+
+    /// Ends re-encryption: seals afresh every value still not under the sealing key (written
+    /// meanwhile by a process sealing under an older key, or put where the batches had already
+    /// passed), then leaves the entry with that key alone, accepting no unencrypted value.
+    /// One transaction, so no value can slip in under an older key between the two. Returns
+    /// how many values it sealed.
+    func finishResealing(in transaction: Transaction) throws(DatabaseError) -> Int {
         guard let encryption else { throw .encryptionRequired(path: environment.directoryPath) }
         try checkSealingKeyListed(in: transaction)
+        let resealed = try resealing(after: nil, limit: .max, in: transaction).resealed
+        let sealingKey = encryption.cipher.sealingKeyID
+        guard let current = try EncryptionEntry.stored(in: meta, transaction)?.keys.first(where: { $0.id == sealingKey }) else {
+            throw .encryptionFailed(id: "", reason: "the database's encryption entry does not list the key '\(sealingKey)'")
+        }
+        try Self.write(EncryptionEntry(acceptsUnencryptedValues: false, keys: [current]).bytes, at: EncryptionEntry.metaKey, meta, in: transaction)
+        encryption.setAcceptsUnencryptedValues(false)
+        return resealed
+    }
+
+    /// `reseal`'s walk: the values of up to `limit` records after `after`, each not under the
+    /// sealing key sealed afresh once the walk is done.
+    private func resealing(after: [UInt8]?, limit: Int, in transaction: Transaction) throws(DatabaseError) -> (last: [UInt8]?, visited: Int, resealed: Int) {
+        guard let encryption else { throw .encryptionRequired(path: environment.directoryPath) }
         var pending: [(key: [UInt8], value: [UInt8])] = []
         var last: [UInt8]?
         var visited = 0
@@ -210,37 +237,9 @@ extension RecordStore {
         return (last, visited, pending.count)
     }
 
-    /// Ends re-encryption when every value is sealed under the sealing key: the entry then
-    /// keeps that key alone and no longer accepts unencrypted values. Returns how many values
-    /// are not (written meanwhile by a process sealing under an older key); then nothing changes.
-    func finishResealing(in transaction: Transaction) throws(DatabaseError) -> Int {
-        guard let encryption else { throw .encryptionRequired(path: environment.directoryPath) }
-        let sealingKey = encryption.cipher.sealingKeyID
-        var left = 0
-        try transaction.withCursor(records) { cursor throws(DatabaseError) in
-            var entry = try cursor.get(.first)
-            while let (_, value) = entry {
-                if let stored = try? RecordValue(parsing: value), stored.isSealed, stored.keyID.elementsEqual(sealingKey.utf8) {
-                } else {
-                    left += 1
-                }
-                entry = try cursor.get(.next)
-            }
-        }
-        guard left == 0 else { return left }
-        let entry = EncryptionEntry(acceptsUnencryptedValues: false, keys: [(sealingKey, try EncryptionEntry.check(sealingKey, encryption.cipher))])
-        try Self.write(entry.bytes, at: EncryptionEntry.metaKey, meta, in: transaction)
-        encryption.setAcceptsUnencryptedValues(false)
-        return 0
-    }
-
     /// The ids of the keys the database's values may be sealed under, and whether some may be
     /// unencrypted; nil for an unencrypted database.
     package func encryptionKeys(in transaction: Transaction) throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)? {
-        guard let stored = try Self.read(EncryptionEntry.metaKey, meta, in: transaction) else { return nil }
-        guard let entry = EncryptionEntry(parsing: stored) else {
-            throw .corruptRecord(id: "meta \"encryption\"", reason: "the database's encryption entry is damaged")
-        }
-        return (entry.keys.map(\.id), entry.acceptsUnencryptedValues)
+        try EncryptionEntry.stored(in: meta, transaction).map { ($0.keys.map(\.id), $0.acceptsUnencryptedValues) }
     }
 }

@@ -78,15 +78,16 @@ import LocalLMDBJSON
     }
 
     /// `stored` sealed afresh under the sealing key; nil when it already is. `key` is the
-    /// record's key in `records`.
+    /// record's key in `records`. Only what `document(of:id:)` reads is sealed: a value that
+    /// does not open, an unencrypted one the store does not accept, or a damaged one, is an
+    /// error, never made authentic.
     func resealed(_ stored: RecordValue, key: UnsafeRawBufferPointer) throws(DatabaseError) -> [UInt8]? {
         if stored.isSealed, stored.keyID.elementsEqual(cipher.sealingKeyID.utf8) { return nil }
         let id = stored.idBytes(key: key)
-        if stored.isSealed {
-            let document = try open(stored, id: id)
-            return try sealedValue(json: UnsafeRawBufferPointer(document.bytes), className: stored.className, fullID: stored.fullID, id: id)
+        let document = try document(of: stored, id: id)
+        return try withExtendedLifetime(document.owner) { () throws(DatabaseError) in
+            try sealedValue(json: document.bytes, className: stored.className, fullID: stored.fullID, id: id)
         }
-        return try sealedValue(json: stored.json, className: stored.className, fullID: stored.fullID, id: id)
     }
 
     /// The document of the sealed value `stored`, opened into a buffer of its own. `id` is the
@@ -110,8 +111,10 @@ import LocalLMDBJSON
         }
     }
 
-    /// The document of any stored value of this encrypted store: opened when sealed; as it is
-    /// when unencrypted values are still accepted. `id` is the record id's UTF-8 bytes.
+    /// The document of any stored value of this encrypted store, as LocalLMDB wrote it: opened
+    /// (so authenticated) when sealed; when unencrypted values are still accepted, an
+    /// unencrypted one whose checksum matches (or, of format 1, which has none, that is valid
+    /// JSON). `id` is the record id's UTF-8 bytes.
     @usableFromInline package func document(of stored: RecordValue, id: UnsafeRawBufferPointer) throws(DatabaseError) -> (bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
         if stored.isSealed {
             let buffer = try open(stored, id: id)
@@ -121,6 +124,17 @@ import LocalLMDBJSON
             throw .undecryptableRecord(
                 id: String(decoding: id, as: UTF8.self),
                 reason: "its value is not encrypted, in an encrypted database (it was written there by other means)")
+        }
+        if stored.checksum != nil {
+            guard stored.isIntact else {
+                throw .corruptRecord(id: String(decoding: id, as: UTF8.self), reason: "the stored document does not match its checksum")
+            }
+        } else {
+            do throws(DatabaseError) {
+                _ = try EncodedObject.validating(stored.json, owner: nil)
+            } catch {
+                throw .corruptRecord(id: String(decoding: id, as: UTF8.self), reason: error.description)
+            }
         }
         return (stored.json, nil)
     }
@@ -142,12 +156,27 @@ import LocalLMDBJSON
 extension RecordValue {
     /// The document of this value of a store with `encryption` (nil: unencrypted), whose record
     /// key is `key`; `owner` keeps opened bytes alive.
+    ///
+    /// `key` may also be the id a record is read by (its UTF-8 bytes): a full id kept in the
+    /// value must then be that id. In an encrypted store, a value whose full id is not the one
+    /// its key stands for (moved from another record with a long id) is refused: the
+    /// associated data binds a sealed document to the full id, not to the key.
     @inlinable package func document(key: UnsafeRawBufferPointer, encryption: StoreEncryption?) throws(DatabaseError) -> (bytes: UnsafeRawBufferPointer, owner: JSONBuffer?) {
         guard let encryption else {
             guard !isSealed else { throw Self.sealedWithoutKey(id: idBytes(key: key)) }
             return (json, nil)
         }
+        if !fullID.isEmpty, !Self.fullID(fullID, isStoredUnder: key) {
+            throw .undecryptableRecord(
+                id: String(decoding: fullID, as: UTF8.self), reason: "its value is stored under another record's key (it was moved there)")
+        }
         return try encryption.document(of: self, id: idBytes(key: key))
+    }
+
+    /// Whether `fullID` is the id that `key` stands for: its digest, or the id itself.
+    @usableFromInline static func fullID(_ fullID: UnsafeRawBufferPointer, isStoredUnder key: UnsafeRawBufferPointer) -> Bool {
+        guard key.isHashedKey else { return fullID.hasSameBytes(as: key) }
+        return SHA256.digest(fullID).elementsEqual(key.dropFirst())
     }
 
     /// The error for a sealed value in a store opened without encryption.

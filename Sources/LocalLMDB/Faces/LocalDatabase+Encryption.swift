@@ -7,8 +7,10 @@ extension LocalDatabase {
     /// `currentKeyID`) afresh under it: key rotation, or the encryption of a database that was
     /// not encrypted (opened with `encryptingExistingValues`). Online: each batch of
     /// `batchSize` records is one write transaction, and other writes and every read go on
-    /// between them. When every value is under the current key, the database forgets the
-    /// older keys (from then on it opens with the current key alone) and accepts no
+    /// between them. Once it has visited as many records as there were when it began, one last
+    /// write transaction walks every record, seals any value still not under the current key
+    /// (written meanwhile under an older key by another process), and makes the database forget
+    /// the older keys (from then on it opens with the current key alone) and accept no
     /// unencrypted value.
     ///
     /// Crash-safe: until it finishes, the database keeps accepting every key it was sealed
@@ -25,7 +27,8 @@ extension LocalDatabase {
     /// - Throws: `encryptionRequired` when the database is not encrypted;
     ///   `transactionAlreadyActive` inside this database's transaction (a transaction would hold
     ///   every batch until it commits); `undecryptableRecord` for a value that does not open
-    ///   (nothing of that batch is written); `CancellationError`.
+    ///   (nothing of that batch is written, and nothing unreadable is ever sealed), or
+    ///   `corruptRecord` for a damaged one; `CancellationError`.
     @discardableResult
     public nonisolated(nonsending) func reencrypt(
         batchSize: Int = 1000, progress: ((ReencryptionProgress) -> Void)? = nil
@@ -34,22 +37,21 @@ extension LocalDatabase {
         guard !engine.transactionActive else { throw LocalDatabaseError.transactionAlreadyActive }
         let total = try await count()
         var resealed = 0
-        // Values sealed under an older key by another process meanwhile send it round again.
-        for _ in 0..<3 {
-            var after: [UInt8]?
-            var visited = 0
-            repeat {
-                try Task.checkCancellation()
-                let mark = ResealMark()
-                resealed += try await performPublishing(.reseal(after: after, limit: max(1, batchSize), reached: mark))
-                after = mark.reached
-                visited += mark.visited
-                progress?(ReencryptionProgress(recordsVisited: visited, recordsReencrypted: resealed, recordCount: total))
-            } while after != nil
-            if try await performPublishing(.finishResealing) == 0 { return resealed }
-        }
-        throw LocalDatabaseError.encryptionFailed(
-            id: "", reason: "values kept being sealed under an older key while re-encrypting: another process still writes with it")
+        var after: [UInt8]?
+        var visited = 0
+        // One pass, as long as the database was when it began: records written meanwhile are
+        // sealed under the current key, or sealed by the last step below, so a writer that keeps
+        // adding records after the pass's position cannot keep it going.
+        repeat {
+            try Task.checkCancellation()
+            let mark = ResealMark()
+            resealed += try await performPublishing(.reseal(after: after, limit: max(1, batchSize), reached: mark))
+            after = mark.reached
+            visited += mark.visited
+            progress?(ReencryptionProgress(recordsVisited: visited, recordsReencrypted: resealed, recordCount: total))
+        } while after != nil && visited < total
+        try Task.checkCancellation()
+        return resealed + (try await performPublishing(.finishResealing))
     }
 
     /// `engine.perform`, its error made public.

@@ -4,6 +4,7 @@ import Foundation
 import LocalLMDBEncryption
 @testable import LocalLMDBEngine
 import LocalLMDBLMDB
+@testable import LocalLMDBStore
 import LocalLMDBTestSupport
 import Testing
 
@@ -241,7 +242,7 @@ struct EncryptionTests {
             let seen = Locked<[ReencryptionProgress]>([])
             let resealed = try await database.reencrypt(batchSize: 100) { progress in seen.withLock { $0.append(progress) } }
             #expect(resealed == 250)
-            #expect(seen.withLock { $0.map(\.recordsVisited) } == [100, 200, 251, 251])
+            #expect(seen.withLock { $0.map(\.recordsVisited) } == [100, 200, 251])
             #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["new"], mayHoldUnencryptedValues: false))
             #expect(try await database.read(Query(Ticket.self).filter("queue", .equals("q"))).count == 250)
             // Again: nothing left to seal.
@@ -334,6 +335,155 @@ struct EncryptionTests {
             let database = try LocalDatabase(directory: directory, configuration: try encrypted(new))
             #expect((try await database.read(id: "a") as Note?)?.text == "a")
             #expect((try await database.read(id: "b") as Note?) == nil)
+        }
+    }
+
+    /// Re-encryption seals only what opens: an unencrypted value planted in an encrypted
+    /// database, or a sealed value changed on disk, is an error naming it, and stays unreadable
+    /// rather than being made authentic under the new key. The other records are sealed.
+    @Test func reencryptionNeverSealsWhatDoesNotOpen() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await database.write(contentsOf: (0..<20).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
+            await database.close()
+            let plainDirectory = directory.appendingPathComponent("plain")
+            let plain = try LocalDatabase(directory: plainDirectory)
+            try await plain.write(Record(id: "n3", data: Note(text: "forged")))
+            await plain.close()
+            var changed = try #require(rawGet(directory, "records", "n7"))
+            changed[changed.count - 20] ^= 0x01
+            rawPut(directory, "records", [(Array("n3".utf8), try #require(rawGet(plainDirectory, "records", "n3"))), (Array("n7".utf8), changed)])
+
+            let rotating = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            await expectError({ if case .undecryptableRecord("n3", _) = $0 { true } else { false } }) {
+                try await rotating.reencrypt(batchSize: 5)
+            }
+            for id in ["n3", "n7"] {
+                await expectError({ if case .undecryptableRecord(id, _) = $0 { true } else { false } }) {
+                    let _: Note? = try await rotating.read(id: id)
+                }
+            }
+            // The batches before the forged record were sealed; the old key is still needed.
+            #expect(try await rotating.encryptionState()?.keyIDs == ["old", "new"])
+            #expect((try await rotating.read(id: "n12") as Note?)?.text == "note 12")
+        }
+    }
+
+    /// While a database is being encrypted in place, an unencrypted value whose checksum does
+    /// not match is reported, not sealed.
+    @Test func encryptingInPlaceDoesNotSealADamagedValue() async throws {
+        try await withTemporaryDirectory { directory in
+            let plain = try LocalDatabase(directory: directory)
+            try await plain.write(contentsOf: (0..<5).map { Record(id: "n\($0)", data: Note(text: "plain \($0)")) })
+            await plain.close()
+            var damaged = try #require(rawGet(directory, "records", "n2"))
+            let digit = try #require(damaged.lastIndex(of: UInt8(ascii: "2")))
+            damaged[digit] = UInt8(ascii: "9")  // Still valid JSON: only the checksum tells.
+            rawPut(directory, "records", [(Array("n2".utf8), damaged)])
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k", 5), adopting: true))
+            await expectError({ if case .corruptRecord("n2", _) = $0 { true } else { false } }) {
+                let _: Note? = try await database.read(id: "n2")
+            }
+            await expectError({ if case .corruptRecord("n2", _) = $0 { true } else { false } }) {
+                try await database.reencrypt()
+            }
+            await expectError({ if case .corruptRecord("n2", _) = $0 { true } else { false } }) {
+                let _: Note? = try await database.read(id: "n2")
+            }
+            #expect(try await database.encryptionState()?.mayHoldUnencryptedValues == true)
+        }
+    }
+
+    /// Records whose ids are too long to be their own keys keep the id in the value: a value
+    /// moved from one to another (both sealed, of the same class) is refused, by id and in a
+    /// read of all, and rotation seals them like any other.
+    @Test func longIDsAreBoundToTheirKeys() async throws {
+        try await withTemporaryDirectory { directory in
+            let configuration = try encrypted(try key("k1", 1))
+            let ids = ["a", "b"].map { String(repeating: $0, count: 600) }
+            let database = try LocalDatabase(directory: directory, configuration: configuration)
+            for id in ids { try await database.write(Record(id: id, data: Note(text: "of \(id.prefix(1))"))) }
+            #expect((try await database.read(id: ids[0]) as Note?)?.text == "of a")
+            #expect(Set((try await database.read() as [Note]).map(\.text)) == ["of a", "of b"])
+            #expect(try await database.readIDs(Note.self).sorted() == ids)
+            await database.close()
+            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k2", 2), [try key("k1", 1)]))
+            #expect(try await rotated.reencrypt() == 2)
+            #expect((try await rotated.read(id: ids[1]) as Note?)?.text == "of b")
+            await rotated.close()
+
+            let keys = ids.map { StorageKey($0, maxKeySize: 511).bytes }
+            let values = try keys.map { try #require(rawGet(directory, "records", bytes: $0)) }
+            rawPut(directory, "records", [(keys[0], values[1]), (keys[1], values[0])])
+            let swapped = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k2", 2)))
+            for id in ids {
+                await expectError({ if case .undecryptableRecord = $0 { true } else { false } }) {
+                    let _: Note? = try await swapped.read(id: id)
+                }
+            }
+            await expectError({ if case .undecryptableRecord = $0 { true } else { false } }) {
+                let _: [Note] = try await swapped.read()
+            }
+        }
+    }
+
+    /// A writer that keeps adding records after the position re-encryption has reached does not
+    /// keep it going: it ends after one pass over the records there were when it began, and
+    /// every record is sealed under the new key.
+    @Test func reencryptionEndsWhileAWriterKeepsAddingRecords() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await first.write(contentsOf: (0..<200).map { Record(id: "a\($0)", data: Note(text: "old \($0)")) })
+            await first.close()
+
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let done = Locked(false)
+            // A bound that only a re-encryption waiting for the writer to stop reaches (about
+            // 20 rounds are seen while it runs).
+            let writerRounds = 2000
+            let writer = Task {
+                var round = 0
+                // Ids after every old one: each lands ahead of the re-encryption's position.
+                while !done.withLock({ $0 }), round < writerRounds {
+                    try await database.write(contentsOf: (0..<100).map { Record(id: "z\(100_000 + round)-\($0 + 100)", data: Note(text: "new")) })
+                    round += 1
+                }
+                return round
+            }
+            let resealed = try await database.reencrypt(batchSize: 2)
+            done.withLock { $0 = true }
+            let rounds = try await writer.value
+            #expect(resealed == 200)
+            #expect(rounds < writerRounds, "re-encryption ended only once the writer stopped")
+            await database.close()
+            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            #expect(try await rotated.count(Note.self) == 200 + 100 * rounds)
+            #expect((try await rotated.read() as [Note]).count == 200 + 100 * rounds)
+        }
+    }
+
+    /// A cancelled re-encryption stops between batches, leaves every record readable with the
+    /// keys it had, and a later call finishes it.
+    @Test func aCancelledReencryptionCanBeResumed() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await first.write(contentsOf: (0..<100).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
+            await first.close()
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let cancelled = Task {
+                try await database.reencrypt(batchSize: 10) { _ in withUnsafeCurrentTask { $0?.cancel() } }
+            }
+            await #expect(throws: CancellationError.self) { try await cancelled.value }
+            #expect(try await database.encryptionState()?.keyIDs == ["old", "new"])
+            #expect((try await database.read() as [Note]).count == 100)
+            #expect(try await database.reencrypt() == 90)
+            #expect(try await database.encryptionState()?.keyIDs == ["new"])
         }
     }
 

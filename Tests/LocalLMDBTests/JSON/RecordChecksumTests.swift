@@ -10,6 +10,11 @@ import Testing
 
 /// Reads a value with raw LMDB (no LocalDatabase may have the directory open meanwhile).
 func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
+    rawGet(directory, database, bytes: Array(key.utf8))
+}
+
+/// `rawGet` by the key's bytes.
+func rawGet(_ directory: URL, _ database: String, bytes key: [UInt8]) -> [UInt8]? {
     var env: OpaquePointer?
     guard mdb_env_create(&env) == 0 else { return nil }
     defer { mdb_env_close(env) }
@@ -20,7 +25,7 @@ func rawGet(_ directory: URL, _ database: String, _ key: String) -> [UInt8]? {
     guard mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0 else { return nil }
     defer { mdb_txn_abort(txn) }
     guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
-    var keyBytes = Array(key.utf8)
+    var keyBytes = key
     return keyBytes.withUnsafeMutableBytes { keyBuffer -> [UInt8]? in
         var keyValue = MDB_val(mv_size: keyBuffer.count, mv_data: keyBuffer.baseAddress)
         var dataValue = MDB_val()
