@@ -140,15 +140,24 @@ import LocalLMDBJSON
     }
 
     /// The associated data binding a sealed document to its record: the class name and the id,
-    /// each length-prefixed.
+    /// each after its length (4 bytes, little-endian). Built on the stack: a read allocates
+    /// nothing for it.
     static func withAssociatedData<R, E: Error>(
         className: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(E) -> R
     ) throws(E) -> R {
-        var data: [UInt8] = []
-        data.reserveCapacity(className.count + id.count + 10)
-        Varint.append(lengthPrefixed: className, to: &data)
-        Varint.append(lengthPrefixed: id, to: &data)
-        return try data.withBytes { bytes throws(E) in try body(bytes) }
+        try withUnsafeTemporaryAllocation(byteCount: 8 + className.count + id.count, alignment: 1) { data throws(E) in
+            var offset = 0
+            func append(_ part: UnsafeRawBufferPointer) {
+                data.storeBytes(of: UInt32(truncatingIfNeeded: part.count).littleEndian, toByteOffset: offset, as: UInt32.self)
+                offset += 4
+                if let base = part.baseAddress, let target = data.baseAddress { (target + offset).copyMemory(from: base, byteCount: part.count) }
+                offset += part.count
+            }
+            append(className)
+            append(id)
+            assert(offset == data.count, "the associated data fills its buffer")
+            return try body(UnsafeRawBufferPointer(data))
+        }
     }
 }
 

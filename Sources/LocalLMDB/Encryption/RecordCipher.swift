@@ -6,7 +6,7 @@ import LocalLMDBStore
 /// one built on swift-crypto (`AESGCMCipher`); the core library depends on none.
 ///
 /// LocalLMDB gives the cipher each record's JSON document and, as associated data, the
-/// record's class name and id (length-prefixed): a sealed value moved to another record or
+/// record's class name and id (each after its length): a sealed value moved to another record or
 /// class must fail to open. It stores the id of the key a value is sealed under beside it, so
 /// a cipher that holds several keys can open values sealed under any of them while new values
 /// are sealed under `currentKeyID` (key rotation: ``LocalDatabase/reencrypt(batchSize:progress:)``).
