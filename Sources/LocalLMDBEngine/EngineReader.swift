@@ -1,3 +1,4 @@
+import Foundation
 import LocalLMDBLMDB
 import LocalLMDBStore
 
@@ -20,6 +21,14 @@ package protocol EngineReader: AnyObject, Sendable {
     var maxKeySize: Int { get }
     /// Where the engine announces commits (its own and, polled, other processes').
     var notifier: ChangeNotifier { get }
+    /// Copies the database, as of its last commit, into the new directory `destination` while
+    /// other tasks and processes read and write (`compact` leaves free pages out), telling
+    /// `progress` as it goes. Returns once the copy is durable under its name; a copy that
+    /// fails leaves no directory there. Never blocks a cooperative-pool thread.
+    nonisolated(nonsending) func backup(to destination: URL, compact: Bool, progress: BackupListener?) async throws(DatabaseError)
+    /// `backup`, blocking the calling thread.
+    func backupBlocking(to destination: URL, compact: Bool, progress: BackupListener?) throws(DatabaseError)
+
     /// The encryption of values at rest: the faces seal each value they encode with it
     /// (`StoreEncryption.sealedValue`); nil for an unencrypted database.
     var encryption: StoreEncryption? { get }

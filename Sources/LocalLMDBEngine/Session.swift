@@ -455,6 +455,29 @@ import Foundation
     /// Closes the session: later calls fail with `closed`; writes already submitted are
     /// committed first, an open transaction is rolled back, and the engine closes if this was
     /// its last session. Idempotent.
+    // MARK: Backups
+
+    package nonisolated(nonsending) func backup(to destination: URL, compact: Bool, progress: BackupListener?) async throws(DatabaseError) {
+        _ = try checkOpen()
+        let engine = self.engine
+        // On a thread of its own: the copy blocks for as long as it takes to write.
+        let result: Result<Void, DatabaseError> = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(returning: Result { () throws(DatabaseError) in
+                    try engine.environment.backup(to: destination, compact: compact, progress: progress)
+                })
+            }
+            thread.name = "LocalLMDB backup"
+            thread.start()
+        }
+        try result.get()
+    }
+
+    package func backupBlocking(to destination: URL, compact: Bool, progress: BackupListener?) throws(DatabaseError) {
+        _ = try checkOpen()
+        try engine.environment.backup(to: destination, compact: compact, progress: progress)
+    }
+
     package nonisolated(nonsending) func close() async {
         guard markClosed() else { return }
         try? await onWriterThread { _ in self.detaching() }

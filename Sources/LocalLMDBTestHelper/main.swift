@@ -39,6 +39,9 @@ import LocalLMDBTestSupport
 //   helper write-drawing DIR         writes Circle "c" and Drawing "d" holding a Circle
 //   helper write-toolbox DIR         writes Hammer "h" and Toolbox "t" holding a Hammer
 //   helper write-codable-drawing DIR writes CodableCircle "c" and CodableDrawing "d" holding one
+//   helper backup DIR DEST           backs DIR up into DEST, printing "progress <bytes>" at each
+//                                    report and "done"; with HELPER_STOP_AFTER=N, waits to be
+//                                    killed at the Nth report (the copy is not renamed yet)
 //   helper reencrypt DIR             re-encrypts in batches of 50, printing "progress <visited>"
 //                                    after each batch and "done <n>" at the end; with
 //                                    HELPER_STOP_AFTER=N, waits to be killed after N batches
@@ -160,6 +163,13 @@ default:
     break
 }
 
+/// A count shared across threads (`backup`'s progress reports).
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func increment() -> Int { lock.withLock { value += 1; return value } }
+}
+
 /// A flag shared by the tasks of `looping-readers`.
 final class Flag: @unchecked Sendable {
     private let lock = NSLock()
@@ -187,6 +197,17 @@ do {
     }
     let database = try LocalDatabase(directory: directory, configuration: configuration)
     switch arguments[1] {
+    case "backup":
+        guard arguments.count > 3 else { fail("backup needs DEST") }
+        let stopAfter = ProcessInfo.processInfo.environment["HELPER_STOP_AFTER"].flatMap(Int.init)
+        let reports = Counter()
+        try await database.backup(to: URL(fileURLWithPath: arguments[3])) { progress in
+            say("progress \(progress.bytesCopied)")
+            if let stopAfter, reports.increment() >= stopAfter {
+                while true { sleep(1) }
+            }
+        }
+        say("done")
     case "reencrypt":
         // HELPER_STOP_AFTER=N: after N batches, waits to be killed (so that a test kills it
         // part-way whatever the load).

@@ -35,6 +35,15 @@ final class SeamEngine: EngineWriter {
     var busyTimeout: Duration { inner.busyTimeout }
     var transactionActive: Bool { inner.transactionActive }
 
+    nonisolated(nonsending) func backup(to destination: URL, compact: Bool, progress: BackupListener?) async throws(DatabaseError) {
+        cross("backup")
+        try await inner.backup(to: destination, compact: compact, progress: progress)
+    }
+    func backupBlocking(to destination: URL, compact: Bool, progress: BackupListener?) throws(DatabaseError) {
+        cross("backupBlocking")
+        try inner.backupBlocking(to: destination, compact: compact, progress: progress)
+    }
+
     func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(DatabaseError) -> Read.Value? {
         cross("readOutsideTransaction")
         return readsOnlyThroughTransaction ? nil : try inner.readOutsideTransaction(read)
