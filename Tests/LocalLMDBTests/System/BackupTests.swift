@@ -139,6 +139,22 @@ struct BackupTests {
         }
     }
 
+    /// A backup to a disk too small for it is a typed error, and leaves nothing there.
+    @Test(.enabled(if: canMount, "needs root to mount a small tmpfs"))
+    func aBackupToAFullDiskIsATypedErrorAndLeavesNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory.appendingPathComponent("db"))
+            try await database.write(contentsOf: (0..<8000).map { Record(id: "n\($0)", data: Note(text: String(repeating: "f", count: 600))) })
+            try await HostileInputTests.withTinyDisk { disk in
+                await expectError({ if case .storage = $0 { true } else { false } }) {
+                    try await database.backup(to: disk.appendingPathComponent("copy"))
+                }
+                #expect(names(in: disk).isEmpty, "\(names(in: disk))")
+            }
+            #expect(try await database.count(Note.self) == 8000)
+        }
+    }
+
     /// A backup whose process is killed before it completes leaves no directory under the
     /// destination's name (only its hidden partial one), and the source is unharmed.
     @Test func aBackupKilledBeforeItCompletesLeavesNoDestination() async throws {
