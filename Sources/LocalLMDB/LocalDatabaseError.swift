@@ -99,6 +99,14 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// The cipher failed to seal the value of record `id` (empty for a key check), saying
     /// `reason`. Nothing of the write was stored.
     case encryptionFailed(id: String, reason: String)
+    /// An export of an encrypted database was asked for without `decrypting: true`: it would
+    /// write the values in the clear. Nothing was written.
+    case exportWouldDecrypt(path: String)
+    /// Line `line` of an import is not a record (`reason` says why: invalid JSON, a repeated
+    /// key, a missing or empty `id` or `class`, a `value` that is not an object, a line too
+    /// long). Every line up to `linesCommitted` is stored (by transactions that committed);
+    /// none of the batch holding the bad line is. Import from line `linesCommitted + 1` to go on.
+    case invalidLine(line: Int, reason: String, linesCommitted: Int)
 
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
@@ -139,6 +147,8 @@ extension LocalDatabaseError {
         case let .wrongEncryptionKey(keyID): self = .wrongEncryptionKey(keyID: keyID)
         case let .undecryptableRecord(id, reason): self = .undecryptableRecord(id: id, reason: reason)
         case let .encryptionFailed(id, reason): self = .encryptionFailed(id: id, reason: reason)
+        case let .exportWouldDecrypt(path): self = .exportWouldDecrypt(path: path)
+        case let .invalidLine(line, reason, linesCommitted): self = .invalidLine(line: line, reason: reason, linesCommitted: linesCommitted)
         }
     }
 }
@@ -179,6 +189,8 @@ extension DatabaseError {
         case let .wrongEncryptionKey(keyID): self = .wrongEncryptionKey(keyID: keyID)
         case let .undecryptableRecord(id, reason): self = .undecryptableRecord(id: id, reason: reason)
         case let .encryptionFailed(id, reason): self = .encryptionFailed(id: id, reason: reason)
+        case let .exportWouldDecrypt(path): self = .exportWouldDecrypt(path: path)
+        case let .invalidLine(line, reason, linesCommitted): self = .invalidLine(line: line, reason: reason, linesCommitted: linesCommitted)
         }
     }
 }

@@ -59,7 +59,7 @@ import LocalLMDBLMDB
     }
 
     /// Checks one complete document that must be an object.
-    @inlinable static func validateObject(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> Summary {
+    @inlinable package static func validateObject(_ input: UnsafeRawBufferPointer) throws(DatabaseError) -> Summary {
         let summary = try validate(input)
         guard input[summary.start] == UInt8(ascii: "{") else {
             throw .invalidJSON(reason: "the document is not an object", offset: summary.start)

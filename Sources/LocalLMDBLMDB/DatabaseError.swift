@@ -34,6 +34,8 @@
     case wrongEncryptionKey(keyID: String)
     case undecryptableRecord(id: String, reason: String)
     case encryptionFailed(id: String, reason: String)
+    case exportWouldDecrypt(path: String)
+    case invalidLine(line: Int, reason: String, linesCommitted: Int)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -104,6 +106,11 @@
             return "Record '\(id)' cannot be decrypted: \(reason)."
         case let .encryptionFailed(id, reason):
             return (id.isEmpty ? "A value" : "Record '\(id)'") + " could not be encrypted: \(reason)."
+        case let .exportWouldDecrypt(path):
+            return "The database at \(path) is encrypted, and an export writes its values in the clear: pass decrypting: true to export it anyway (or back it up, which keeps it encrypted)."
+        case let .invalidLine(line, reason, linesCommitted):
+            return "Line \(line) is not a record: \(reason). "
+                + (linesCommitted > 0 ? "Lines up to \(linesCommitted) were stored; import from line \(linesCommitted + 1) to go on." : "Nothing was stored.")
         }
     }
 }

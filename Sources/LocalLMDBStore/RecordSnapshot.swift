@@ -53,6 +53,13 @@ import LocalLMDBLMDB
     /// The class names that have a stored index of `definition`, in name order.
     func classNames(indexedBy definition: IndexDefinition) throws(DatabaseError) -> [String]
 
+    /// Calls `body` with the id, class name and document of each record stored under any of
+    /// `classKeys` (every record when nil), as read would check them; the document is valid
+    /// during the call only.
+    func forEachDocument(
+        ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
+    ) throws(DatabaseError)
+
     /// The ids of the keys the database's values may be sealed under, and whether some values
     /// may still be unencrypted; nil for an unencrypted database.
     func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)?

@@ -209,6 +209,24 @@ import Foundation
         return objects
     }
 
+    /// Calls `body` with the id, class name and document (opened and checked, as a read would)
+    /// of each record stored under any of `typeKeys`, type by type, or of every record when
+    /// `typeKeys` is nil; in key order. The document is valid during the call only.
+    package func forEachDocument(
+        typeKeys: [StorageKey]?, in transaction: Transaction,
+        _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
+    ) throws(DatabaseError) {
+        func visit(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(DatabaseError) {
+            let stored = try RecordDecoding.decode(key: key, value: value, encryption: encryption)
+            let id = (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key)
+            try withExtendedLifetime(stored.object.owner) { () throws(DatabaseError) in try body(id, stored.className, stored.object.extent) }
+        }
+        guard let typeKeys else {
+            return try transaction.withCursor(records) { cursor throws(DatabaseError) in try cursor.forEach(visit) }
+        }
+        try forEachRecord(typeKeys: typeKeys, in: transaction, visit)
+    }
+
     /// The ids of the records stored under any of `typeKeys`.
     package func ids(typeKeys: [StorageKey], in transaction: Transaction) throws(DatabaseError) -> [String] {
         var ids: [String] = []

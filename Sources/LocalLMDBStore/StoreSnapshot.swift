@@ -83,4 +83,10 @@ import LocalLMDBLMDB
     @usableFromInline package func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)? {
         try store.encryptionKeys(in: transaction)
     }
+
+    @usableFromInline package func forEachDocument(
+        ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
+    ) throws(DatabaseError) {
+        try store.forEachDocument(typeKeys: classKeys, in: transaction, body)
+    }
 }

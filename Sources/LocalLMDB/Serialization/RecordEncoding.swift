@@ -30,21 +30,9 @@ enum RecordEncoding {
         var sealingFailure: DatabaseError?
         let encoded = dataObject.withEncoded(prefix: header) { value in
             guard let value else { return false }
-            guard let encryption else {
-                RecordValue.sealChecksum(in: value, headerSize: headerSize)
-                batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
-                return true
-            }
             do throws(DatabaseError) {
-                let sealed = try className.withUTF8Bytes { classBytes throws(DatabaseError) in
-                    try record.id.withUTF8Bytes { idBytes throws(DatabaseError) in
-                        try encryption.sealedValue(
-                            json: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(value)[headerSize...]),
-                            className: classBytes, fullID: fullID == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : idBytes,
-                            id: idBytes)
-                    }
-                }
-                sealed.withBytes { batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: $0) }
+                try append(value, headerSize: headerSize, key: key, id: record.id, fullID: fullID, className: className,
+                           maxKeySize: maxKeySize, encryption: encryption, to: &batch)
             } catch {
                 sealingFailure = error
             }
@@ -56,6 +44,51 @@ enum RecordEncoding {
             let failure = dataObject.encodingFailure ?? (path: "", reason: StackGuard.refusal)
             throw .unencodableValue(id: record.id, path: failure.path, reason: failure.reason)
         }
+    }
+
+    /// Appends to `batch` the stored value of the record `id` whose header (`headerSize` bytes,
+    /// room for the checksum included) and document `value` holds: with its checksum, or sealed
+    /// with `encryption`. The one place a value's final form is made from its document.
+    private static func append(
+        _ value: UnsafeMutableRawBufferPointer, headerSize: Int, key: StorageKey, id: String, fullID: String?, className: String,
+        maxKeySize: Int, encryption: StoreEncryption?, to batch: inout RecordBatch
+    ) throws(DatabaseError) {
+        guard let encryption else {
+            RecordValue.sealChecksum(in: value, headerSize: headerSize)
+            batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
+            return
+        }
+        let sealed = try className.withUTF8Bytes { classBytes throws(DatabaseError) in
+            try id.withUTF8Bytes { idBytes throws(DatabaseError) in
+                try encryption.sealedValue(
+                    json: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(value)[headerSize...]),
+                    className: classBytes, fullID: fullID == nil ? UnsafeRawBufferPointer(start: nil, count: 0) : idBytes, id: idBytes)
+            }
+        }
+        sealed.withBytes { batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: $0) }
+    }
+
+    /// Encodes the record `id` of class `className` whose document is `document` (already
+    /// checked: strict JSON, an object, no key repeated), appending it to `batch`: an imported
+    /// record, stored with its document's bytes as they are.
+    static func encode(
+        id: String, className: String, document: UnsafeRawBufferPointer, into batch: inout RecordBatch, header: inout [UInt8],
+        maxKeySize: Int, encryption: StoreEncryption?
+    ) throws(DatabaseError) {
+        let key = StorageKey(id, maxKeySize: maxKeySize)
+        let fullID = key.isHashed ? id : nil
+        header.removeAll(keepingCapacity: true)
+        RecordValue.appendHeader(className: className, fullID: fullID, to: &header)
+        let headerSize = header.count
+        header.append(contentsOf: document)
+        defer { header.removeSubrange(headerSize...) }
+        let result: Result<Void, DatabaseError> = header.withUnsafeMutableBytes { value in
+            Result { () throws(DatabaseError) in
+                try append(value, headerSize: headerSize, key: key, id: id, fullID: fullID, className: className,
+                           maxKeySize: maxKeySize, encryption: encryption, to: &batch)
+            }
+        }
+        try result.get()
     }
 
     /// The operation writing `record`.
