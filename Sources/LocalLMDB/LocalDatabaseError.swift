@@ -107,6 +107,10 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// long). Every line up to `linesCommitted` is stored (by transactions that committed);
     /// none of the batch holding the bad line is. Import from line `linesCommitted + 1` to go on.
     case invalidLine(line: Int, reason: String, linesCommitted: Int)
+    /// The record `id` holds a non-optional `Reference` at `field` (its coding path) to the
+    /// record `referencedID`, which is not stored (it was deleted, or never written). Nothing is
+    /// changed. Declare the property optional (`Reference<T>?`) to read such a reference as nil.
+    case missingReference(id: String, field: String, referencedID: String)
 
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
@@ -149,6 +153,7 @@ extension LocalDatabaseError {
         case let .encryptionFailed(id, reason): self = .encryptionFailed(id: id, reason: reason)
         case let .exportWouldDecrypt(path): self = .exportWouldDecrypt(path: path)
         case let .invalidLine(line, reason, linesCommitted): self = .invalidLine(line: line, reason: reason, linesCommitted: linesCommitted)
+        case let .missingReference(id, field, referencedID): self = .missingReference(id: id, field: field, referencedID: referencedID)
         }
     }
 }
@@ -191,6 +196,7 @@ extension DatabaseError {
         case let .encryptionFailed(id, reason): self = .encryptionFailed(id: id, reason: reason)
         case let .exportWouldDecrypt(path): self = .exportWouldDecrypt(path: path)
         case let .invalidLine(line, reason, linesCommitted): self = .invalidLine(line: line, reason: reason, linesCommitted: linesCommitted)
+        case let .missingReference(id, field, referencedID): self = .missingReference(id: id, field: field, referencedID: referencedID)
         }
     }
 }

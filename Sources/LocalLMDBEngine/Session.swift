@@ -338,7 +338,8 @@ import Foundation
     /// Where objects restored after their snapshot ended look up their classes: a fresh snapshot.
     @inlinable
     var freshClassLookup: ClassLookup {
-        ClassLookup(database: engine.serial, table: engine.readTarget.classTable, transaction: nil)
+        let target = engine.readTarget
+        return ClassLookup(database: target.serial, table: target.classTable, transaction: nil, records: target.records, encryption: target.encryption)
     }
 
     @inlinable @inline(__always)
@@ -354,7 +355,8 @@ import Foundation
         // a reference count every reading thread would write.
         let target = engine.readTarget
         return try snapshot { transaction throws(DatabaseError) in
-            let classes = ClassLookup(database: target.serial, table: target.classTable, transaction: transaction)
+            let classes = ClassLookup(
+                database: target.serial, table: target.classTable, transaction: transaction, records: target.records, encryption: target.encryption)
             // No `Optional.map` here: a generic call would look up `DecodedRecord?`'s metadata per read.
             guard let value = try RecordStore.value(key, records: target.records, in: transaction) else {
                 return try restore(nil, classes)

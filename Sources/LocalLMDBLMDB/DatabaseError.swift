@@ -36,6 +36,7 @@
     case encryptionFailed(id: String, reason: String)
     case exportWouldDecrypt(path: String)
     case invalidLine(line: Int, reason: String, linesCommitted: Int)
+    case missingReference(id: String, field: String, referencedID: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -111,6 +112,8 @@
         case let .invalidLine(line, reason, linesCommitted):
             return "Line \(line) is not a record: \(reason). "
                 + (linesCommitted > 0 ? "Lines up to \(linesCommitted) were stored; import from line \(linesCommitted + 1) to go on." : "Nothing was stored.")
+        case let .missingReference(id, field, referencedID):
+            return "Record '\(id)' refers at '\(field)' to record '\(referencedID)', which is not stored."
         }
     }
 }

@@ -1,7 +1,8 @@
 import LocalLMDBLMDB
 
 /// Where one read looks up stored classes: the class table of the database it reads, in the
-/// read's snapshot (or, for objects restored after their snapshot ended, in a fresh one).
+/// read's snapshot (or, for objects restored after their snapshot ended, in a fresh one); and,
+/// in the read's own snapshot, the records that references name (`record(id:)`).
 ///
 /// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
 @usableFromInline package struct ClassLookup {
@@ -10,11 +11,32 @@ import LocalLMDBLMDB
     @usableFromInline let table: ClassTable
     /// The read's snapshot, or nil when lookups open their own.
     @usableFromInline let transaction: Transaction?
+    /// The records database, for `record(id:)`.
+    @usableFromInline let records: DatabaseHandle
+    /// The store's encryption, for `record(id:)`: unowned, as the table's environment is (the
+    /// read holds the store alive).
+    @usableFromInline unowned(unsafe) let encryption: StoreEncryption?
 
-    @inlinable package init(database: UInt64, table: ClassTable, transaction: Transaction?) {
+    @inlinable package init(
+        database: UInt64, table: ClassTable, transaction: Transaction?, records: DatabaseHandle, encryption: StoreEncryption?
+    ) {
         self.database = database
         self.table = table
         self.transaction = transaction
+        self.records = records
+        self.encryption = encryption
+    }
+
+    /// Whether `record(id:)` can read: the lookups run in the read's own snapshot.
+    package var readsRecords: Bool { transaction != nil }
+
+    /// The record `id`, read in place in the read's snapshot (valid while it lasts); nil when
+    /// there is none, or when this lookup has no snapshot of its own (`readsRecords`).
+    package func record(id: String) throws(DatabaseError) -> DecodedRecord? {
+        guard let transaction, !id.isEmpty else { return nil }
+        let key = StorageKey(id, maxKeySize: table.environment.maxKeySize)
+        guard let value = try RecordStore.value(key, records: records, in: transaction) else { return nil }
+        return try RecordDecoding.decode(value: value, id: id, encryption: encryption)
     }
 
     /// Whether what the lookups find may be remembered by the thread's caches: they run in a

@@ -280,6 +280,8 @@ import Foundation
             guard let className = try delete(key, indexes: try storedIndexes(in: transaction), in: transaction) else { return 0 }
             changes.append(.deleted(id: key.id, className: className))
             return 1
+        case let .deleteReaching(key, following):
+            return try deleteReaching(key, following: following, in: transaction, changes: &changes)
         case let .deleteTypes(typeKeys, names, owner):
             try checkOwner(owner, in: transaction)
             let indexes = try storedIndexes(in: transaction)
@@ -437,6 +439,35 @@ import Foundation
             }
             return try transaction.delete(records, key) ? className : nil
         }
+    }
+
+    /// Deletes the record under `key` and every record its references reach among `following`
+    /// (each once, so a cycle ends); returns how many were deleted. The references are read
+    /// here, in the transaction: a record that a concurrent write stopped referring to is kept,
+    /// and one it added a reference to is kept too (it is not in `following`). A record on the
+    /// way that cannot be read (corrupt, or sealed under a key this store lacks) fails the
+    /// operation, deleting nothing.
+    private func deleteReaching(
+        _ key: StorageKey, following: Set<String>, in transaction: Transaction, changes: inout ChangeSet
+    ) throws(DatabaseError) -> Int {
+        let indexes = try storedIndexes(in: transaction)
+        var waiting = [key]
+        var seen: Set<String> = [key.id]
+        var deleted = 0
+        while let next = waiting.popLast() {
+            let id = next.id
+            if let value = try value(next, in: transaction) {
+                let record = try RecordDecoding.decode(value: value, id: id, encryption: encryption)
+                for referenced in RecordReference.referencedIDs(in: record.object)
+                where following.contains(referenced) && seen.insert(referenced).inserted {
+                    waiting.append(StorageKey(referenced, maxKeySize: maxKeySize))
+                }
+            }
+            guard let className = try delete(next, indexes: indexes, in: transaction) else { continue }
+            changes.append(.deleted(id: id, className: className))
+            deleted += 1
+        }
+        return deleted
     }
 
     private func deleteAll(typeKeys: [StorageKey], in transaction: Transaction) throws(DatabaseError) -> Int {

@@ -11,7 +11,8 @@ import LocalLMDBLMDB
     @usableFromInline package init(_ store: RecordStore, database: UInt64, in transaction: Transaction) {
         self.store = store
         self.transaction = transaction
-        classes = ClassLookup(database: database, table: store.classTable, transaction: transaction)
+        classes = ClassLookup(
+            database: database, table: store.classTable, transaction: transaction, records: store.records, encryption: store.encryption)
     }
 
     @usableFromInline package func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord? {

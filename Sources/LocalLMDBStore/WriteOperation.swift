@@ -12,6 +12,11 @@ package enum WriteOperation: Sendable {
     case put(RecordBatch, classes: [StoredClass])
     /// Delete the record under a key.
     case delete(StorageKey)
+    /// Delete the record under a key and every record its references reach, transitively,
+    /// among `following`: an id is followed when a stored document on the way names it
+    /// (`RecordReference`, read in the transaction) and it is one of `following` (the ids a
+    /// typed read found to be references).
+    case deleteReaching(StorageKey, following: Set<String>)
     /// Delete every record stored under any of these type keys (of the class names `names`),
     /// the first of which is `owner`'s name: refused when another type owns that name
     /// (`RecordStore.checkOwner`).

@@ -112,6 +112,9 @@ let header = """
 if onlyWorkload.map({ "queries".hasPrefix($0) }) ?? true, !queryRecords.isEmpty, onlyContenders.isEmpty {
     sections.append("### Queries\n\n" + (try await QueryBench.run(counts: queryRecords, repetitions: repetitions, log: log)))
 }
+if onlyWorkload.map({ "references".hasPrefix($0) }) ?? true, onlyContenders.isEmpty {
+    sections.append("### References\n\n" + (try await ReferenceBench.run(households: 10_000, repetitions: repetitions, log: log)))
+}
 let markdown = header + "\n\n" + sections.joined(separator: "\n")
 print(markdown)
 try FileManager.default.createDirectory(at: resultsDirectory, withIntermediateDirectories: true)

@@ -176,6 +176,28 @@ public actor LocalDatabase {
         } catch { throw LocalDatabaseError(error) }
     }
 
+    /// Deletes the record `id`, stored as `T`, and, when `includingReferenced`, every record
+    /// its references reach (`Reference`), transitively, in one transaction.
+    ///
+    /// The references are those `T`'s model (and the models it reaches) reads as references, as
+    /// a read of `id` resolves them; the delete follows them again in its transaction, so a
+    /// record a concurrent write stopped referring to is kept. A record another one still
+    /// refers to is deleted too: reading that one then throws
+    /// `LocalDatabaseError.missingReference` (or gives nil, for an optional reference). See
+    /// <doc:References>.
+    /// - Returns: The number of records deleted (0 when there is no record `id`).
+    /// - Throws: What reading the record as `T` throws (`typeMismatch`, `missingReference`,
+    ///   `corruptRecord`…); nothing is deleted then.
+    @discardableResult
+    public nonisolated(nonsending) func delete<T: Persistable>(_ type: T.Type, id: String, includingReferenced: Bool) async throws -> Int {
+        do throws(DatabaseError) {
+            let read = ReadReachedIDs(byID: try ReadByID<T>(id, maxKeySize: engine.maxKeySize))
+            guard includingReferenced else { return try await engine.perform(.delete(read.byID.key)) }
+            guard let reached = try await engine.read(read) else { return 0 }
+            return try await engine.perform(deleteReaching(id, reached: reached, maxKeySize: engine.maxKeySize))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
     /// Deletes every record.
     /// - Returns: The number of records deleted.
     @discardableResult

@@ -30,12 +30,17 @@ struct ReadByID<T: Persistable>: SessionRead {
         self.key = key
     }
 
-    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> DecodedRecord.Detached? {
-        try snapshot.record(key, id: id)?.detached()
+    /// The record carried out of a transaction, with the records its references reach.
+    typealias Detached = (record: DecodedRecord.Detached, referenced: ReferencedRecords?)?
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Detached {
+        guard let record = try snapshot.record(key, id: id) else { return nil }
+        return (record.detached(), try ReferencedRecords.reached(from: [record], in: snapshot.classes))
     }
 
-    func restore(_ detached: DecodedRecord.Detached?, classes: ClassLookup) throws(DatabaseError) -> T? {
-        try detached?.stored.instantiate(as: T.self, context: classes)
+    func restore(_ detached: Detached, classes: ClassLookup) throws(DatabaseError) -> T? {
+        guard let detached else { return nil }
+        return try detached.record.stored.instantiate(as: T.self, context: classes, prefetched: detached.referenced)
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> T? {
@@ -52,22 +57,22 @@ struct ReadAll<T: Persistable>: SessionRead {
         classKeys = RecordEncoding.typeKeys(T.self, maxKeySize: maxKeySize)
     }
 
-    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> DetachedRecords {
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
         // Ids are made for every record here: reads in a transaction copy each record anyway.
-        return try snapshot.records(ofClasses: classKeys) { stored, id in (stored.detached(), id()) }
+        return try DetachedRecords(snapshot.records(ofClasses: classKeys) { stored, id in (stored, id()) }, in: snapshot.classes)
     }
 
-    func restore(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
+    func restore(_ detached: DetachedRecords, classes: ClassLookup) throws(DatabaseError) -> [T] {
         try Self.restoreAll(detached, classes: classes)
     }
 
     /// Models of records read in a transaction and carried out of it: one read, whose nested
     /// classes are looked up in `classes`.
-    static func restoreAll(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
+    static func restoreAll(_ detached: DetachedRecords, classes: ClassLookup) throws(DatabaseError) -> [T] {
         let scratch = ReadScratch.current
-        return try scratch.reading(in: classes) { () throws(DatabaseError) in
-            try detached.map { object, id throws(DatabaseError) in
+        return try scratch.reading(in: classes, prefetched: detached.referenced, records: ObjectIdentifier(T.self)) { () throws(DatabaseError) in
+            try detached.records.map { object, id throws(DatabaseError) in
                 try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.className)
             }
         }
@@ -77,11 +82,23 @@ struct ReadAll<T: Persistable>: SessionRead {
         let classes = snapshot.classes
         try checkOwner(ObjectIdentifier(T.self), classes)
         let scratch = ReadScratch.current
-        return try scratch.reading(in: classes) { () throws(DatabaseError) in
+        return try scratch.reading(in: classes, records: ObjectIdentifier(T.self)) { () throws(DatabaseError) in
             try snapshot.records(ofClasses: classKeys) { stored, id throws(DatabaseError) in
                 try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
             }
         }
+    }
+}
+
+/// Records read in a transaction, copied out of it with the records their references reach.
+struct DetachedRecords: Sendable {
+    let records: [(object: DecodedRecord.Detached, id: String)]
+    let referenced: ReferencedRecords?
+
+    /// `records` copied, and what they refer to in `classes`' snapshot.
+    init(_ records: [(DecodedRecord, String)], in classes: ClassLookup) throws(DatabaseError) {
+        self.records = records.map { ($0.0.detached(), $0.1) }
+        referenced = try ReferencedRecords.reached(from: records.map(\.0), in: classes)
     }
 }
 

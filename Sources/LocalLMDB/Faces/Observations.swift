@@ -54,11 +54,11 @@ struct ObservedQuery<T: Persistable>: SnapshotRead {
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Observed<[T]> {
         var digest: UInt64 = 0
-        let (value, _) = try read.models(in: snapshot) { stored, id in
+        let (value, _) = try read.models(in: snapshot, visit: { stored, id in
             var recordID = id
             digest = recordID.withUTF8 { RecordChecksum.of(UnsafeRawBufferPointer($0), after: digest) }
             digest = RecordChecksum.of(stored.object.extent, after: digest)
-        }
+        }, startOver: { digest = 0 })
         return Observed(value: value, digest: digest)
     }
 }

@@ -142,6 +142,20 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
         }
     }
 
+    /// Deletes the record `id`, stored as `T`, and, when `includingReferenced`, every record
+    /// its references reach, transitively, in one transaction (see
+    /// `LocalDatabase.delete(_:id:includingReferenced:)`). Returns how many were deleted (0 on
+    /// failure).
+    @discardableResult
+    public func delete<T: Persistable>(_ type: T.Type, id: String, includingReferenced: Bool) -> Int {
+        run(0) { engine throws(DatabaseError) in
+            let read = ReadReachedIDs(byID: try ReadByID<T>(id, maxKeySize: engine.maxKeySize))
+            guard includingReferenced else { return try engine.performBlocking(.delete(read.byID.key), "delete") }
+            guard let reached = try engine.readBlocking(read, "delete") else { return 0 }
+            return try engine.performBlocking(deleteReaching(id, reached: reached, maxKeySize: engine.maxKeySize), "delete")
+        }
+    }
+
     /// Deletes every record. Returns how many were deleted (0 on failure).
     @discardableResult
     public func clearDatabase() -> Int {

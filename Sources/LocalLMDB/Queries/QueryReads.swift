@@ -7,12 +7,12 @@ import LocalLMDBEngine
 struct ReadQuery<T: Persistable>: SessionRead {
     let query: IndexQuery
 
-    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [(object: DecodedRecord.Detached, id: String)] {
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> DetachedRecords {
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
-        return try snapshot.records(matching: query) { stored, id in (stored.detached(), id()) }
+        return try DetachedRecords(snapshot.records(matching: query) { stored, id in (stored, id()) }, in: snapshot.classes)
     }
 
-    func restore(_ detached: [(object: DecodedRecord.Detached, id: String)], classes: ClassLookup) throws(DatabaseError) -> [T] {
+    func restore(_ detached: DetachedRecords, classes: ClassLookup) throws(DatabaseError) -> [T] {
         try ReadAll<T>.restoreAll(detached, classes: classes)
     }
 
@@ -23,12 +23,15 @@ struct ReadQuery<T: Persistable>: SessionRead {
     /// The models of the records the query selects, restored in place in `snapshot`, and the
     /// position after the last; `visit` sees each record first (its stored object and id): the
     /// one body of every read of a query's models.
+    ///
+    /// `startOver` is called when the read starts over (see `ReadScratch.reading`): `visit` then
+    /// sees the records again.
     func models<Snapshot: RecordSnapshot>(
-        in snapshot: Snapshot, visit: ((DecodedRecord, _ id: String) -> Void)? = nil
+        in snapshot: Snapshot, visit: ((DecodedRecord, _ id: String) -> Void)? = nil, startOver: () -> Void = {}
     ) throws(DatabaseError) -> (records: [T], last: IndexCursor?) {
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
         let scratch = ReadScratch.current
-        return try scratch.reading(in: snapshot.classes) { () throws(DatabaseError) in
+        return try scratch.reading(in: snapshot.classes, records: ObjectIdentifier(T.self), startOver: startOver) { () throws(DatabaseError) in
             try snapshot.page(matching: query) { stored, id throws(DatabaseError) in
                 visit?(stored, id())
                 return try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
@@ -63,12 +66,13 @@ struct CountQuery: PlainRead {
 struct ReadQueryPage<T: Persistable>: SessionRead {
     let query: IndexQuery
 
-    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: [(object: DecodedRecord.Detached, id: String)], last: IndexCursor?) {
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: DetachedRecords, last: IndexCursor?) {
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
-        return try snapshot.page(matching: query) { stored, id in (stored.detached(), id()) }
+        let (records, last) = try snapshot.page(matching: query) { stored, id in (stored, id()) }
+        return (try DetachedRecords(records, in: snapshot.classes), last)
     }
 
-    func restore(_ detached: (records: [(object: DecodedRecord.Detached, id: String)], last: IndexCursor?), classes: ClassLookup) throws(DatabaseError) -> QueryPage<T> {
+    func restore(_ detached: (records: DetachedRecords, last: IndexCursor?), classes: ClassLookup) throws(DatabaseError) -> QueryPage<T> {
         let records = try ReadAll<T>.restoreAll(detached.records, classes: classes)
         return page(records, detached.last)
     }

@@ -38,6 +38,29 @@ final class EncodeScratch {
         return result
     }
 
+    /// The models the references of the encodes under way hold, by id, in the order met
+    /// (`Reference.encode(to:)`), for the write to store with the record (`RecordEncoding`).
+    @exclusivity(unchecked) private var referenced: [(id: String, model: any Persistable)] = []
+
+    /// Notes that the record being encoded refers to `model` as `id`, when an encode collects
+    /// classes (a database write); a reference encoded elsewhere (`JSONEncoder`) notes nothing.
+    func noteReference(to id: String, model: any Persistable) {
+        guard collecting > 0 else { return }
+        referenced.append((id, model))
+    }
+
+    /// Takes the models noted since `start` (a count of `referencedCount` taken before the
+    /// encode that noted them).
+    func takeReferences(from start: Int) -> ArraySlice<(id: String, model: any Persistable)> {
+        guard start < referenced.count else { return [] }
+        let taken = referenced[start...]
+        referenced.removeSubrange(start...)
+        return taken
+    }
+
+    /// How many referenced models are noted (see `takeReferences(from:)`).
+    var referencedCount: Int { referenced.count }
+
     /// Notes that a data object of `storedClass` was created, when an encode collects them.
     func noteEncoded(_ storedClass: StoredClass) {
         guard collecting > 0, !encodedClasses.contains(storedClass) else { return }

@@ -23,6 +23,8 @@ enum ObjectDecoding {
         case storage(DatabaseError)
         /// The object is nested too deeply for the reading thread's stack (`StackGuard`).
         case tooDeep
+        /// A non-optional reference at `field` names `referencedID`, which is not stored.
+        case missingReference(field: String, referencedID: String)
 
         /// The error for a read of the record `id`, stored as `className`.
         func error(id: String, className: String = "") -> DatabaseError {
@@ -37,6 +39,8 @@ enum ObjectDecoding {
                 return error
             case .tooDeep:
                 return .decodingFailed(id: id, className: className, path: "", reason: StackGuard.refusal)
+            case let .missingReference(field, referencedID):
+                return .missingReference(id: id, field: field, referencedID: referencedID)
             }
         }
     }

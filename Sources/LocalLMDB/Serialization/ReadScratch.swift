@@ -36,16 +36,42 @@ final class ReadScratch {
     /// The first problem met while restoring the current record's nested objects: the read
     /// throws it once the model's initializer returns (initializers cannot throw).
     @exclusivity(unchecked) var failure: ObjectDecoding.Failure?
+    /// The references the current read has met, and the models it has built (nil until it
+    /// meets one; see `ReadGraph`).
+    @exclusivity(unchecked) var graph: ReadGraph?
+    /// The records a read restoring objects after their snapshot ended finds references in:
+    /// those its snapshot reached (`ReferencedRecords`); nil for reads in a snapshot.
+    @exclusivity(unchecked) var prefetched: ReferencedRecords?
+    /// How many records the current read has restored (`restore`), to tell whether it met its
+    /// first reference after restoring some (`ReadGraph.missedRecords`).
+    @exclusivity(unchecked) var restoredCount = 0
+    /// The next reference decoded is an optional property's (`Reference.init(from:)`).
+    @exclusivity(unchecked) var decodingOptionalReference = false
+    /// The model types whose multi-record reads met references on this thread: their reads
+    /// note every record's model from the start (`ReadGraph`).
+    @exclusivity(unchecked) var typesMeetingReferences: Set<ObjectIdentifier> = []
     /// This thread's class names, for the classes the read meets.
     let classes = ClassCache.current
     private init() {}
+
+    /// The record `id`, one of the read's own, restored as `type` (see `restoreModel`): counted,
+    /// and noted in the read's graph when it has one (references to it get this instance).
+    func restore<T: Persistable>(
+        _ type: T.Type, from object: EncodedObject, id: @autoclosure () -> String, storedName: @autoclosure () -> String
+    ) throws(DatabaseError) -> T {
+        let restored = try restoreModel(type, from: object, id: id(), storedName: storedName())
+        restoredCount &+= 1
+        if let graph { graph.noteRecord(id(), restored) }
+        return restored
+    }
 
     /// The record `id` restored as `type` reading `object` in place, with this thread's spare
     /// data object (see `DataObject.restore(_:from:spare:)`); the spare is out of the scratch
     /// meanwhile. A problem restoring a nested object is thrown once the model is built.
     /// - Throws: The nested object's problem; `decodingFailed` when a `Decodable` model's
     ///   decoding throws (`storedName` is the record's class).
-    func restore<T: Persistable>(
+    @inline(__always)
+    func restoreModel<T: Persistable>(
         _ type: T.Type, from object: EncodedObject, id: @autoclosure () -> String, storedName: @autoclosure () -> String
     ) throws(DatabaseError) -> T {
         var spare = self.spare
@@ -64,22 +90,61 @@ final class ReadScratch {
 
     /// Runs `body` as one read from the database `context` describes: nested objects resolve
     /// their classes in it, and a problem restoring any of them is thrown after `body`.
+    ///
+    /// References the models meet are resolved before this returns (`ReadGraph.finish`), in the
+    /// same snapshot, or among the `prefetched` records for a read whose snapshot has ended.
+    /// `notingRecords` starts the read's graph at once, so that every record the read restores is
+    /// one instance with the references to it (see `ReadGraph.missedRecords`).
+    ///
+    /// A read of several records passes their model type as `records`: when its models meet
+    /// references only after some records are restored, so that those could not be noted, the
+    /// read runs `body` again noting every record (calling `startOver` first), and this thread's
+    /// later reads of the type note them from the start.
+    ///
+    /// `reached`, when given, is told the id of every record the read restored or resolved a
+    /// reference to (its own, and those its references reach), once they are all built.
     @inline(__always)
     func reading<R>(
-        in context: ClassLookup?, _ body: () throws(DatabaseError) -> R
+        in context: ClassLookup?, prefetched: ReferencedRecords? = nil, records type: ObjectIdentifier? = nil,
+        startOver: () -> Void = {}, reached: ((_ ids: [String]) -> Void)? = nil, _ body: () throws(DatabaseError) -> R
     ) throws(DatabaseError) -> R {
+        var notingRecords = type.map(typesMeetingReferences.contains) ?? (reached != nil)
+        while true {
+            let (result, missed) = try reading(in: context, prefetched: prefetched, notingRecords: notingRecords, reached: reached, body)
+            guard missed, let type else { return result }
+            typesMeetingReferences.insert(type)
+            notingRecords = true
+            startOver()
+        }
+    }
+
+    /// One run of `reading`: its result, and whether the read must run again noting its records
+    /// (`ReadGraph.missedRecords`).
+    @inline(__always)
+    private func reading<R>(
+        in context: ClassLookup?, prefetched: ReferencedRecords?, notingRecords: Bool, reached: ((_ ids: [String]) -> Void)?,
+        _ body: () throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> (R, missed: Bool) {
         let outer = (self.context, isReading, restoring.database)
+        let outerGraph = (graph, self.prefetched, restoredCount)
         // A failure is only ever pending inside a read, and thrown or dropped before it ends:
         // one left by an outer read on this thread (a model reading from its initializer) is kept.
         let outerFailure = failure.take()
         self.context = context
         isReading = true
         restoring.database = context?.database ?? 0
+        (graph, self.prefetched, restoredCount) = (notingRecords ? ReadGraph() : nil, prefetched, 0)
         defer {
             (self.context, isReading, restoring.database) = outer
+            (graph, self.prefetched, restoredCount) = outerGraph
             if outerFailure != nil { failure = outerFailure } else if failure != nil { failure = nil }
         }
-        return try body()
+        let result = try body()
+        guard let graph else { return (result, false) }
+        if graph.missedRecords, graph.mayNameMissedRecords { return (result, true) }
+        try finish(graph)
+        reached?(graph.slots.map(\.id))
+        return (result, false)
     }
 
     /// The engine's mark of the database this thread restores objects from (see `reading`):

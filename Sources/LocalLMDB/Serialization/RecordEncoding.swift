@@ -10,7 +10,43 @@ enum RecordEncoding {
     /// classes of the record's object and of every object nested in it, each once, for the
     /// write to claim. `header` is scratch space, reused from record to record. With
     /// `encryption`, the value is sealed (`StoreEncryption.sealedValue`).
+    ///
+    /// The models the record's references hold (`Reference`) are appended after it, and theirs
+    /// after them, each id once per `written` (which holds the ids this write has stored): so
+    /// a cycle ends, and a model two records refer to is written once.
     static func encode<T: Persistable>(
+        _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
+        classes: inout [StoredClass], written: inout Set<String>
+    ) throws(DatabaseError) {
+        let scratch = EncodeScratch.current
+        let start = scratch.referencedCount
+        // What a failed encode noted is dropped with it.
+        defer { _ = scratch.takeReferences(from: start) }
+        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+        guard scratch.referencedCount > start else { return }
+        written.insert(record.id)
+        var waiting = Array(scratch.takeReferences(from: start))
+        var next = 0
+        while next < waiting.count {
+            let (id, model) = waiting[next]
+            next += 1
+            guard written.insert(id).inserted else { continue }
+            let mark = scratch.referencedCount
+            try encodeReferenced(model, id: id, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+            waiting.append(contentsOf: scratch.takeReferences(from: mark))
+        }
+    }
+
+    /// `encode` for a model a reference holds, as the record `id`.
+    private static func encodeReferenced<M: Persistable>(
+        _ model: M, id: String, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
+        classes: inout [StoredClass]
+    ) throws(DatabaseError) {
+        try encode(Record(id: id, data: model), into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+    }
+
+    /// Encodes `record` alone (its references' models are `encode(_:into:…written:)`'s).
+    private static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
         classes: inout [StoredClass]
     ) throws(DatabaseError) {
@@ -96,7 +132,8 @@ enum RecordEncoding {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
-        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+        var written: Set<String> = []
+        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written)
         return .put(batch, classes: classes)
     }
 
@@ -114,12 +151,14 @@ enum RecordEncoding {
         var batch = RecordBatch()
         var header: [UInt8] = []
         header.reserveCapacity(64)
+        var written: Set<String> = []
         for (index, record) in records.enumerated() {
-            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written)
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
                 try send(.put(batch, classes: classes))
                 batch = RecordBatch()
                 classes = []
+                written = []
             }
             if index % progressInterval == progressInterval - 1 { progress() }
         }
@@ -154,7 +193,13 @@ extension DecodedRecord {
     /// - Throws: `typeMismatch` when the stored class is another one, `unresolvableClass` when
     ///   this process cannot find it, `classNameConflict` when `T`'s name belongs to another
     ///   type in the database; the same for any nested object.
-    func instantiate<T: Persistable>(as requested: T.Type, context: ClassLookup?) throws(DatabaseError) -> T {
+    ///
+    /// Its references resolve in `context`'s snapshot, or among `prefetched` for a record carried
+    /// out of its transaction.
+    /// `reached` is told the ids of the records restored (see `ReadScratch.reading`).
+    func instantiate<T: Persistable>(
+        as requested: T.Type, context: ClassLookup?, prefetched: ReferencedRecords? = nil, reached: ((_ ids: [String]) -> Void)? = nil
+    ) throws(DatabaseError) -> T {
         let scratch = ReadScratch.current
         var type = requested
         switch ObjectDecoding.resolve(storedName: className, requested: requested, context: context, scratch: scratch.classes) {
@@ -168,7 +213,7 @@ extension DecodedRecord {
         case let .failure(failure):
             throw failure.error(id: id ?? "")
         }
-        return try scratch.reading(in: context) { () throws(DatabaseError) in
+        return try scratch.reading(in: context, prefetched: prefetched, reached: reached) { () throws(DatabaseError) in
             try scratch.restore(type, from: object, id: id ?? "", storedName: className)
         }
     }

@@ -251,11 +251,40 @@ final class ModelDecoder: Decoder {
         case .flags: return try ModelCoding.same(try array(Bool.self, at: offset, key, &end, Bool.read), as: type)
         case .other: break
         }
+        // References, and arrays of them, as LocalLMDB writes them: read in place, with no
+        // decoder of their own (sniffed from the bytes first: a cast per value would cost more).
+        if !foreign {
+            let opening = scanner.byte(at: offset)
+            if opening == UInt8(ascii: "{"), let id = referenceID(at: offset), let reference = T.self as? any ReferenceDecoding.Type {
+                return try ModelCoding.same(try reference.resolved(id: id, scratch: .current, codingPath: path(key)), as: type)
+            }
+            if opening == UInt8(ascii: "["), let first = scanner.firstElement(ofArrayAt: offset), referenceID(at: first) != nil,
+               let references = T.self as? any ReferenceArrayDecoding.Type,
+               let decoded = try references.decodeReferences(from: self, at: offset, key: key, end: &end) {
+                return try ModelCoding.same(decoded, as: type)
+            }
+        }
         if let model = T.self as? any Persistable.Type {
             return try nestedModel(model, as: type, at: offset, key)
         }
         try checkStack(key)
         return try type.init(from: nested(at: offset, key: key))
+    }
+
+    /// The id of the reference at `offset` when it is stored as LocalLMDB writes one:
+    /// `{"$ref":"…"}`, its only member a string; nil otherwise.
+    func referenceID(at offset: Int) -> String? {
+        reference(at: offset)?.id
+    }
+
+    /// `referenceID(at:)`, and the offset just past the reference's `}`.
+    func reference(at offset: Int) -> (id: String, end: Int)? {
+        let scanner = scanner
+        guard let first = scanner.firstMember(ofObjectAt: offset) else { return nil }
+        let name: StaticString = "$ref"
+        guard let member = scanner.member(at: first, spelled: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)),
+              let (id, end) = scanner.string(at: member.value), scanner.byte(at: end) == UInt8(ascii: "}") else { return nil }
+        return (id, end + 1)
     }
 
     /// Throws when the thread's stack is too low to decode a value nested further (the stored
@@ -489,10 +518,23 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         guard let offset = try presentValue(key) else { return nil }
+        if T.self is any ReferenceDecoding.Type { return try optionalReference(type, at: offset, key: key) }
         var end: Int?
         let value = try decoder.decode(type, at: offset, key: key, end: &end)
         if let end { decoder.didRead(upTo: end) }
         return value
+    }
+
+    /// An optional property's `Reference`: nil when the record it names is missing.
+    private func optionalReference<T: Decodable>(_ type: T.Type, at offset: Int, key: Key) throws -> T? {
+        let scratch = ReadScratch.current
+        scratch.decodingOptionalReference = true
+        defer { scratch.decodingOptionalReference = false }
+        do {
+            return try decoder.decode(type, at: offset, key: key)
+        } catch is MissingOptionalReference {
+            return nil
+        }
     }
 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {

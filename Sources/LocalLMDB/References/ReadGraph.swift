@@ -1,0 +1,198 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
+/// The references one read has met, and the models it has built, by record id: what makes one
+/// id one instance within a read, and what lets cycles end.
+///
+/// A reference decoded while a model is restored is not followed at once: its record is found
+/// (in the read's snapshot, or among the records carried out of a transaction), so that a
+/// missing one is known while the model is restored, and its box waits in a slot. Once the
+/// read's own records are restored, `ReadScratch.finish` builds each waiting record in turn
+/// (which may meet more references), without recursion, and fills the boxes: a model refers to
+/// one built after it, or before it, or to itself, and every box naming an id gets the one
+/// instance the read has of it.
+///
+/// Invariant: one slot per id (`slot(of:)` finds it); slots before `finished` hold their instance.
+///
+/// Confinement: belongs to one read on one thread (`ReadScratch.graph`).
+final class ReadGraph {
+    /// A record the read has met: one of its own (built), or a referenced one.
+    struct Slot {
+        let id: String
+        /// The stored record; valid for the read (in its snapshot, or carried out of it). Nil
+        /// for the read's own records.
+        var record: DecodedRecord?
+        /// The model, once built.
+        var instance: (any Persistable)?
+        /// The box of the first reference to it, which builds it as the type it asks for
+        /// (its stored class when that is the type or a subclass).
+        let builder: ReferenceBox?
+        /// Boxes of later references that met it before it was built.
+        var waiting: [ReferenceBox] = []
+    }
+
+    private(set) var slots: [Slot]
+    /// The id of each slot, for `slot(of:)` to scan.
+    private var ids: [String]
+    /// The slot of each id, once there are more than `scanLimit` slots (fewer are found by
+    /// comparing ids: cheaper than hashing them).
+    private var slotIndex: [String: Int] = [:]
+    private static let scanLimit = 16
+    /// Slots before this one are built and their boxes filled.
+    var finished = 0
+    /// The read restored some of its records before it met its first reference, so those are
+    /// not noted: a reference to one of them would be built as a second instance.
+    var missedRecords = false
+
+    /// Room for a parent and its few references without growing.
+    init() {
+        slots = []
+        slots.reserveCapacity(Self.scanLimit)
+        ids = []
+        ids.reserveCapacity(Self.scanLimit)
+    }
+
+    /// The slot of `id`, if the read has met it.
+    func slot(of id: String) -> Int? {
+        guard ids.count > Self.scanLimit else { return ids.firstIndex(of: id) }
+        return slotIndex[id]
+    }
+
+    private func append(_ slot: Slot) {
+        slots.append(slot)
+        ids.append(slot.id)
+        if slots.count > Self.scanLimit {
+            if slotIndex.isEmpty {
+                slotIndex.reserveCapacity(Self.scanLimit * 4)
+                for (index, slot) in slots.enumerated() { slotIndex[slot.id] = index }
+            } else {
+                slotIndex[slot.id] = slots.count - 1
+            }
+        }
+        assert(slots.count <= Self.scanLimit || slotIndex.count == slots.count, "every slot is indexed")
+    }
+
+    /// Adds a slot for a referenced record waiting for `box`.
+    func addReferenced(_ id: String, record: DecodedRecord, builder: ReferenceBox) {
+        append(Slot(id: id, record: record, instance: nil, builder: builder))
+    }
+
+    /// Notes one of the read's own records, built as `instance`: references to it (met before
+    /// or after) get this instance.
+    func noteRecord(_ id: String, _ instance: any Persistable) {
+        if let index = slot(of: id) {
+            if slots[index].instance == nil { setInstance(instance, at: index) }
+            return
+        }
+        append(Slot(id: id, record: nil, instance: instance, builder: nil))
+    }
+
+    /// Adds `box` to the boxes waiting for slot `index`.
+    func wait(_ box: ReferenceBox, for index: Int) {
+        slots[index].waiting.append(box)
+    }
+
+    /// Sets the instance of slot `index`, once built.
+    func setInstance(_ instance: any Persistable, at index: Int) {
+        slots[index].instance = instance
+    }
+
+    /// Takes the boxes waiting for slot `index`.
+    func takeWaiting(at index: Int) -> [ReferenceBox] {
+        guard !slots[index].waiting.isEmpty else { return [] }
+        defer { slots[index].waiting = [] }
+        return slots[index].waiting
+    }
+
+    /// Whether a waiting reference may name one of the records missed (`missedRecords`): some
+    /// slot is neither built nor one of the read's records.
+    var mayNameMissedRecords: Bool {
+        slots[finished...].contains { $0.instance == nil }
+    }
+}
+
+/// Thrown by a reference to a missing record when the property holding it is optional: the
+/// decoder makes the property nil (`ModelKeyedDecoding.decodeIfPresent`).
+struct MissingOptionalReference: Error {}
+
+extension ReadScratch {
+    /// What resolving a reference found.
+    enum ReferenceLookup {
+        /// The box will be filled when the read ends (or has been).
+        case resolving
+        /// No record has the id.
+        case missing
+        /// The reference is decoded outside a database read (`JSONDecoder`,
+        /// `DataObject(rawString:)`): its box stays empty.
+        case unavailable
+    }
+
+    /// Notes the reference to `id` whose model goes in `box`: fills it when the read has built
+    /// the model, else finds the record and lets the box wait for it (`ReadGraph`).
+    func resolveReference(to id: String, box: ReferenceBox) throws(DatabaseError) -> ReferenceLookup {
+        guard isReading else { return .unavailable }
+        let graph = self.graph ?? startGraph()
+        if let index = graph.slot(of: id) {
+            if let instance = graph.slots[index].instance {
+                guard box.fill(with: instance) else {
+                    throw .typeMismatch(id: id, requested: box.requestedName, stored: String(describing: type(of: instance)))
+                }
+            } else {
+                graph.wait(box, for: index)
+            }
+            return .resolving
+        }
+        let record: DecodedRecord?
+        if let prefetched {
+            record = prefetched.records[id]?.stored
+        } else if let context, context.readsRecords {
+            record = try context.record(id: id)
+        } else {
+            // Every read restoring models after its snapshot ended carries the records their
+            // references reach (`ReferencedRecords`): one that does not is a bug, not a nil.
+            assertionFailure("a database read without records for its references")
+            throw .decodingFailed(id: "", className: "", path: "", reason: "the reference to '\(id)' cannot be resolved in this read")
+        }
+        guard let record else { return .missing }
+        graph.addReferenced(id, record: record, builder: box)
+        return .resolving
+    }
+
+    /// The graph of the read under way, made when it meets its first reference.
+    private func startGraph() -> ReadGraph {
+        let graph = ReadGraph()
+        graph.missedRecords = restoredCount > 0
+        self.graph = graph
+        return graph
+    }
+
+    /// Builds every record the read's references wait for, in the order met (building one may
+    /// add more), and fills their boxes.
+    /// - Throws: What restoring a referenced record throws (naming it); `typeMismatch` naming the
+    ///   referenced record when it is not of the type a reference to it asks for.
+    func finish(_ graph: ReadGraph) throws(DatabaseError) {
+        while graph.finished < graph.slots.count {
+            let index = graph.finished
+            graph.finished += 1
+            let instance: any Persistable
+            if let built = graph.slots[index].instance {
+                instance = built
+                if let builder = graph.slots[index].builder, !builder.fill(with: built) {
+                    throw .typeMismatch(id: graph.slots[index].id, requested: builder.requestedName, stored: String(describing: type(of: built)))
+                }
+            } else if let record = graph.slots[index].record, let builder = graph.slots[index].builder {
+                instance = try builder.build(from: record, id: graph.slots[index].id, scratch: self)
+                graph.setInstance(instance, at: index)
+            } else {
+                assertionFailure("a slot with neither a model nor a record")
+                continue
+            }
+            // Boxes that met the record while it was built wait in the slot too.
+            for box in graph.takeWaiting(at: index) where !box.fill(with: instance) {
+                throw .typeMismatch(id: graph.slots[index].id, requested: box.requestedName, stored: String(describing: type(of: instance)))
+            }
+        }
+    }
+}

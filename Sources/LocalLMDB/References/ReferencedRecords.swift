@@ -1,0 +1,32 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
+/// The records that references reach from records read in a transaction, copied out of it
+/// with them: the models are restored on the caller's thread after the transaction's snapshot
+/// is gone, and their references resolve among these (`ReadScratch.prefetched`), as they
+/// would have in the snapshot.
+///
+/// Every id a reference may name is followed (`RecordReference.referencedIDs`: a superset of
+/// the references models decode), so an id absent here is a record absent from the snapshot.
+struct ReferencedRecords: Sendable {
+    /// The records found, by id.
+    private(set) var records: [String: DecodedRecord.Detached] = [:]
+
+    /// The records reached from `roots` in `classes`' snapshot, transitively; nil when the roots
+    /// refer to nothing.
+    static func reached(from roots: [DecodedRecord], in classes: ClassLookup) throws(DatabaseError) -> ReferencedRecords? {
+        var waiting: [String] = []
+        for root in roots { waiting.append(contentsOf: RecordReference.referencedIDs(in: root.object)) }
+        guard !waiting.isEmpty else { return nil }
+        var found = ReferencedRecords()
+        var looked: Set<String> = []
+        while let id = waiting.popLast() {
+            guard looked.insert(id).inserted, let record = try classes.record(id: id) else { continue }
+            found.records[id] = record.detached()
+            waiting.append(contentsOf: RecordReference.referencedIDs(in: record.object))
+        }
+        return found
+    }
+}
