@@ -9,6 +9,8 @@ let package = Package(
         // Encryption at rest with swift-crypto: optional, so the core depends on LMDB alone.
         .library(name: "LocalLMDBEncryption", targets: ["LocalLMDBEncryption"]),
         .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
+        // The command-line tool: `localdb stats ./data`, `localdb backup ./data ./copy --compact`…
+        .executable(name: "localdb", targets: ["localdb"]),
     ],
     dependencies: [
         // Documentation only (`swift package generate-documentation`): a command plugin, used by no
@@ -16,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
         // AES-GCM for the optional `LocalLMDBEncryption` product only.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        // The `localdb` tool's command line only.
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
     ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
@@ -39,6 +43,18 @@ let package = Package(
         .target(name: "LocalLMDB", dependencies: ["LocalLMDBEngine"]),
         // Encryption at rest: a `RecordCipher` built on swift-crypto's AES-GCM.
         .target(name: "LocalLMDBEncryption", dependencies: ["LocalLMDB", .product(name: "Crypto", package: "swift-crypto")]),
+        // SQLite, for the tool's import of SwiftLocal's databases only (Debian: libsqlite3-dev).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        // The `localdb` tool's commands, a library so that its tests reach its SQLite reader.
+        .target(
+            name: "LocalDBTool",
+            dependencies: ["LocalLMDB", "CSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "localdb", dependencies: ["LocalDBTool"]),
         // A short example program: `swift run locallmdb-demo`.
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
         // Model classes shared by the tests and the child processes they launch, so that
@@ -48,6 +64,11 @@ let package = Package(
         .executableTarget(
             name: "LocalLMDBTestHelper",
             dependencies: ["LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport", "CLMDB"]
+        ),
+        // The tool, tested end to end as a separate process (its real binary).
+        .testTarget(
+            name: "LocalDBToolTests",
+            dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBTestSupport"]
         ),
         .testTarget(
             name: "LocalLMDBTests",

@@ -29,6 +29,9 @@ package protocol EngineReader: AnyObject, Sendable {
     /// `backup`, blocking the calling thread.
     func backupBlocking(to destination: URL, compact: Bool, progress: BackupListener?) throws(DatabaseError)
 
+    /// How the database uses its files (`localdb stats`); nil for an engine without local files.
+    func storageStatistics() -> StorageStatistics?
+
     /// The encryption of values at rest: the faces seal each value they encode with it
     /// (`StoreEncryption.sealedValue`); nil for an unencrypted database.
     var encryption: StoreEncryption? { get }

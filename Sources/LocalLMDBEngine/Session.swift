@@ -303,6 +303,10 @@ import Foundation
         }
     }
 
+    package func storageStatistics() -> StorageStatistics? {
+        engine.environment.storageStatistics()
+    }
+
     // MARK: Reading
 
     /// Whether a read must go through this session's open transaction (`readInTransaction`);

@@ -60,6 +60,9 @@ import LocalLMDBLMDB
         ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
     ) throws(DatabaseError)
 
+    /// Each class name records are stored under, with how many.
+    func classCounts() throws(DatabaseError) -> [(className: String, records: Int)]
+
     /// The ids of the keys the database's values may be sealed under, and whether some values
     /// may still be unencrypted; nil for an unencrypted database.
     func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)?

@@ -160,6 +160,27 @@ import Foundation
         }
     }
 
+    /// Each class name records are stored under, with how many, in the byte order of the
+    /// names' keys (a name too long for a key is found in the class table by its key).
+    package func classCounts(in transaction: Transaction) throws(DatabaseError) -> [(className: String, records: Int)] {
+        var counts: [(className: String, records: Int)] = []
+        try transaction.withCursor(types) { cursor throws(DatabaseError) in
+            var found = try cursor.get(.first)
+            while let (key, _) = found {
+                let name: String
+                if key.isHashedKey {
+                    name = try transaction.get(classTable.database, key).flatMap(StoredClass.init(parsing:))?.name
+                        ?? RecordDecoding.displayID(key)
+                } else {
+                    name = String(decoding: key, as: UTF8.self)
+                }
+                counts.append((name, try cursor.duplicateCount()))
+                found = try cursor.get(.nextKey)
+            }
+        }
+        return counts
+    }
+
     /// Calls `body` with the key and value of each record stored under any of `typeKeys`,
     /// type by type, in key order.
     func forEachRecord(

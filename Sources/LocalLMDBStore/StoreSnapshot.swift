@@ -33,6 +33,10 @@ import LocalLMDBLMDB
         try store.count(typeKeys: classKeys, in: transaction)
     }
 
+    @usableFromInline package func classCounts() throws(DatabaseError) -> [(className: String, records: Int)] {
+        try store.classCounts(in: transaction)
+    }
+
     @usableFromInline package func count() throws(DatabaseError) -> Int {
         try store.count(in: transaction)
     }

@@ -15,12 +15,14 @@ public struct LinesProgress: Sendable, Equatable {
     public let linesCommitted: Int
 }
 
-/// Writes lines to a new file: under a hidden name beside it, renamed once complete and synced.
+/// Writes lines to a new file: under a hidden name beside it, renamed once complete and synced;
+/// or to an open file handle (standard output), as they come.
 final class LineFile: @unchecked Sendable {
     // Confinement: used by the one thread running the export.
     private let handle: FileHandle
-    private let partial: URL
-    private let destination: URL
+    /// The hidden file and the name it gets once complete; nil when streaming to a handle.
+    private let partial: URL?
+    private let destination: URL?
     private var writer = JSONWriter()
     private(set) var written = 0
     /// Lines are written out in chunks of about this many bytes.
@@ -31,7 +33,8 @@ final class LineFile: @unchecked Sendable {
         guard !FileManager.default.fileExists(atPath: destination.path) else {
             throw .invalidDirectory(path: destination.path, reason: "it exists: an export is written to a new file")
         }
-        partial = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+        let partial = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+        self.partial = partial
         guard FileManager.default.createFile(atPath: partial.path, contents: nil, attributes: [.posixPermissions: 0o600]),
               let handle = FileHandle(forWritingAtPath: partial.path) else {
             throw .invalidDirectory(path: destination.path, reason: "the export file cannot be created there")
@@ -39,6 +42,16 @@ final class LineFile: @unchecked Sendable {
         self.handle = handle
         self.destination = destination
     }
+
+    /// Lines written to `handle` as they come, in chunks; `finish` writes the last and leaves the
+    /// handle open.
+    init(streamingTo handle: FileHandle) {
+        self.handle = handle
+        partial = nil
+        destination = nil
+    }
+
+    private var name: String { partial?.path ?? "the output" }
 
     func append(id: String, className: String, document: UnsafeRawBufferPointer) throws(DatabaseError) {
         RecordLine.append(id: id, className: className, document: document, to: &writer)
@@ -50,7 +63,7 @@ final class LineFile: @unchecked Sendable {
         do {
             try handle.write(contentsOf: writer.bytes)
         } catch {
-            throw .storage(operation: "write '\(partial.path)'", code: Int32((error as NSError).code), message: error.localizedDescription)
+            throw .storage(operation: "write '\(name)'", code: Int32((error as NSError).code), message: error.localizedDescription)
         }
         writer = JSONWriter()
     }
@@ -58,6 +71,7 @@ final class LineFile: @unchecked Sendable {
     /// Writes what is left, syncs, and gives the file its name.
     func finish() throws(DatabaseError) {
         try flush()
+        guard let partial, let destination else { return }
         do {
             try handle.synchronize()
             try handle.close()
@@ -69,6 +83,7 @@ final class LineFile: @unchecked Sendable {
 
     /// Removes the partial file (after a failure).
     func discard() {
+        guard let partial else { return }
         try? handle.close()
         try? FileManager.default.removeItem(at: partial)
     }
@@ -90,6 +105,10 @@ struct ExportLines: PlainRead {
     }
 }
 
+/// A record to import (`LocalDatabase.importDocuments`): its id, class name and JSON document
+/// (any whitespace around it).
+package typealias ImportedDocument = (id: String, className: String, json: [UInt8])
+
 /// Export and import, for both faces: blocking, on the calling thread.
 enum JSONLines {
     /// The longest line an import reads: a longer one is refused without being held whole.
@@ -102,8 +121,17 @@ enum JSONLines {
         progress: (@Sendable (LinesProgress) -> Void)?
     ) throws(DatabaseError) -> Int {
         guard engine.encryption == nil || decrypting else { throw .exportWouldDecrypt(path: engine.path) }
-        guard !engine.transactionActive else { throw .transactionAlreadyActive }
-        let file = try LineFile(creating: destination)
+        return try export(engine, to: try LineFile(creating: destination), classKeys: classKeys, progress: progress)
+    }
+
+    /// `export` to `file`.
+    static func export(
+        _ engine: FaceEngine, to file: LineFile, classKeys: [StorageKey]?, progress: (@Sendable (LinesProgress) -> Void)?
+    ) throws(DatabaseError) -> Int {
+        guard !engine.transactionActive else {
+            file.discard()
+            throw .transactionAlreadyActive
+        }
         do throws(DatabaseError) {
             let count = try engine.writer.readBlocking(ExportLines(classKeys: classKeys, file: file, progress: progress), "export")
             try file.finish()
@@ -131,19 +159,8 @@ enum JSONLines {
             throw .invalidDirectory(path: source.path, reason: "the file cannot be opened for reading")
         }
         defer { try? handle.close() }
-        let (maxKeySize, encryption) = (engine.maxKeySize, engine.encryption)
-        var batch = RecordBatch()
-        var header: [UInt8] = []
-        var stored = 0
-        var committedLine = firstLine - 1
+        let batches = ImportBatches(engine, batchSize: batchSize, committedLine: firstLine - 1, progress: progress)
         var lineNumber = 0
-        func commit() throws(DatabaseError) {
-            guard !batch.isEmpty else { return }
-            stored += try engine.writer.performBlocking(.put(batch, classes: []), "importLines")
-            batch = RecordBatch()
-            committedLine = lineNumber
-            progress?(LinesProgress(lines: lineNumber, linesCommitted: committedLine))
-        }
         func take(_ line: UnsafeRawBufferPointer) throws(DatabaseError) {
             lineNumber += 1
             guard lineNumber >= firstLine, line.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { return }
@@ -151,17 +168,14 @@ enum JSONLines {
             do throws(RecordLineError) {
                 parsed = try RecordLine.parse(line)
             } catch {
-                throw .invalidLine(line: lineNumber, reason: error.reason, linesCommitted: committedLine)
+                throw .invalidLine(line: lineNumber, reason: error.reason, linesCommitted: batches.committedLine)
             }
-            try RecordEncoding.encode(
-                id: parsed.id, className: parsed.className, document: parsed.document, into: &batch, header: &header,
-                maxKeySize: maxKeySize, encryption: encryption)
-            if batch.count >= max(1, batchSize) { try commit() }
+            try batches.add(id: parsed.id, className: parsed.className, document: parsed.document, line: lineNumber)
         }
         var pending: [UInt8] = []
         // Never more than one line (at most `lineLimit` bytes) and one chunk held at once.
         let tooLong = { () -> DatabaseError in
-            .invalidLine(line: lineNumber + 1, reason: "the line is longer than \(lineLimit) bytes", linesCommitted: committedLine)
+            .invalidLine(line: lineNumber + 1, reason: "the line is longer than \(lineLimit) bytes", linesCommitted: batches.committedLine)
         }
         while true {
             let chunk: Data
@@ -183,8 +197,84 @@ enum JSONLines {
             guard pending.count <= lineLimit else { throw tooLong() }
         }
         if !pending.isEmpty { try pending.withBytes { line throws(DatabaseError) in try take(line) } }
-        try commit()
-        return stored
+        try batches.commit()
+        return batches.stored
+    }
+
+    /// Imports the documents `next` gives (until it gives nil) into `engine`, `batchSize` a
+    /// transaction, as `importLines` does; `invalid` is told of each document that is not a
+    /// JSON object (or repeats a key), which is not stored, and the import goes on. Returns how
+    /// many were stored.
+    static func importDocuments(
+        _ engine: FaceEngine, batchSize: Int, next: () throws(DatabaseError) -> ImportedDocument?,
+        invalid: (_ id: String, _ reason: String) -> Void, progress: (@Sendable (LinesProgress) -> Void)?
+    ) throws(DatabaseError) -> Int {
+        let batches = ImportBatches(engine, batchSize: batchSize, committedLine: 0, progress: progress)
+        var count = 0
+        while let document = try next() {
+            count += 1
+            guard !document.id.isEmpty, !document.className.isEmpty else {
+                invalid(document.id, document.id.isEmpty ? "the id is empty" : "the class name is empty")
+                continue
+            }
+            let problem: String? = document.json.withUnsafeBytes { json in
+                do throws(DatabaseError) {
+                    let summary = try JSONValidator.validateObject(json)
+                    guard !summary.mayRepeatKeys else { return "a key appears more than once in an object" }
+                    let end = json.lastIndex { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }.map { $0 + 1 } ?? json.count
+                    try batches.add(
+                        id: document.id, className: document.className,
+                        document: UnsafeRawBufferPointer(rebasing: json[summary.start..<end]), line: count)
+                    return nil
+                } catch {
+                    if case let .invalidJSON(reason, offset) = error { return "invalid JSON at byte \(offset): \(reason)" }
+                    return error.description
+                }
+            }
+            if let problem { invalid(document.id, problem) }
+        }
+        try batches.commit()
+        return batches.stored
+    }
+}
+
+/// Records on their way into a database, stored `batchSize` a transaction: the one rule of
+/// every import (lines or documents).
+final class ImportBatches {
+    private let engine: FaceEngine
+    private let batchSize: Int
+    private let progress: (@Sendable (LinesProgress) -> Void)?
+    private var batch = RecordBatch()
+    private var header: [UInt8] = []
+    private var lastLine = 0
+    /// Records stored by committed transactions.
+    private(set) var stored = 0
+    /// The last line (or document) a committed transaction stored.
+    private(set) var committedLine: Int
+
+    init(_ engine: FaceEngine, batchSize: Int, committedLine: Int, progress: (@Sendable (LinesProgress) -> Void)?) {
+        self.engine = engine
+        self.batchSize = max(1, batchSize)
+        self.committedLine = committedLine
+        self.progress = progress
+    }
+
+    /// Adds the record of line `line`, whose document is checked; commits when the batch is full.
+    func add(id: String, className: String, document: UnsafeRawBufferPointer, line: Int) throws(DatabaseError) {
+        lastLine = line
+        try RecordEncoding.encode(
+            id: id, className: className, document: document, into: &batch, header: &header,
+            maxKeySize: engine.maxKeySize, encryption: engine.encryption)
+        if batch.count >= batchSize { try commit() }
+    }
+
+    /// Stores the batch in one transaction.
+    func commit() throws(DatabaseError) {
+        guard !batch.isEmpty else { return }
+        stored += try engine.writer.performBlocking(.put(batch, classes: []), "import")
+        batch = RecordBatch()
+        committedLine = lastLine
+        progress?(LinesProgress(lines: lastLine, linesCommitted: committedLine))
     }
 }
 
@@ -285,5 +375,48 @@ extension SerializationDatabase {
         run(nil) { engine throws(DatabaseError) in
             try JSONLines.importLines(engine, from: source, batchSize: batchSize, firstLine: max(1, startingAtLine), progress: progress)
         }
+    }
+}
+
+extension LocalDatabase {
+    /// `export(to:types:decrypting:progress:)` written to `handle` as it goes (for `localdb
+    /// dump` to standard output), of the records stored under `classNames` (exactly those names;
+    /// every record when nil). Returns how many records were written.
+    package nonisolated(nonsending) func export(
+        to handle: FileHandle, classNames: [String]?, decrypting: Bool = false, progress: (@Sendable (LinesProgress) -> Void)? = nil
+    ) async throws -> Int {
+        let engine = self.engine
+        let classKeys = classNames.map { $0.map { StorageKey($0, maxKeySize: engine.maxKeySize) } }
+        do throws(DatabaseError) {
+            guard engine.encryption == nil || decrypting else { throw .exportWouldDecrypt(path: engine.path) }
+            return try await onThreadOfItsOwn("LocalLMDB export") { () throws(DatabaseError) in
+                try JSONLines.export(engine, to: LineFile(streamingTo: handle), classKeys: classKeys, progress: progress)
+            }
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// Stores the documents `next` gives, until it gives nil, `batchSize` records a transaction
+    /// (the rule of `importLines`), each under its id and class name with its JSON document
+    /// as it is (whitespace around it trimmed). A document that is not a JSON object, or
+    /// repeats a key, is not stored: `invalid` is told its id and why, and the import goes on.
+    /// `next` and `invalid` run on the import's own thread. Returns how many were stored.
+    package nonisolated(nonsending) func importDocuments(
+        batchSize: Int = 10_000, next: @escaping @Sendable () throws -> ImportedDocument?,
+        invalid: @escaping @Sendable (_ id: String, _ reason: String) -> Void, progress: (@Sendable (LinesProgress) -> Void)? = nil
+    ) async throws -> Int {
+        let engine = self.engine
+        do throws(DatabaseError) {
+            return try await onThreadOfItsOwn("LocalLMDB import") { () throws(DatabaseError) in
+                try JSONLines.importDocuments(engine, batchSize: batchSize, next: { () throws(DatabaseError) in
+                    do {
+                        return try next()
+                    } catch let error as LocalDatabaseError {
+                        throw DatabaseError(error)
+                    } catch {
+                        throw .storage(operation: "read the records to import", code: 0, message: "\(error)")
+                    }
+                }, invalid: invalid, progress: progress)
+            }
+        } catch { throw LocalDatabaseError(error) }
     }
 }

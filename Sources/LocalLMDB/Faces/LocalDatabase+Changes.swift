@@ -38,6 +38,12 @@ extension LocalDatabase {
         ChangeSequence(source: .success(engine), start: Result { () throws(DatabaseError) in try engine.changeToken() }, classNames: nil)
     }
 
+    /// `changes()` of the records stored under `classNames` (exactly those names; every change
+    /// when nil), for `localdb watch`, which knows no model types.
+    package nonisolated func changes(ofClassNames classNames: [String]?) -> ChangeSequence {
+        ChangeSequence(source: .success(engine), start: Result { () throws(DatabaseError) in try engine.changeToken() }, classNames: classNames)
+    }
+
     /// The commits made from now on that changed records stored as `T` (under its current or
     /// a legacy class name), with only those changes (see `ChangeSequence`).
     public nonisolated func changes<T: Persistable>(of type: T.Type) -> ChangeSequence {

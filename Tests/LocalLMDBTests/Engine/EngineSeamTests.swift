@@ -29,6 +29,7 @@ final class SeamEngine: EngineWriter {
     var databaseSerial: UInt64 { inner.databaseSerial }
     var maxKeySize: Int { inner.maxKeySize }
     var encryption: StoreEncryption? { inner.encryption }
+    func storageStatistics() -> StorageStatistics? { inner.storageStatistics() }
     var notifier: ChangeNotifier { inner.notifier }
     var path: String { inner.path }
     var configuration: EngineConfiguration { inner.configuration }

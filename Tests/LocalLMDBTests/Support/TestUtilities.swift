@@ -5,6 +5,7 @@ import Foundation
 @testable import LocalLMDBJSON
 @testable import LocalLMDBLMDB
 @testable import LocalLMDBStore
+import LocalLMDBTestSupport
 import Testing
 
 /// A fresh temporary directory, removed when `body` returns.
@@ -57,16 +58,8 @@ func withTimeout<R: Sendable>(seconds: Double, _ body: @escaping @Sendable () as
 /// The test helper executable, built next to the test bundle.
 var helperExecutable: URL {
     get throws {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-            Bundle.main.bundleURL,
-        ]
-        for directory in candidates {
-            let url = directory.appendingPathComponent("LocalLMDBTestHelper")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        throw HelperNotFound()
+        guard let url = executableBesideTests(named: "LocalLMDBTestHelper") else { throw HelperNotFound() }
+        return url
     }
 }
 

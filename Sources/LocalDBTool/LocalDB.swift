@@ -1,0 +1,123 @@
+import ArgumentParser
+import Foundation
+import LocalLMDB
+
+/// `localdb`: look inside, back up, export, import and check LocalLMDB databases.
+///
+/// Every verb takes the database directory first. Reading verbs open it read-only (an app using
+/// it is never blocked or changed) and take `--json` for scripts. Exit status: 0 done, 1 failed
+/// (one line on standard error says why), 64 bad usage (`EX_USAGE`), 3 done with problems (`verify` found
+/// some; `import-sqlite` skipped invalid records), 4 not found (`get`).
+public struct LocalDB: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "localdb",
+        abstract: "Look inside, back up, export, import and check LocalLMDB databases.",
+        discussion: """
+            Examples:
+              localdb stats ./data
+              localdb get ./data ada --raw
+              localdb dump ./data --output records.jsonl
+              localdb load ./copy records.jsonl
+              localdb backup ./data ./nightly --compact
+              localdb import-sqlite ./data ~/Library/swiftlocal.sqlite
+              localdb verify ./data && echo consistent
+            """,
+        subcommands: [
+            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self,
+        ])
+
+    public init() {}
+
+    /// Runs the command line of the process (the `localdb` executable's entry point).
+    public static func runFromCommandLine() async {
+        await main(nil)
+    }
+}
+
+/// Exit statuses with a meaning.
+enum Status {
+    static let problems = ExitCode(3)
+    static let notFound = ExitCode(4)
+}
+
+/// The database directory every verb takes first.
+struct DatabaseArgument: ParsableArguments {
+    @Argument(help: "The database directory.", completion: .directory)
+    var database: String
+
+    var url: URL { URL(fileURLWithPath: database) }
+
+    /// The database, read-only: refused when the directory holds none.
+    func openReadOnly() throws -> LocalDatabase {
+        guard FileManager.default.fileExists(atPath: url.appendingPathComponent("data.mdb").path) else {
+            throw Failure("no database at '\(database)' (no data.mdb)")
+        }
+        var configuration = DatabaseConfiguration()
+        configuration.readOnly = true
+        return try LocalDatabase(directory: url, configuration: configuration)
+    }
+
+    /// The database, for writing (created when the directory has none).
+    func openForWriting() throws -> LocalDatabase {
+        try LocalDatabase(directory: url, configuration: DatabaseConfiguration())
+    }
+}
+
+/// A failure told as one line.
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Output: to standard output, as lines or JSON; progress to standard error when it is a terminal.
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// `value` as pretty JSON, keys sorted.
+    static func json<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        FileHandle.standardOutput.write(try encoder.encode(value))
+        line("")
+    }
+
+    /// Whether standard error is a terminal: progress is drawn there, else left out.
+    static let showsProgress = isatty(2) == 1
+
+    /// Draws `text` over the last progress line.
+    static func progress(_ text: String) {
+        guard showsProgress else { return }
+        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+    }
+
+    /// Ends the progress line.
+    static func endProgress() {
+        guard showsProgress else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+    }
+
+    static func bytes(_ count: Int) -> String {
+        ByteCountFormatter.string(fromByteCount: Int64(count), countStyle: .binary)
+    }
+}
+
+/// Runs a verb's body, turning any error into one line on standard error and exit status 1.
+func reporting(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch let error as LocalDatabaseError {
+        Output.error("localdb: \(error.description)")
+        throw ExitCode.failure
+    } catch {
+        Output.error("localdb: \(error)")
+        throw ExitCode.failure
+    }
+}

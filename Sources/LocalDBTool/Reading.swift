@@ -1,0 +1,149 @@
+import ArgumentParser
+import Foundation
+import LocalLMDB
+
+struct Stats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Records, records per type, file and map size, page use, readers and the change log position.",
+        discussion: "Example: localdb stats ./data --json")
+
+    @OptionGroup var target: DatabaseArgument
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        try await reporting {
+            let database = try target.openReadOnly()
+            let stats = try await database.statistics()
+            if json { return try Output.json(stats) }
+            Output.line("records      \(stats.records)")
+            Output.line("types        \(stats.types.count)")
+            for type in stats.types { Output.line("  \(type.className)  \(type.records)") }
+            Output.line("file         \(Output.bytes(stats.fileBytes))")
+            Output.line("map          \(Output.bytes(stats.mapBytes)) (\(Output.bytes(stats.usedBytes)) in use, pages of \(stats.pageSize) bytes)")
+            Output.line("readers      \(stats.readers) of \(stats.maxReaders)")
+            Output.line("last commit  \(stats.lastCommit)")
+            if let token = stats.changeToken { Output.line("change token \(token)") }
+        }
+    }
+}
+
+struct Types: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The stored class names, with their record counts.", discussion: "Example: localdb types ./data")
+
+    @OptionGroup var target: DatabaseArgument
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        try await reporting {
+            let types = try await target.openReadOnly().statistics().types
+            if json { return try Output.json(types) }
+            for type in types { Output.line("\(type.className)\t\(type.records)") }
+        }
+    }
+}
+
+struct Get: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A record's stored JSON, indented (or raw, as stored). Exit status 4 when there is none.",
+        discussion: "Example: localdb get ./data ada")
+
+    @OptionGroup var target: DatabaseArgument
+    @Argument(help: "The record's id.") var id: String
+    @Flag(help: "Print the stored bytes as they are.") var raw = false
+    @Flag(help: "Print {\"id\", \"class\", \"value\"} as one line of JSON (as dump does).") var json = false
+
+    func run() async throws {
+        try await reporting {
+            guard let document = try await target.openReadOnly().storedDocument(id: id) else {
+                Output.error("localdb: no record '\(id)'")
+                throw Status.notFound
+            }
+            if raw { return Output.line(document.json) }
+            if json {
+                return Output.line(
+                    "{\"id\": \(PrettyJSON.string(document.id)), \"class\": \(PrettyJSON.string(document.className)), \"value\": \(document.json)}")
+            }
+            Output.line("\(document.className) \(document.id)")
+            Output.line(PrettyJSON.indent(document.json))
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "The ids stored under a class name, in key order.",
+        discussion: "Example: localdb ls ./data Person --limit 20 --after ada")
+
+    @OptionGroup var target: DatabaseArgument
+    @Argument(help: "The stored class name.") var type: String
+    @Option(help: "At most this many ids.") var limit: Int?
+    @Option(help: "Start after this id.") var after: String?
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        try await reporting {
+            let ids = try await target.openReadOnly().readIDs(ofClassNamed: type, after: after, limit: limit)
+            if json { return try Output.json(ids) }
+            for id in ids { Output.line(id) }
+        }
+    }
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Checks every record and index entry. Exit status 3 when something is wrong.",
+        discussion: "Example: localdb verify ./data || echo damaged")
+
+    @OptionGroup var target: DatabaseArgument
+    @Flag(help: "Print JSON.") var json = false
+
+    struct Report: Encodable {
+        let consistent: Bool
+        let records: Int
+        let indexEntries: Int
+        let problems: [String]
+    }
+
+    func run() async throws {
+        try await reporting {
+            let report = try await target.openReadOnly().verifyIntegrity()
+            if json {
+                try Output.json(Report(
+                    consistent: report.isConsistent, records: report.recordCount, indexEntries: report.indexEntryCount,
+                    problems: report.problems.map(\.description)))
+            } else {
+                Output.line(report.description)
+            }
+            if !report.isConsistent { throw Status.problems }
+        }
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Prints each commit as it happens (other processes' included), one JSON line per change.",
+        discussion: "Example: localdb watch ./data --type Person")
+
+    @OptionGroup var target: DatabaseArgument
+    @Option(help: "Only changes of this stored class name.") var type: String?
+
+    func run() async throws {
+        try await reporting {
+            let database = try target.openReadOnly()
+            for try await commit in database.changes(ofClassNames: type.map { [$0] }) {
+                for change in commit.changes {
+                    let line: [String: String]
+                    switch change {
+                    case let .written(id, className): line = ["change": "written", "id": id, "class": className]
+                    case let .deleted(id, className): line = ["change": "deleted", "id": id, "class": className]
+                    case let .typeDeleted(className): line = ["change": "typeDeleted", "class": className]
+                    case .cleared: line = ["change": "cleared"]
+                    }
+                    let data = try JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes])
+                    Output.line(String(decoding: data, as: UTF8.self))
+                }
+            }
+        }
+    }
+}

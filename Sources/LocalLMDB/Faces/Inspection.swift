@@ -1,0 +1,149 @@
+import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
+// Looking inside a database without its model types: what `localdb` shows (stats, types, get,
+// ls). Records are named by their stored class names and ids; documents are the stored JSON.
+
+/// What a database holds and how it uses its files, as of one snapshot.
+public struct DatabaseStatistics: Sendable, Equatable, Codable {
+    /// The number of records of one stored class name.
+    public struct TypeCount: Sendable, Equatable, Codable {
+        /// The stored class name.
+        public let className: String
+        /// How many records are stored under it.
+        public let records: Int
+    }
+
+    /// The number of records.
+    public let records: Int
+    /// Each stored class name with its records, in the byte order of the names.
+    public let types: [TypeCount]
+    /// The size of the data file (`data.mdb`).
+    public let fileBytes: Int
+    /// The memory map's size: the file may grow to it before the map is enlarged.
+    public let mapBytes: Int
+    /// The bytes of the map in use (pages up to the last one written; free pages included).
+    public let usedBytes: Int
+    /// The page size.
+    public let pageSize: Int
+    /// The id of the last committed write transaction.
+    public let lastCommit: Int
+    /// The reader slots in use, by any process.
+    public let readers: Int
+    /// The reader slots there are.
+    public let maxReaders: Int
+    /// The position after the last commit in the change log (see `ChangeToken`).
+    public let changeToken: ChangeToken?
+}
+
+/// A record as stored: its id, its stored class name and its JSON document.
+public struct StoredDocument: Sendable, Equatable {
+    /// The record's id.
+    public let id: String
+    /// The class name it is stored under.
+    public let className: String
+    /// The stored JSON document, byte for byte (decrypted, on an encrypted database).
+    public let json: String
+}
+
+/// The class counts and total of a snapshot.
+struct ReadClassCounts: PlainRead {
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: Int, types: [DatabaseStatistics.TypeCount]) {
+        let types = try snapshot.classCounts().map { DatabaseStatistics.TypeCount(className: $0.className, records: $0.records) }
+        return (try snapshot.count(), types)
+    }
+}
+
+/// The stored document of a record.
+struct ReadDocument: PlainRead {
+    let id: String
+    let key: StorageKey
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> StoredDocument? {
+        guard let record = try snapshot.record(key, id: id) else { return nil }
+        return StoredDocument(id: id, className: record.className, json: String(decoding: record.object.extent, as: UTF8.self))
+    }
+}
+
+/// The ids stored under a class name, after one and up to a limit.
+struct ReadClassIDs: PlainRead {
+    let classKey: StorageKey
+    let after: String?
+    let limit: Int?
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String] {
+        var ids = try snapshot.ids(ofClasses: [classKey])[...]
+        if let after { ids = ids.firstIndex(of: after).map { ids[($0 + 1)...] } ?? [] }
+        if let limit { ids = ids.prefix(max(0, limit)) }
+        return Array(ids)
+    }
+}
+
+enum Inspection {
+    static func statistics(_ counts: (records: Int, types: [DatabaseStatistics.TypeCount]), _ engine: FaceEngine) -> DatabaseStatistics {
+        let storage = engine.writer.storageStatistics()
+        return DatabaseStatistics(
+            records: counts.records, types: counts.types, fileBytes: storage?.fileBytes ?? 0, mapBytes: storage?.mapBytes ?? 0,
+            usedBytes: storage?.usedBytes ?? 0, pageSize: storage?.pageSize ?? 0, lastCommit: storage?.lastCommit ?? 0,
+            readers: storage?.readers ?? 0, maxReaders: storage?.maxReaders ?? 0,
+            changeToken: (try? engine.changeToken()).map(ChangeToken.init))
+    }
+
+    static func document(_ id: String, maxKeySize: Int) throws(DatabaseError) -> ReadDocument {
+        ReadDocument(id: id, key: try RecordEncoding.recordKey(id, maxKeySize: maxKeySize))
+    }
+
+    static func ids(_ className: String, after: String?, limit: Int?, maxKeySize: Int) -> ReadClassIDs {
+        ReadClassIDs(classKey: StorageKey(className, maxKeySize: maxKeySize), after: after, limit: limit)
+    }
+}
+
+extension LocalDatabase {
+    /// What the database holds (records, by stored class name) and how it uses its files.
+    public nonisolated(nonsending) func statistics() async throws -> DatabaseStatistics {
+        do throws(DatabaseError) {
+            return Inspection.statistics(try await engine.read(ReadClassCounts()), engine)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The record `id` as stored (its class name and JSON document), without its model type;
+    /// nil when there is none.
+    public nonisolated(nonsending) func storedDocument(id: String) async throws -> StoredDocument? {
+        do throws(DatabaseError) {
+            return try await engine.read(Inspection.document(id, maxKeySize: engine.maxKeySize))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The ids of the records stored under the class name `className` (that name alone, not
+    /// its legacy names), in the byte order of their ids (ids over 511 bytes last): those after
+    /// `after` (from the first when nil), at most `limit`.
+    public nonisolated(nonsending) func readIDs(ofClassNamed className: String, after: String? = nil, limit: Int? = nil) async throws -> [String] {
+        do throws(DatabaseError) {
+            return try await engine.read(Inspection.ids(className, after: after, limit: limit, maxKeySize: engine.maxKeySize))
+        } catch { throw LocalDatabaseError(error) }
+    }
+}
+
+extension SerializationDatabase {
+    /// `LocalDatabase.statistics()`; nil on failure.
+    public func statistics() -> DatabaseStatistics? {
+        run(nil) { engine throws(DatabaseError) in Inspection.statistics(try engine.readBlocking(ReadClassCounts(), "statistics"), engine) }
+    }
+
+    /// `LocalDatabase.storedDocument(id:)`; nil when there is none or on failure.
+    public func storedDocument(id: String) -> StoredDocument? {
+        run(nil) { engine throws(DatabaseError) in
+            try engine.readBlocking(Inspection.document(id, maxKeySize: engine.maxKeySize), "storedDocument")
+        }
+    }
+
+    /// `LocalDatabase.readIDs(ofClassNamed:after:limit:)`; `[]` on failure.
+    public func readIDs(ofClassNamed className: String, after: String? = nil, limit: Int? = nil) -> [String] {
+        run([]) { engine throws(DatabaseError) in
+            try engine.readBlocking(Inspection.ids(className, after: after, limit: limit, maxKeySize: engine.maxKeySize), "readIDs")
+        }
+    }
+}

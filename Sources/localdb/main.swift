@@ -1,0 +1,3 @@
+import LocalDBTool
+
+await LocalDB.runFromCommandLine()
