@@ -23,7 +23,7 @@ public struct LocalDB: AsyncParsableCommand {
               localdb verify ./data && echo consistent
             """,
         subcommands: [
-            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self,
+            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self, Readers.self,
         ])
 
     public init() {}

@@ -147,3 +147,34 @@ struct Watch: AsyncParsableCommand {
         }
     }
 }
+
+struct Readers: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The reader slots in use (process, thread, commit read); --clear-stale frees those of dead processes.",
+        discussion: "Example: localdb readers ./data --clear-stale")
+
+    @OptionGroup var target: DatabaseArgument
+    @Flag(help: "Free the slots of processes that are gone.") var clearStale = false
+    @Flag(help: "Print JSON.") var json = false
+
+    struct Report: Encodable {
+        let readers: [ReaderSlot]
+        let cleared: Int
+    }
+
+    func run() async throws {
+        try await reporting {
+            let database = try target.openReadOnly()
+            // This process's own slot (the open's) is left out.
+            let own = getpid()
+            let (slots, cleared) = try database.readerSlots(clearingStale: clearStale)
+            let others = slots.filter { $0.process != own }
+            if json { return try Output.json(Report(readers: others, cleared: cleared)) }
+            for slot in others {
+                Output.line("process \(slot.process)  thread \(String(slot.thread, radix: 16))  " + (slot.transaction.map { "reading commit \($0)" } ?? "idle"))
+            }
+            if others.isEmpty { Output.line("no other readers") }
+            if clearStale { Output.line("freed \(cleared) stale slots") }
+        }
+    }
+}

@@ -32,6 +32,10 @@ package protocol EngineReader: AnyObject, Sendable {
     /// How the database uses its files (`localdb stats`); nil for an engine without local files.
     func storageStatistics() -> StorageStatistics?
 
+    /// The reader slots in use, by any process, after freeing those of processes that are gone
+    /// (`localdb readers`), and how many were freed; nil for an engine without them.
+    func readerSlots(clearingStale: Bool) -> (slots: [ReaderSlotInfo], cleared: Int)?
+
     /// The encryption of values at rest: the faces seal each value they encode with it
     /// (`StoreEncryption.sealedValue`); nil for an unencrypted database.
     var encryption: StoreEncryption? { get }

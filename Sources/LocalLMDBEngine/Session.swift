@@ -307,6 +307,11 @@ import Foundation
         engine.environment.storageStatistics()
     }
 
+    package func readerSlots(clearingStale: Bool) -> (slots: [ReaderSlotInfo], cleared: Int)? {
+        let cleared = clearingStale ? engine.environment.clearStaleReaderSlots() : 0
+        return (engine.environment.readerSlots(), cleared)
+    }
+
     // MARK: Reading
 
     /// Whether a read must go through this session's open transaction (`readInTransaction`);

@@ -32,3 +32,41 @@ extension Environment {
             maxReaders: Int(info.me_maxreaders))
     }
 }
+
+/// A reader slot of an environment's lock file in use: the process and thread holding it, and
+/// the transaction (snapshot) it reads, if one is open.
+package struct ReaderSlotInfo: Sendable {
+    package let process: Int32
+    package let thread: UInt64
+    /// The id of the transaction read; nil when the slot is held between reads.
+    package let transaction: Int?
+}
+
+extension Environment {
+    /// The reader slots in use, by any process (LMDB's reader table).
+    package func readerSlots() -> [ReaderSlotInfo] {
+        final class Lines {
+            var text = ""
+        }
+        let lines = Lines()
+        _ = withExtendedLifetime(lines) {
+            mdb_reader_list(handle, { message, context in
+                guard let message, let context else { return 0 }
+                Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().text += String(cString: message)
+                return 0
+            }, Unmanaged.passUnretained(lines).toOpaque())
+        }
+        // "    pid     thread     txnid" then one line a slot: decimal pid, hex thread, decimal
+        // txnid or "-" (or "(no active readers)").
+        return lines.text.split(separator: "\n").dropFirst().compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, let process = Int32(fields[0]), let thread = UInt64(fields[1], radix: 16) else { return nil }
+            return ReaderSlotInfo(process: process, thread: thread, transaction: Int(fields[2]))
+        }
+    }
+
+    /// Frees the reader slots of processes that are gone; returns how many.
+    package func clearStaleReaderSlots() -> Int {
+        clearStaleReaders()
+    }
+}

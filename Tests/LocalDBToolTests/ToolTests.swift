@@ -63,6 +63,11 @@ struct ToolTests {
             #expect(try runTool(["ls", data.path, "Pet", "--limit", "3"]).lines == ["pet00", "pet01", "pet02"])
             #expect(try runTool(["ls", data.path, "Pet", "--after", "pet28", "--json"]).text.contains("\"pet29\""))
 
+            let readers = try runTool(["readers", data.path, "--clear-stale", "--json"])
+            #expect(readers.status == 0, "\(readers.errors)")
+            #expect(readers.text.contains("\"cleared\" : 0"))
+            #expect(try runTool(["readers", data.path]).status == 0)
+
             let verify = try runTool(["verify", data.path, "--json"])
             #expect(verify.status == 0)
             #expect(verify.text.contains("\"consistent\" : true"))

@@ -39,6 +39,17 @@ public struct DatabaseStatistics: Sendable, Equatable, Codable {
     public let changeToken: ChangeToken?
 }
 
+/// A reader slot of a database's lock file in use: a process reading, or holding a slot
+/// between reads (LMDB gives each reading thread one).
+public struct ReaderSlot: Sendable, Equatable, Codable {
+    /// The process holding the slot.
+    public let process: Int32
+    /// Its thread (LMDB's identifier).
+    public let thread: UInt64
+    /// The id of the commit it reads; nil between reads.
+    public let transaction: Int?
+}
+
 /// A record as stored: its id, its stored class name and its JSON document.
 public struct StoredDocument: Sendable, Equatable {
     /// The record's id.
@@ -124,6 +135,15 @@ extension LocalDatabase {
         do throws(DatabaseError) {
             return try await engine.read(Inspection.ids(className, after: after, limit: limit, maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }
+    }
+}
+
+extension LocalDatabase {
+    /// The reader slots in use by any process, after freeing, when `clearingStale`, those of
+    /// processes that are gone (every open frees them too); and how many were freed.
+    public nonisolated func readerSlots(clearingStale: Bool = false) throws -> (slots: [ReaderSlot], cleared: Int) {
+        guard let found = engine.writer.readerSlots(clearingStale: clearingStale) else { return ([], 0) }
+        return (found.slots.map { ReaderSlot(process: $0.process, thread: $0.thread, transaction: $0.transaction) }, found.cleared)
     }
 }
 

@@ -30,6 +30,7 @@ final class SeamEngine: EngineWriter {
     var maxKeySize: Int { inner.maxKeySize }
     var encryption: StoreEncryption? { inner.encryption }
     func storageStatistics() -> StorageStatistics? { inner.storageStatistics() }
+    func readerSlots(clearingStale: Bool) -> (slots: [ReaderSlotInfo], cleared: Int)? { inner.readerSlots(clearingStale: clearingStale) }
     var notifier: ChangeNotifier { inner.notifier }
     var path: String { inner.path }
     var configuration: EngineConfiguration { inner.configuration }
