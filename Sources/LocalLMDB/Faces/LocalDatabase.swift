@@ -186,13 +186,17 @@ public actor LocalDatabase {
     /// `LocalDatabaseError.missingReference` (or gives nil, for an optional reference). See
     /// <doc:References>.
     /// - Returns: The number of records deleted (0 when there is no record `id`).
-    /// - Throws: What reading the record as `T` throws (`typeMismatch`, `missingReference`,
-    ///   `corruptRecord`…); nothing is deleted then.
+    /// - Throws: `typeMismatch` when the record is not a `T` (checked just before the delete's
+    ///   transaction); with `includingReferenced`, what reading the record as `T` throws
+    ///   (`missingReference`, `corruptRecord`…). Nothing is deleted then.
     @discardableResult
     public nonisolated(nonsending) func delete<T: Persistable>(_ type: T.Type, id: String, includingReferenced: Bool) async throws -> Int {
         do throws(DatabaseError) {
             let read = ReadReachedIDs(byID: try ReadByID<T>(id, maxKeySize: engine.maxKeySize))
-            guard includingReferenced else { return try await engine.perform(.delete(read.byID.key)) }
+            guard includingReferenced else {
+                guard try await engine.read(ReadStoredType(byID: read.byID)) else { return 0 }
+                return try await engine.perform(.delete(read.byID.key))
+            }
             guard let reached = try await engine.read(read) else { return 0 }
             return try await engine.perform(deleteReaching(id, reached: reached, maxKeySize: engine.maxKeySize))
         } catch { throw LocalDatabaseError(error) }

@@ -5,7 +5,8 @@ import LocalLMDBEngine
 
 /// An observed id's read: a record of another class under the id is no `T`, so the observation
 /// yields nil, as when there is none, and goes on (a `T` written there later is seen). A read by
-/// id throws `typeMismatch` there instead: it asked for a `T` that is not there.
+/// id throws `typeMismatch` there instead: it asked for a `T` that is not there. A mismatch of
+/// another record (one the observed record refers to) is an error of the observation.
 struct ObservedReadByID<T: Persistable>: SnapshotRead {
     let read: ReadByID<T>
 
@@ -13,7 +14,7 @@ struct ObservedReadByID<T: Persistable>: SnapshotRead {
         do {
             return try read.snapshot(snapshot)
         } catch {
-            if case .typeMismatch = error { return nil }
+            if case let .typeMismatch(id, _, _) = error, id == read.id { return nil }
             throw error
         }
     }

@@ -150,7 +150,10 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     public func delete<T: Persistable>(_ type: T.Type, id: String, includingReferenced: Bool) -> Int {
         run(0) { engine throws(DatabaseError) in
             let read = ReadReachedIDs(byID: try ReadByID<T>(id, maxKeySize: engine.maxKeySize))
-            guard includingReferenced else { return try engine.performBlocking(.delete(read.byID.key), "delete") }
+            guard includingReferenced else {
+                guard try engine.readBlocking(ReadStoredType(byID: read.byID), "delete") else { return 0 }
+                return try engine.performBlocking(.delete(read.byID.key), "delete")
+            }
             guard let reached = try engine.readBlocking(read, "delete") else { return 0 }
             return try engine.performBlocking(deleteReaching(id, reached: reached, maxKeySize: engine.maxKeySize), "delete")
         }

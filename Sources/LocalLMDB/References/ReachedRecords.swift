@@ -31,6 +31,28 @@ struct ReadReachedIDs<T: Persistable>: SessionRead {
     }
 }
 
+/// Whether the record `id` is there, stored as `T` or a subclass of it: what a delete of a `T`
+/// checks first (without decoding the record).
+/// - Throws: `typeMismatch` when it is stored as another class; what resolving its class throws.
+struct ReadStoredType<T: Persistable>: PlainRead {
+    let byID: ReadByID<T>
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Bool {
+        guard let record = try snapshot.record(byID.key, id: byID.id) else { return false }
+        switch ObjectDecoding.resolve(storedName: record.className, requested: T.self, context: snapshot.classes, scratch: .current) {
+        case .requested:
+            return true
+        case let .stored(stored):
+            guard stored is T.Type else {
+                throw .typeMismatch(id: byID.id, requested: TypeRegistry.name(of: T.self), stored: record.className)
+            }
+            return true
+        case let .failure(failure):
+            throw failure.error(id: byID.id, className: record.className)
+        }
+    }
+}
+
 /// The operation of a cascading delete of `id`, whose reached ids `reached` gave: the store
 /// deletes the record and follows, in its transaction, only references to those ids.
 func deleteReaching(_ id: String, reached: [String], maxKeySize: Int) throws(DatabaseError) -> WriteOperation {

@@ -21,6 +21,8 @@ final class ReadGraph {
     /// A record the read has met: one of its own (built), or a referenced one.
     struct Slot {
         let id: String
+        /// The class name it is stored under, for errors.
+        let className: String
         /// The stored record; valid for the read (in its snapshot, or carried out of it). Nil
         /// for the read's own records.
         var record: DecodedRecord?
@@ -76,17 +78,17 @@ final class ReadGraph {
 
     /// Adds a slot for a referenced record waiting for `box`.
     func addReferenced(_ id: String, record: DecodedRecord, builder: ReferenceBox) {
-        append(Slot(id: id, record: record, instance: nil, builder: builder))
+        append(Slot(id: id, className: record.className, record: record, instance: nil, builder: builder))
     }
 
     /// Notes one of the read's own records, built as `instance`: references to it (met before
     /// or after) get this instance.
-    func noteRecord(_ id: String, _ instance: any Persistable) {
+    func noteRecord(_ id: String, className: String, _ instance: any Persistable) {
         if let index = slot(of: id) {
             if slots[index].instance == nil { setInstance(instance, at: index) }
             return
         }
-        append(Slot(id: id, record: nil, instance: instance, builder: nil))
+        append(Slot(id: id, className: className, record: nil, instance: instance, builder: nil))
     }
 
     /// Adds `box` to the boxes waiting for slot `index`.
@@ -137,7 +139,12 @@ extension ReadScratch {
         if let index = graph.slot(of: id) {
             if let instance = graph.slots[index].instance {
                 guard box.fill(with: instance) else {
-                    throw .typeMismatch(id: id, requested: box.requestedName, stored: String(describing: type(of: instance)))
+                    // Recorded as well as thrown: a model's own code may swallow the throw
+                    // (`try?`, `DataObject.get`), and the read must still fail.
+                    let failure = ObjectDecoding.Failure.referenceMismatch(
+                        referencedID: id, requested: box.requestedName, stored: graph.slots[index].className)
+                    if self.failure == nil { self.failure = failure }
+                    throw failure.error(id: id)
                 }
             } else {
                 graph.wait(box, for: index)
@@ -146,6 +153,7 @@ extension ReadScratch {
         }
         let record: DecodedRecord?
         if let prefetched {
+            if let failure = prefetched.failures[id] { throw failure }
             record = prefetched.records[id]?.stored
         } else if let context, context.readsRecords {
             record = try context.record(id: id)
@@ -180,7 +188,7 @@ extension ReadScratch {
             if let built = graph.slots[index].instance {
                 instance = built
                 if let builder = graph.slots[index].builder, !builder.fill(with: built) {
-                    throw .typeMismatch(id: graph.slots[index].id, requested: builder.requestedName, stored: String(describing: type(of: built)))
+                    throw .typeMismatch(id: graph.slots[index].id, requested: builder.requestedName, stored: graph.slots[index].className)
                 }
             } else if let record = graph.slots[index].record, let builder = graph.slots[index].builder {
                 instance = try builder.build(from: record, id: graph.slots[index].id, scratch: self)
@@ -191,7 +199,7 @@ extension ReadScratch {
             }
             // Boxes that met the record while it was built wait in the slot too.
             for box in graph.takeWaiting(at: index) where !box.fill(with: instance) {
-                throw .typeMismatch(id: graph.slots[index].id, requested: box.requestedName, stored: String(describing: type(of: instance)))
+                throw .typeMismatch(id: graph.slots[index].id, requested: box.requestedName, stored: graph.slots[index].className)
             }
         }
     }

@@ -167,10 +167,19 @@ extension Reference: ReferenceDecoding {
 extension Reference: Decodable {
     /// Reads `{"$ref": id}`. In a database read, the model is the record `id`, resolved in the
     /// read's snapshot; a missing record is an error (`LocalDatabaseError.missingReference`)
-    /// unless the property is optional, which then reads as nil.
+    /// unless the property is optional, which then reads as nil. Decoded by any other decoder,
+    /// the reference has its id and no model.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: ReferenceKey.self)
         let id = try container.decode(String.self, forKey: .id)
+        // Only a database read's own decoder resolves: JSON decoded by other means (a
+        // `JSONDecoder` run by a model's initializer, `ModelFactory`) names no stored record.
+        guard let decoder = decoder as? ModelDecoder, !decoder.foreign else {
+            let scratch = ReadScratch.current
+            if scratch.decodingOptionalReference { scratch.decodingOptionalReference = false }
+            self.init(box: ReferenceBox(nil, requested: Model.self), id: id)
+            return
+        }
         self = try Self.resolved(id: id, scratch: ReadScratch.current, codingPath: decoder.codingPath)
     }
 }
@@ -186,6 +195,16 @@ final class ReferenceBox {
     init(_ model: (any Persistable)?, requested: any Persistable.Type) {
         self.model = model
         self.requested = requested
+    }
+
+    // A chain of models linked by references (box → model → box …) would be released by one
+    // nested call per link: the model is handed to the thread's release queue instead, which
+    // releases chains of any length one link at a time.
+    deinit {
+        // Moved out, never copied: a copy left here would be the last one, released when the
+        // deinitializer returns, one nested call deeper per link.
+        guard let held = model.take() else { return }
+        ReleaseQueue.current.release(consume held)
     }
 
     /// Puts `instance` in the box when it is of the type the reference asks for; false when not.

@@ -13,6 +13,10 @@ import LocalLMDBEngine
 struct ReferencedRecords: Sendable {
     /// The records found, by id.
     private(set) var records: [String: DecodedRecord.Detached] = [:]
+    /// The records found that could not be read (corrupt, or not decryptable), by id: the read
+    /// throws their error if, and only if, a model reads them (something else in a document may
+    /// merely look like a reference to them).
+    private(set) var failures: [String: DatabaseError] = [:]
 
     /// The records reached from `roots` in `classes`' snapshot, transitively; nil when the roots
     /// refer to nothing.
@@ -23,7 +27,15 @@ struct ReferencedRecords: Sendable {
         var found = ReferencedRecords()
         var looked: Set<String> = []
         while let id = waiting.popLast() {
-            guard looked.insert(id).inserted, let record = try classes.record(id: id) else { continue }
+            guard looked.insert(id).inserted else { continue }
+            let record: DecodedRecord?
+            do throws(DatabaseError) {
+                record = try classes.record(id: id)
+            } catch {
+                found.failures[id] = error
+                continue
+            }
+            guard let record else { continue }
             found.records[id] = record.detached()
             waiting.append(contentsOf: RecordReference.referencedIDs(in: record.object))
         }

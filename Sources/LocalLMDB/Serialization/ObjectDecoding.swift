@@ -25,6 +25,9 @@ enum ObjectDecoding {
         case tooDeep
         /// A non-optional reference at `field` names `referencedID`, which is not stored.
         case missingReference(field: String, referencedID: String)
+        /// A reference names `referencedID`, stored as `stored`, which is not the `requested`
+        /// class or a subclass of it.
+        case referenceMismatch(referencedID: String, requested: String, stored: String)
 
         /// The error for a read of the record `id`, stored as `className`.
         func error(id: String, className: String = "") -> DatabaseError {
@@ -41,6 +44,8 @@ enum ObjectDecoding {
                 return .decodingFailed(id: id, className: className, path: "", reason: StackGuard.refusal)
             case let .missingReference(field, referencedID):
                 return .missingReference(id: id, field: field, referencedID: referencedID)
+            case let .referenceMismatch(referencedID, requested, stored):
+                return .typeMismatch(id: referencedID, requested: requested, stored: stored)
             }
         }
     }

@@ -61,7 +61,7 @@ final class ReadScratch {
     ) throws(DatabaseError) -> T {
         let restored = try restoreModel(type, from: object, id: id(), storedName: storedName())
         restoredCount &+= 1
-        if let graph { graph.noteRecord(id(), restored) }
+        if let graph { graph.noteRecord(id(), className: storedName(), restored) }
         return restored
     }
 

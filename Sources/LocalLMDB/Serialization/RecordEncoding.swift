@@ -12,19 +12,25 @@ enum RecordEncoding {
     /// `encryption`, the value is sealed (`StoreEncryption.sealedValue`).
     ///
     /// The models the record's references hold (`Reference`) are appended after it, and theirs
-    /// after them, each id once per `written` (which holds the ids this write has stored): so
-    /// a cycle ends, and a model two records refer to is written once.
+    /// after them, each id once per `written`: so a cycle ends, and a model two records refer
+    /// to is written once. `written` holds the ids this write has stored since it met its first
+    /// reference, the records it was given included (`earlierIDs` gives those before this one,
+    /// when the first reference is met): a model a reference holds never replaces a record the
+    /// write was given, whatever the order (a record given after it replaces it, as any later
+    /// record of a batch does).
     static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout [StoredClass], written: inout Set<String>
+        classes: inout [StoredClass], written: inout Set<String>, earlierIDs: () -> [String] = { [] }
     ) throws(DatabaseError) {
         let scratch = EncodeScratch.current
         let start = scratch.referencedCount
         // What a failed encode noted is dropped with it.
         defer { _ = scratch.takeReferences(from: start) }
         try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+        // Once a write has met a reference, every record it is given is noted (empty before).
+        if !written.isEmpty { written.insert(record.id) }
         guard scratch.referencedCount > start else { return }
-        written.insert(record.id)
+        if written.isEmpty { written.formUnion(earlierIDs() + [record.id]) }
         var waiting = Array(scratch.takeReferences(from: start))
         var next = 0
         while next < waiting.count {
@@ -152,13 +158,17 @@ enum RecordEncoding {
         var header: [UInt8] = []
         header.reserveCapacity(64)
         var written: Set<String> = []
+        var partStart = 0
         for (index, record) in records.enumerated() {
-            try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written)
+            try encode(
+                record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes,
+                written: &written, earlierIDs: { records[partStart..<index].map(\.id) })
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
                 try send(.put(batch, classes: classes))
                 batch = RecordBatch()
                 classes = []
                 written = []
+                partStart = index + 1
             }
             if index % progressInterval == progressInterval - 1 { progress() }
         }
