@@ -20,10 +20,11 @@ public struct LocalDB: AsyncParsableCommand {
               localdb load ./copy records.jsonl
               localdb backup ./data ./nightly --compact
               localdb import-sqlite ./data ~/Library/swiftlocal.sqlite
+              localdb query ./data Person --where age>=30 --order age --limit 10
               localdb verify ./data && echo consistent
             """,
         subcommands: [
-            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self, Readers.self,
+            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self, Readers.self, QueryRecords.self,
         ])
 
     public init() {}

@@ -178,3 +178,84 @@ struct Readers: AsyncParsableCommand {
         }
     }
 }
+
+struct QueryRecords: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "query",
+        abstract: "The records of a class name whose fields meet conditions, as JSON Lines (as dump writes them).",
+        discussion: """
+            Conditions: FIELD=VALUE, FIELD>VALUE, FIELD>=VALUE, FIELD<VALUE, FIELD<=VALUE, FIELD^=PREFIX (a dotted path for
+            nested fields; VALUE as JSON when it reads as JSON, 36, 1.5, true, null, "36", else as a string).
+            The indexes stored for the class serve the query when one can; otherwise every record of it is read.
+            Examples: localdb query ./data Person --where age>=30 --order age --limit 10
+                      localdb query ./data Person --where address.city=Paris --ids
+            """)
+
+    @OptionGroup var target: DatabaseArgument
+    @Argument(help: "The stored class name.") var type: String
+    @Option(name: .customLong("where"), help: "A condition (repeatable).") var conditions: [String] = []
+    @Option(help: "The field to order by.") var order: String?
+    @Flag(help: "Order from the largest.") var descending = false
+    @Option(help: "At most this many records.") var limit: Int?
+    @Flag(help: "Print the ids alone.") var ids = false
+
+    /// A value given on the command line.
+    enum Value: Encodable {
+        case string(String), integer(Int), decimal(Decimal), flag(Bool), null
+
+        init(_ text: String) {
+            if let integer = Int(text) {
+                self = .integer(integer)
+            } else if text.first.map({ $0.isNumber || $0 == "-" }) == true, let number = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
+                      text.allSatisfy({ $0.isNumber || "-+.eE".contains($0) }) {
+                self = .decimal(number)
+            } else if text == "true" || text == "false" {
+                self = .flag(text == "true")
+            } else if text == "null" {
+                self = .null
+            } else if text.count >= 2, text.first == "\"", text.last == "\"",
+                      let decoded = try? JSONDecoder().decode(String.self, from: Data(text.utf8)) {
+                self = .string(decoded)
+            } else {
+                self = .string(text)
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case let .string(text): try container.encode(text)
+            case let .integer(integer): try container.encode(integer)
+            case let .decimal(number): try container.encode(number)
+            case let .flag(flag): try container.encode(flag)
+            case .null: try container.encodeNil()
+            }
+        }
+    }
+
+    /// `text` as a field and a condition.
+    static func condition(_ text: String) throws -> (field: String, condition: QueryCondition) {
+        for (symbol, make) in [
+            (">=", { QueryCondition.atLeast(Value($0)) }), ("<=", { QueryCondition.atMost(Value($0)) }),
+            ("^=", { QueryCondition.hasPrefix($0) }), (">", { QueryCondition.greaterThan(Value($0)) }),
+            ("<", { QueryCondition.lessThan(Value($0)) }), ("=", { (text: String) in text == "null" ? QueryCondition.isNil : .equals(Value(text)) }),
+        ] as [(String, (String) -> QueryCondition)] {
+            if let range = text.range(of: symbol), range.lowerBound != text.startIndex {
+                return (String(text[..<range.lowerBound]), make(String(text[range.upperBound...])))
+            }
+        }
+        throw ValidationError("'\(text)' is not a condition: write FIELD=VALUE, FIELD>=VALUE, FIELD^=PREFIX…")
+    }
+
+    func run() async throws {
+        let parsed = try conditions.map(Self.condition)
+        try await reporting {
+            let documents = try await target.openReadOnly().readDocuments(
+                ofClassNamed: type, where: parsed, orderedBy: order.map { ($0, descending) }, limit: limit)
+            for document in documents {
+                if ids { Output.line(document.id); continue }
+                Output.line("{\"id\":\(PrettyJSON.string(document.id)),\"class\":\(PrettyJSON.string(document.className)),\"value\":\(document.json)}")
+            }
+        }
+    }
+}

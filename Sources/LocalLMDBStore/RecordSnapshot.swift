@@ -60,6 +60,9 @@ import LocalLMDBLMDB
         ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
     ) throws(DatabaseError)
 
+    /// The definitions of the indexes stored for the class name `className`.
+    func indexDefinitions(ofClassNamed className: String) throws(DatabaseError) -> [IndexDefinition]
+
     /// Each class name records are stored under, with how many.
     func classCounts() throws(DatabaseError) -> [(className: String, records: Int)]
 

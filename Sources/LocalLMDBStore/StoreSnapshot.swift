@@ -33,6 +33,10 @@ import LocalLMDBLMDB
         try store.count(typeKeys: classKeys, in: transaction)
     }
 
+    @usableFromInline package func indexDefinitions(ofClassNamed className: String) throws(DatabaseError) -> [IndexDefinition] {
+        try store.storedIndexes(in: transaction)[className]?.map(\.definition) ?? []
+    }
+
     @usableFromInline package func classCounts() throws(DatabaseError) -> [(className: String, records: Int)] {
         try store.classCounts(in: transaction)
     }

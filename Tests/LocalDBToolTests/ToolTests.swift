@@ -12,6 +12,15 @@ struct Pet: Codable, Persistable {
     var tags: [String]
 }
 
+/// A model with a declared index, for `query`.
+struct Member: Codable, Persistable {
+    static let indexes: [Index] = [.on("age"), .on("address.city", "age")]
+    struct Address: Codable { var city: String }
+    var name: String
+    var age: Int
+    var address: Address
+}
+
 /// SwiftLocal's `Person` as a hand-written model, renamed from `OldPerson`.
 class ImportedPerson: Storable {
     var name: String
@@ -76,7 +85,32 @@ struct ToolTests {
         }
     }
 
-    /// Errors are one line and a meaningful status; usage errors exit 2; completions exist.
+    /// `query` finds records by their fields, through the stored indexes or by reading every
+    /// record of the class, with the same results as the model's own query.
+    @Test func queryVerb() async throws {
+        try await withTemporaryDirectory { directory in
+            let data = directory.appendingPathComponent("data")
+            let database = try LocalDatabase(directory: data)
+            let cities = ["Paris", "Lyon", "Nice"]
+            try await database.write(contentsOf: (0..<60).map { Record(id: String(format: "m%02d", $0), data: Member(name: "N\($0)", age: 20 + $0 % 30, address: .init(city: cities[$0 % 3]))) })
+            let expected = try await database.read(Query(Member.self).filter("age", .atLeast(45)).sorted(by: "age", descending: true).limit(5))
+            let run = try runTool(["query", data.path, "Member", "--where", "age>=45", "--order", "age", "--descending", "--limit", "5"])
+            #expect(run.status == 0, "\(run.errors)")
+            #expect(run.lines.count == 5)
+            #expect(run.lines.map { $0.contains("\"age\":") } == Array(repeating: true, count: 5))
+            let expectedIDs = try await database.readIDs(Query(Member.self).filter("age", .atLeast(45)).sorted(by: "age", descending: true).limit(5))
+            #expect(expected.count == 5)
+            #expect(try runTool(["query", data.path, "Member", "--where", "age>=45", "--order", "age", "--descending", "--limit", "5", "--ids"]).lines == expectedIDs)
+            let paris = try await database.readIDs(Query(Member.self).filter("address.city", .equals("Paris")).filter("age", .lessThan(30)))
+            #expect(try runTool(["query", data.path, "Member", "--where", "address.city=Paris", "--where", "age<30", "--ids"]).lines == paris)
+            // A field no index covers: read by a scan, the same records.
+            let named = try runTool(["query", data.path, "Member", "--where", "name^=N1", "--ids"])
+            #expect(Set(named.lines) == Set((0..<60).filter { "N\($0)".hasPrefix("N1") }.map { String(format: "m%02d", $0) }))
+            #expect(try runTool(["query", data.path, "Member", "--where", "nonsense"]).status == 64)
+        }
+    }
+
+    /// Errors are one line and a meaningful status; usage errors exit 64; completions exist.
     @Test func errorsAndUsage() async throws {
         try await withTemporaryDirectory { directory in
             let nowhere = try runTool(["stats", directory.appendingPathComponent("none").path])

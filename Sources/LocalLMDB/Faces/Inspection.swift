@@ -93,6 +93,26 @@ struct ReadClassIDs: PlainRead {
     }
 }
 
+/// The indexes stored for a class name.
+struct ReadIndexDefinitions: PlainRead {
+    let className: String
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [IndexDefinition] {
+        try snapshot.indexDefinitions(ofClassNamed: className)
+    }
+}
+
+/// The stored documents of the records a query by class name selects.
+struct ReadQueryDocuments: PlainRead {
+    let query: IndexQuery
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [StoredDocument] {
+        try snapshot.records(matching: query) { stored, id in
+            StoredDocument(id: id(), className: stored.className, json: String(decoding: stored.object.extent, as: UTF8.self))
+        }
+    }
+}
+
 enum Inspection {
     static func statistics(_ counts: (records: Int, types: [DatabaseStatistics.TypeCount]), _ engine: FaceEngine) -> DatabaseStatistics {
         let storage = engine.writer.storageStatistics()
@@ -139,6 +159,26 @@ extension LocalDatabase {
 }
 
 extension LocalDatabase {
+    /// The stored documents of the records stored under the class name `className` (that
+    /// name alone) that meet `conditions` (each a field path, `.`-separated, and a condition),
+    /// ordered by `order` (by id when nil), at most `limit`: a query without the model type,
+    /// for `localdb query`. It uses the indexes stored for the class name when one serves it,
+    /// and reads every record of the class otherwise (with the same results).
+    package nonisolated(nonsending) func readDocuments(
+        ofClassNamed className: String, where conditions: [(field: String, condition: QueryCondition)],
+        orderedBy order: (field: String, descending: Bool)?, limit: Int?
+    ) async throws -> [StoredDocument] {
+        do throws(DatabaseError) {
+            let declared = try await engine.read(ReadIndexDefinitions(className: className))
+            func path(_ field: String) -> [String] { field.split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+            let shape = QueryPlan.Shape(
+                conditions: conditions.map { (path($0.field), $0.condition) }, order: order.map { (path($0.field), $0.descending) },
+                limit: limit)
+            let query = try QueryPlan.indexQuery(shape, classNames: [className], declaredIndexes: declared)
+            return try await engine.read(ReadQueryDocuments(query: query))
+        } catch { throw LocalDatabaseError(error) }
+    }
+
     /// The reader slots in use by any process, after freeing, when `clearingStale`, those of
     /// processes that are gone (every open frees them too); and how many were freed.
     public nonisolated func readerSlots(clearingStale: Bool = false) throws -> (slots: [ReaderSlot], cleared: Int) {

@@ -10,7 +10,23 @@ enum QueryPlan {
     /// - Throws: `invalidQuery` when no index order can serve the conditions and order together,
     ///   or a value cannot be compared.
     static func indexQuery<T: Persistable>(_ query: Query<T>) throws(DatabaseError) -> IndexQuery {
-        let classNames = RecordEncoding.classNames(T.self)
+        try indexQuery(
+            Shape(conditions: query.conditions, order: query.order, offset: query.offset, limit: query.limit, after: query.after),
+            classNames: RecordEncoding.classNames(T.self), declaredIndexes: IndexDeclarations.declared(T.self))
+    }
+
+    /// What a query asks, whatever its model type.
+    struct Shape {
+        var conditions: [(path: [String], condition: QueryCondition)]
+        var order: (path: [String], descending: Bool)?
+        var offset = 0
+        var limit: Int?
+        var after: QueryCursor?
+    }
+
+    /// The store's query for `query` of the records stored under `classNames`, whose type
+    /// declares `declaredIndexes` (for a query by class name alone: the indexes stored for it).
+    static func indexQuery(_ query: Shape, classNames: [String], declaredIndexes: [IndexDefinition]) throws(DatabaseError) -> IndexQuery {
         // Conditions by field, one per field (two ranges on a field make one).
         var byField: [[String]: QueryCondition.Kind] = [:]
         var fieldOrder: [[String]] = []
@@ -24,7 +40,6 @@ enum QueryPlan {
             }
         }
         // With no condition and no order, records come by id: no declared index is wanted.
-        let declaredIndexes = IndexDeclarations.declared(T.self)
         // Each field means one thing whatever index serves the query: a field some declared
         // index takes element by element (`each`) is matched so by every query, and one
         // declared a date is compared chronologically by every query.
@@ -85,7 +100,7 @@ enum QueryPlan {
     }
 
     /// `indexQuery` starting after the query's cursor.
-    static func withCursor<T>(_ indexQuery: IndexQuery, _ query: Query<T>) throws(DatabaseError) -> IndexQuery {
+    static func withCursor(_ indexQuery: IndexQuery, _ query: Shape) throws(DatabaseError) -> IndexQuery {
         guard let after = query.after else { return indexQuery }
         guard let cursor = after.indexCursor else { throw .invalidQuery(reason: "the cursor is not one a query page gave") }
         var indexQuery = indexQuery
