@@ -115,7 +115,11 @@ func reporting(_ body: () async throws -> Void) async throws {
     } catch let exit as ExitCode {
         throw exit
     } catch let error as LocalDatabaseError {
-        Output.error("localdb: \(error.description)")
+        if case let .encryptionRequired(path) = error {
+            Output.error("localdb: the database at \(path) is encrypted, and localdb takes no keys: open it from the app that has them")
+        } else {
+            Output.error("localdb: \(error.description)")
+        }
         throw ExitCode.failure
     } catch {
         Output.error("localdb: \(error)")

@@ -62,7 +62,7 @@ struct Get: AsyncParsableCommand {
             if raw { return Output.line(document.json) }
             if json {
                 return Output.line(
-                    "{\"id\": \(PrettyJSON.string(document.id)), \"class\": \(PrettyJSON.string(document.className)), \"value\": \(document.json)}")
+                    "{\"id\":\(PrettyJSON.string(document.id)),\"class\":\(PrettyJSON.string(document.className)),\"value\":\(document.json)}")
             }
             Output.line("\(document.className) \(document.id)")
             Output.line(PrettyJSON.indent(document.json))
@@ -203,22 +203,53 @@ struct QueryRecords: AsyncParsableCommand {
     enum Value: Encodable {
         case string(String), integer(Int), decimal(Decimal), flag(Bool), null
 
+        /// `text` as the JSON scalar it spells (a number by the JSON grammar, `true`, `false`,
+        /// `null`, a quoted string); any other text is a string as it is.
         init(_ text: String) {
-            if let integer = Int(text) {
-                self = .integer(integer)
-            } else if text.first.map({ $0.isNumber || $0 == "-" }) == true, let number = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
-                      text.allSatisfy({ $0.isNumber || "-+.eE".contains($0) }) {
-                self = .decimal(number)
-            } else if text == "true" || text == "false" {
+            if text == "true" || text == "false" {
                 self = .flag(text == "true")
             } else if text == "null" {
                 self = .null
+            } else if Self.isJSONNumber(text) {
+                if let integer = Int(text) {
+                    self = .integer(integer)
+                } else if let number = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) {
+                    self = .decimal(number)
+                } else {
+                    self = .string(text)
+                }
             } else if text.count >= 2, text.first == "\"", text.last == "\"",
                       let decoded = try? JSONDecoder().decode(String.self, from: Data(text.utf8)) {
                 self = .string(decoded)
             } else {
                 self = .string(text)
             }
+        }
+
+        /// Whether `text` is a number as JSON writes one: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+        static func isJSONNumber(_ text: String) -> Bool {
+            var bytes = Array(text.utf8)[...]
+            func digits() -> Int {
+                let count = bytes.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }.count
+                bytes = bytes.dropFirst(count)
+                return count
+            }
+            if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+            if bytes.first == UInt8(ascii: "0") {
+                bytes = bytes.dropFirst()
+            } else if digits() == 0 {
+                return false
+            }
+            if bytes.first == UInt8(ascii: ".") {
+                bytes = bytes.dropFirst()
+                guard digits() > 0 else { return false }
+            }
+            if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+                bytes = bytes.dropFirst()
+                if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+                guard digits() > 0 else { return false }
+            }
+            return bytes.isEmpty
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -233,18 +264,27 @@ struct QueryRecords: AsyncParsableCommand {
         }
     }
 
-    /// `text` as a field and a condition.
+    /// `text` as a field and a condition: split at the first operator from the left (the
+    /// longest one there), so a value may hold `=`, `<` or `>`.
     static func condition(_ text: String) throws -> (field: String, condition: QueryCondition) {
-        for (symbol, make) in [
-            (">=", { QueryCondition.atLeast(Value($0)) }), ("<=", { QueryCondition.atMost(Value($0)) }),
-            ("^=", { QueryCondition.hasPrefix($0) }), (">", { QueryCondition.greaterThan(Value($0)) }),
-            ("<", { QueryCondition.lessThan(Value($0)) }), ("=", { (text: String) in text == "null" ? QueryCondition.isNil : .equals(Value(text)) }),
-        ] as [(String, (String) -> QueryCondition)] {
-            if let range = text.range(of: symbol), range.lowerBound != text.startIndex {
-                return (String(text[..<range.lowerBound]), make(String(text[range.upperBound...])))
+        let operators: [(symbol: String, make: (String) -> QueryCondition)] = [
+            (">=", { .atLeast(Value($0)) }), ("<=", { .atMost(Value($0)) }), ("^=", { .hasPrefix($0) }),
+            (">", { .greaterThan(Value($0)) }), ("<", { .lessThan(Value($0)) }), ("=", { $0 == "null" ? .isNil : .equals(Value($0)) }),
+        ]
+        var index = text.startIndex
+        while index < text.endIndex {
+            // Longest first: `>=` before `>`.
+            for (symbol, make) in operators where text[index...].hasPrefix(symbol) {
+                guard index != text.startIndex else { throw ValidationError("'\(text)' is not a condition: it names no field") }
+                return (String(text[..<index]), make(String(text[text.index(index, offsetBy: symbol.count)...])))
             }
+            index = text.index(after: index)
         }
         throw ValidationError("'\(text)' is not a condition: write FIELD=VALUE, FIELD>=VALUE, FIELD^=PREFIX…")
+    }
+
+    func validate() throws {
+        for condition in conditions { _ = try Self.condition(condition) }
     }
 
     func run() async throws {

@@ -143,7 +143,9 @@ package final class SwiftLocalRecords: @unchecked Sendable {
         rowsRead += 1
         let id = columns[0].flatMap { String(validating: $0, as: UTF8.self) }
         guard let id, !id.isEmpty else {
-            return .invalid(id: columns[0].map { String(decoding: $0, as: UTF8.self) } ?? "<row \(rowsRead)>", reason: "the id is empty, NULL or not UTF-8")
+            // Named by its bytes in hex: the bytes are not text, and two such ids must not read alike.
+            let shown = columns[0].map { $0.isEmpty ? "<empty id, row \(rowsRead) read>" : "0x" + $0.map { String(format: "%02x", $0) }.joined() }
+            return .invalid(id: shown ?? "<NULL id, row \(rowsRead) read>", reason: "the id is empty, NULL or not UTF-8")
         }
         guard let className = columns[1].flatMap({ String(validating: $0, as: UTF8.self) }), !className.isEmpty else {
             return .invalid(id: id, reason: "the objectName is empty, NULL or not UTF-8")

@@ -49,6 +49,8 @@ struct Load: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
+            // The input first: a missing file leaves no new database behind.
+            if let file, !FileManager.default.isReadableFile(atPath: file) { throw Failure("cannot read '\(file)'") }
             let database = try target.openForWriting()
             let source = URL(fileURLWithPath: file ?? "/dev/stdin")
             let count = try await database.importLines(from: source, batchSize: batchSize, startingAtLine: fromLine) { progress in

@@ -104,7 +104,7 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     case exportWouldDecrypt(path: String)
     /// Line `line` of an import is not a record (`reason` says why: invalid JSON, a repeated
     /// key, a missing or empty `id` or `class`, a `value` that is not an object, a line too
-    /// long). Every line up to `linesCommitted` is stored (by transactions that committed);
+    /// long, an id already on an earlier line). Every line up to `linesCommitted` is stored (by transactions that committed);
     /// none of the batch holding the bad line is. Import from line `linesCommitted + 1` to go on.
     case invalidLine(line: Int, reason: String, linesCommitted: Int)
     /// The record `id` holds a non-optional `Reference` at `field` (its coding path) to the

@@ -43,7 +43,7 @@ import LocalLMDBJSON
     }
 
     /// The LMDB key, copied.
-    @inlinable var bytes: [UInt8] {
+    @inlinable package var bytes: [UInt8] {
         switch form {
         case let .name(name): return Array(name.utf8)
         case let .digest(digest, _): return digest

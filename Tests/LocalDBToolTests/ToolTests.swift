@@ -110,6 +110,41 @@ struct ToolTests {
         }
     }
 
+    /// From the tool's review: query values are read as JSON only when they are JSON, and split
+    /// at the first operator; `ls --after` goes on after an id that is not stored; `load` stores
+    /// each id once, and a missing input file creates no database.
+    @Test func reviewFindings() async throws {
+        try await withTemporaryDirectory { directory in
+            let lines = directory.appendingPathComponent("in.jsonl")
+            try Data([
+                #"{"id":"a","class":"P","value":{"born":"2024-01-02","code":"007","v":"1.2.3","expr":"x<y","n":7}}"#,
+                #"{"id":"c","class":"P","value":{"born":"2023-05-06","code":"7","v":"1","expr":"a<=b","n":-2.5}}"#,
+            ].joined(separator: "\n").utf8).write(to: lines)
+            let data = directory.appendingPathComponent("data")
+            #expect(try runTool(["load", data.path, lines.path]).status == 0)
+            for (condition, ids) in [
+                ("born=2024-01-02", ["a"]), ("born>2024-01-01", ["a"]), ("code=007", ["a"]), ("code=7", []), ("code=\"7\"", ["c"]),
+                ("v=1.2.3", ["a"]), ("expr=x<y", ["a"]), ("expr=a<=b", ["c"]), ("n=-2.5", ["c"]), ("n>=7", ["a"]),
+            ] {
+                let run = try runTool(["query", data.path, "P", "--where", condition, "--ids"])
+                #expect(run.status == 0, "\(condition): \(run.errors)")
+                #expect(run.lines == ids, "\(condition)")
+            }
+            #expect(try runTool(["ls", data.path, "P", "--after", "b"]).lines == ["c"])
+            #expect(try runTool(["ls", data.path, "P", "--after", "0"]).lines == ["a", "c"])
+
+            let twice = directory.appendingPathComponent("twice.jsonl")
+            try Data([#"{"id":"x","class":"P","value":{"a":1}}"#, #"{"id":"x","class":"Q","value":{"a":2}}"#].joined(separator: "\n").utf8).write(to: twice)
+            let repeated = try runTool(["load", directory.appendingPathComponent("other").path, twice.path])
+            #expect(repeated.status == 1)
+            #expect(repeated.errors.contains("Line 2 is not a record: the id 'x' is on an earlier line too"))
+
+            let nowhere = directory.appendingPathComponent("never")
+            #expect(try runTool(["load", nowhere.path, directory.appendingPathComponent("missing.jsonl").path]).status == 1)
+            #expect(!FileManager.default.fileExists(atPath: nowhere.path))
+        }
+    }
+
     /// Errors are one line and a meaningful status; usage errors exit 64; completions exist.
     @Test func errorsAndUsage() async throws {
         try await withTemporaryDirectory { directory in
@@ -329,11 +364,16 @@ struct ImportSQLiteTests {
             try file.execute(Self.schema)
             try file.prepare("INSERT INTO record VALUES (?, ?, ?)").run([.text(Array("bad".utf8)), .text(Array("T".utf8)), .blob([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D])])
             try file.prepare("INSERT INTO record VALUES (?, ?, ?)").run([.blob([0xC3]), .text(Array("T".utf8)), .text(Array("{}".utf8))])
+            try file.prepare("INSERT INTO record VALUES (?, ?, ?)").run([.text(Array("dup".utf8)), .text(Array("T".utf8)), .text(Array(#"{"n":1}"#.utf8))])
+            try file.prepare("INSERT INTO record VALUES (?, ?, ?)").run([.blob(Array("dup".utf8)), .text(Array("T".utf8)), .text(Array(#"{"n":2}"#.utf8))])
             let run2 = try runTool(["import-sqlite", data.path, invalid.path])
             #expect(run2.status == 3)
             #expect(run2.errors.contains("record 'bad' not imported"))
+            #expect(run2.errors.contains("record 'dup' not imported: the id appears more than once (the first one is stored)"))
+            #expect(run2.errors.contains("imported 1 records, 3 not imported"))
             let database = try LocalDatabase(directory: data)
-            #expect(try await database.count() == 0)
+            #expect(try await database.count() == 1)
+            #expect(try await database.storedDocument(id: "dup")?.json == #"{"n":1}"#)
         }
     }
 }

@@ -79,17 +79,28 @@ struct ReadDocument: PlainRead {
     }
 }
 
-/// The ids stored under a class name, after one and up to a limit.
+/// The ids stored under a class name, after one (in the order of their keys' bytes, whether or
+/// not it is stored) and up to a limit.
 struct ReadClassIDs: PlainRead {
     let classKey: StorageKey
     let after: String?
     let limit: Int?
+    let maxKeySize: Int
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String] {
         var ids = try snapshot.ids(ofClasses: [classKey])[...]
-        if let after { ids = ids.firstIndex(of: after).map { ids[($0 + 1)...] } ?? [] }
+        if let after {
+            // Compared as the keys' bytes, the order the ids come in: never as Swift strings,
+            // which take canonically equivalent texts for one.
+            let afterKey = key(after)
+            ids = ids.drop { afterKey.lexicographicallyPrecedes(key($0)) == false }
+        }
         if let limit { ids = ids.prefix(max(0, limit)) }
         return Array(ids)
+    }
+
+    private func key(_ id: String) -> [UInt8] {
+        StorageKey(id, maxKeySize: maxKeySize).bytes
     }
 }
 
@@ -128,7 +139,7 @@ enum Inspection {
     }
 
     static func ids(_ className: String, after: String?, limit: Int?, maxKeySize: Int) -> ReadClassIDs {
-        ReadClassIDs(classKey: StorageKey(className, maxKeySize: maxKeySize), after: after, limit: limit)
+        ReadClassIDs(classKey: StorageKey(className, maxKeySize: maxKeySize), after: after, limit: limit, maxKeySize: maxKeySize)
     }
 }
 
@@ -150,7 +161,8 @@ extension LocalDatabase {
 
     /// The ids of the records stored under the class name `className` (that name alone, not
     /// its legacy names), in the byte order of their ids (ids over 511 bytes last): those after
-    /// `after` (from the first when nil), at most `limit`.
+    /// `after` in that order (from the first when nil; `after` need not be stored), at most
+    /// `limit`.
     public nonisolated(nonsending) func readIDs(ofClassNamed className: String, after: String? = nil, limit: Int? = nil) async throws -> [String] {
         do throws(DatabaseError) {
             return try await engine.read(Inspection.ids(className, after: after, limit: limit, maxKeySize: engine.maxKeySize))

@@ -170,7 +170,11 @@ enum JSONLines {
             } catch {
                 throw .invalidLine(line: lineNumber, reason: error.reason, linesCommitted: batches.committedLine)
             }
-            try batches.add(id: parsed.id, className: parsed.className, document: parsed.document, line: lineNumber)
+            guard try batches.add(id: parsed.id, className: parsed.className, document: parsed.document, line: lineNumber) else {
+                throw .invalidLine(
+                    line: lineNumber, reason: "the id '\(parsed.id)' is on an earlier line too (an import stores each id once)",
+                    linesCommitted: batches.committedLine)
+            }
         }
         var pending: [UInt8] = []
         // Never more than one line (at most `lineLimit` bytes) and one chunk held at once.
@@ -217,21 +221,29 @@ enum JSONLines {
                 invalid(document.id, document.id.isEmpty ? "the id is empty" : "the class name is empty")
                 continue
             }
-            let problem: String? = document.json.withUnsafeBytes { json in
+            // The document is checked here, a problem of its own reported; storing it (and a
+            // transaction's failure) stops the import.
+            let checked = document.json.withUnsafeBytes { json -> (range: Range<Int>?, problem: String?) in
                 do throws(DatabaseError) {
                     let summary = try JSONValidator.validateObject(json)
-                    guard !summary.mayRepeatKeys else { return "a key appears more than once in an object" }
+                    guard !summary.mayRepeatKeys else { return (nil, "a key appears more than once in an object") }
                     let end = json.lastIndex { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }.map { $0 + 1 } ?? json.count
-                    try batches.add(
-                        id: document.id, className: document.className,
-                        document: UnsafeRawBufferPointer(rebasing: json[summary.start..<end]), line: count)
-                    return nil
+                    return (summary.start..<end, nil)
                 } catch {
-                    if case let .invalidJSON(reason, offset) = error { return "invalid JSON at byte \(offset): \(reason)" }
-                    return error.description
+                    if case let .invalidJSON(reason, offset) = error { return (nil, "invalid JSON at byte \(offset): \(reason)") }
+                    return (nil, error.description)
                 }
             }
-            if let problem { invalid(document.id, problem) }
+            guard let range = checked.range else {
+                invalid(document.id, checked.problem ?? "not a JSON object")
+                continue
+            }
+            let added: Result<Bool, DatabaseError> = document.json.withUnsafeBytes { json in
+                Result { () throws(DatabaseError) in
+                    try batches.add(id: document.id, className: document.className, document: UnsafeRawBufferPointer(rebasing: json[range]), line: count)
+                }
+            }
+            if try !added.get() { invalid(document.id, "the id appears more than once (the first one is stored)") }
         }
         try batches.commit()
         return batches.stored
@@ -247,6 +259,8 @@ final class ImportBatches {
     private var batch = RecordBatch()
     private var header: [UInt8] = []
     private var lastLine = 0
+    /// The ids this import has stored (or is about to, in the batch).
+    private var seen: Set<String> = []
     /// Records stored by committed transactions.
     private(set) var stored = 0
     /// The last line (or document) a committed transaction stored.
@@ -260,12 +274,17 @@ final class ImportBatches {
     }
 
     /// Adds the record of line `line`, whose document is checked; commits when the batch is full.
-    func add(id: String, className: String, document: UnsafeRawBufferPointer, line: Int) throws(DatabaseError) {
+    /// Returns false, adding nothing, when the import has stored the id already: an import
+    /// never merges two of its records into one (it remembers every id it stores, about 70
+    /// bytes each). A record already in the database is replaced, as a write replaces it.
+    func add(id: String, className: String, document: UnsafeRawBufferPointer, line: Int) throws(DatabaseError) -> Bool {
+        guard seen.insert(id).inserted else { return false }
         lastLine = line
         try RecordEncoding.encode(
             id: id, className: className, document: document, into: &batch, header: &header,
             maxKeySize: engine.maxKeySize, encryption: engine.encryption)
         if batch.count >= batchSize { try commit() }
+        return true
     }
 
     /// Stores the batch in one transaction.
@@ -322,7 +341,9 @@ extension LocalDatabase {
     }
 
     /// Stores the records of the JSON Lines file `source` (as `export` writes them), replacing
-    /// records with the same ids; each record keeps its id, class name and document bytes.
+    /// records with the same ids; each record keeps its id, class name and document bytes. An
+    /// id on two lines of the file is refused at the second (`invalidLine`): an import never
+    /// merges two of its records into one.
     ///
     /// The transaction rule: every `batchSize` records are one transaction. A line that is not
     /// a record stops the import with `LocalDatabaseError.invalidLine`, naming the line and the
@@ -397,26 +418,35 @@ extension LocalDatabase {
 
     /// Stores the documents `next` gives, until it gives nil, `batchSize` records a transaction
     /// (the rule of `importLines`), each under its id and class name with its JSON document
-    /// as it is (whitespace around it trimmed). A document that is not a JSON object, or
-    /// repeats a key, is not stored: `invalid` is told its id and why, and the import goes on.
+    /// as it is (whitespace around it trimmed). A document that is not a JSON object, repeats
+    /// a key, or has an id given before in this import, is not stored: `invalid` is told its id
+    /// and why, and the import goes on. An error `next` throws stops the import and is
+    /// rethrown as it is; batches committed before it stay, nothing of its batch is stored.
     /// `next` and `invalid` run on the import's own thread. Returns how many were stored.
     package nonisolated(nonsending) func importDocuments(
         batchSize: Int = 10_000, next: @escaping @Sendable () throws -> ImportedDocument?,
         invalid: @escaping @Sendable (_ id: String, _ reason: String) -> Void, progress: (@Sendable (LinesProgress) -> Void)? = nil
     ) async throws -> Int {
         let engine = self.engine
+        // An error of the source (`next`) reaches the caller as it was thrown.
+        final class SourceError: @unchecked Sendable {
+            var error: (any Error)?
+        }
+        let source = SourceError()
         do throws(DatabaseError) {
             return try await onThreadOfItsOwn("LocalLMDB import") { () throws(DatabaseError) in
                 try JSONLines.importDocuments(engine, batchSize: batchSize, next: { () throws(DatabaseError) in
                     do {
                         return try next()
-                    } catch let error as LocalDatabaseError {
-                        throw DatabaseError(error)
                     } catch {
-                        throw .storage(operation: "read the records to import", code: 0, message: "\(error)")
+                        source.error = error
+                        throw .transactionFailed(reason: "the records to import could not be read: \(error)")
                     }
                 }, invalid: invalid, progress: progress)
             }
-        } catch { throw LocalDatabaseError(error) }
+        } catch {
+            if let thrown = source.error { throw thrown }
+            throw LocalDatabaseError(error)
+        }
     }
 }
