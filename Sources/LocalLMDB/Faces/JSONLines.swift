@@ -250,6 +250,27 @@ enum JSONLines {
     }
 }
 
+/// An id as 128 bits: two hashes of it with independent random seeds (this process's `Hasher`,
+/// and the same after a random salt). Two different ids of one import share a digest with a
+/// probability of about n²/2¹²⁹ (1e-27 for a billion ids): far below a disk's error rate. The
+/// cost of a collision would be a refused record, never a lost one.
+struct IDDigest: Hashable {
+    let first: Int
+    let second: Int
+
+    private static let salt = UInt64.random(in: 0...UInt64.max)
+
+    init(_ id: String) {
+        var hasher = Hasher()
+        hasher.combine(id)
+        first = hasher.finalize()
+        var salted = Hasher()
+        salted.combine(Self.salt)
+        salted.combine(id)
+        second = salted.finalize()
+    }
+}
+
 /// Records on their way into a database, stored `batchSize` a transaction: the one rule of
 /// every import (lines or documents).
 final class ImportBatches {
@@ -259,8 +280,9 @@ final class ImportBatches {
     private var batch = RecordBatch()
     private var header: [UInt8] = []
     private var lastLine = 0
-    /// The ids this import has stored (or is about to, in the batch).
-    private var seen: Set<String> = []
+    /// The ids this import has stored (or is about to, in the batch), as 128-bit digests
+    /// (`IDDigest`): 16 bytes an id, whatever its length.
+    private var seen: Set<IDDigest> = []
     /// Records stored by committed transactions.
     private(set) var stored = 0
     /// The last line (or document) a committed transaction stored.
@@ -275,10 +297,10 @@ final class ImportBatches {
 
     /// Adds the record of line `line`, whose document is checked; commits when the batch is full.
     /// Returns false, adding nothing, when the import has stored the id already: an import
-    /// never merges two of its records into one (it remembers every id it stores, about 70
-    /// bytes each). A record already in the database is replaced, as a write replaces it.
+    /// never merges two of its records into one (it remembers a 16-byte digest of every id it
+    /// stores). A record already in the database is replaced, as a write replaces it.
     func add(id: String, className: String, document: UnsafeRawBufferPointer, line: Int) throws(DatabaseError) -> Bool {
-        guard seen.insert(id).inserted else { return false }
+        guard seen.insert(IDDigest(id)).inserted else { return false }
         lastLine = line
         try RecordEncoding.encode(
             id: id, className: className, document: document, into: &batch, header: &header,
