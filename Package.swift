@@ -52,7 +52,9 @@ let package = Package(
         // The `localdb` tool's commands, a library so that its tests reach its SQLite reader.
         .target(
             name: "LocalDBTool",
-            dependencies: ["LocalLMDB", "CSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "LocalLMDB", "LocalLMDBEncryption", "CSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(name: "localdb", dependencies: ["LocalDBTool"]),
         // A short example program: `swift run locallmdb-demo`.
@@ -68,7 +70,7 @@ let package = Package(
         // The tool, tested end to end as a separate process (its real binary).
         .testTarget(
             name: "LocalDBToolTests",
-            dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBTestSupport"]
+            dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport"]
         ),
         .testTarget(
             name: "LocalLMDBTests",

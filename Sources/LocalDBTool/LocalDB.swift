@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LocalLMDB
+import LocalLMDBEncryption
 
 /// `localdb`: look inside, back up, export, import and check LocalLMDB databases.
 ///
@@ -41,10 +42,17 @@ enum Status {
     static let notFound = ExitCode(4)
 }
 
-/// The database directory every verb takes first.
+/// The database directory every verb takes first, and the keys of an encrypted one.
 struct DatabaseArgument: ParsableArguments {
     @Argument(help: "The database directory.", completion: .directory)
     var database: String
+
+    @Option(
+        help: ArgumentHelp(
+            "A file of the database's encryption keys: one 'ID=HEX' line a key (256 bits, 64 hex digits), the current key first.",
+            discussion: "Keep the file readable by you alone. The keys are never stored in the database."),
+        completion: .file())
+    var keyFile: String?
 
     var url: URL { URL(fileURLWithPath: database) }
 
@@ -53,14 +61,53 @@ struct DatabaseArgument: ParsableArguments {
         guard FileManager.default.fileExists(atPath: url.appendingPathComponent("data.mdb").path) else {
             throw Failure("no database at '\(database)' (no data.mdb)")
         }
-        var configuration = DatabaseConfiguration()
+        var configuration = try configuration()
         configuration.readOnly = true
         return try LocalDatabase(directory: url, configuration: configuration)
     }
 
     /// The database, for writing (created when the directory has none).
     func openForWriting() throws -> LocalDatabase {
-        try LocalDatabase(directory: url, configuration: DatabaseConfiguration())
+        try LocalDatabase(directory: url, configuration: configuration())
+    }
+
+    /// The configuration: with the keys of `--key-file`, when given.
+    private func configuration() throws -> DatabaseConfiguration {
+        var configuration = DatabaseConfiguration()
+        guard let keyFile else { return configuration }
+        let keys = try Self.keys(in: keyFile)
+        guard let current = keys.first else { throw Failure("the key file '\(keyFile)' holds no key") }
+        configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: current, previous: Array(keys.dropFirst())))
+        return configuration
+    }
+
+    /// The keys of a key file: `ID=HEX` lines (blank lines and `#` comments skipped).
+    static func keys(in path: String) throws -> [EncryptionKey] {
+        guard let text = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
+            throw Failure("cannot read the key file '\(path)'")
+        }
+        var keys: [EncryptionKey] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = line.trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            guard let separator = line.lastIndex(of: "="), let bytes = hexBytes(line[line.index(after: separator)...]) else {
+                throw Failure("line \(number + 1) of the key file is not ID=HEX")
+            }
+            keys.append(try EncryptionKey(id: String(line[..<separator]), bytes: bytes))
+        }
+        return keys
+    }
+
+    /// The bytes `hex` spells (two digits a byte); nil when it spells none.
+    static func hexBytes(_ hex: Substring) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count.isMultiple(of: 2) else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
     }
 }
 
@@ -116,10 +163,13 @@ func reporting(_ body: () async throws -> Void) async throws {
         throw exit
     } catch let error as LocalDatabaseError {
         if case let .encryptionRequired(path) = error {
-            Output.error("localdb: the database at \(path) is encrypted, and localdb takes no keys: open it from the app that has them")
+            Output.error("localdb: the database at \(path) is encrypted: give its keys with --key-file")
         } else {
             Output.error("localdb: \(error.description)")
         }
+        throw ExitCode.failure
+    } catch let error as EncryptionKeyError {
+        Output.error("localdb: the key file: \(error)")
         throw ExitCode.failure
     } catch {
         Output.error("localdb: \(error)")

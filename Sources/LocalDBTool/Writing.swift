@@ -14,6 +14,7 @@ struct Dump: AsyncParsableCommand {
     @OptionGroup var target: DatabaseArgument
     @Option(help: "A new file to write (standard output when left out).", completion: .file()) var output: String?
     @Option(help: "Only records stored under this class name (repeatable).") var type: [String] = []
+    @Flag(help: "Write an encrypted database's values in the clear (with --key-file).") var decrypt = false
 
     func run() async throws {
         try await reporting {
@@ -22,9 +23,10 @@ struct Dump: AsyncParsableCommand {
             let count: Int
             if let output {
                 guard type.isEmpty else { throw Failure("--type with --output: dump to standard output to pick types, or export from your app") }
-                count = try await database.export(to: URL(fileURLWithPath: output), progress: progress)
+                count = try await database.export(to: URL(fileURLWithPath: output), decrypting: decrypt, progress: progress)
             } else {
-                count = try await database.export(to: FileHandle.standardOutput, classNames: type.isEmpty ? nil : type, progress: progress)
+                count = try await database.export(
+                    to: FileHandle.standardOutput, classNames: type.isEmpty ? nil : type, decrypting: decrypt, progress: progress)
             }
             Output.endProgress()
             if output != nil || Output.showsProgress { Output.error("dumped \(count) records") }

@@ -1,6 +1,7 @@
 import Foundation
 import LocalDBTool
 import LocalLMDB
+import LocalLMDBEncryption
 import Testing
 
 /// A model the tool's tests store (the tool itself knows no model types).
@@ -142,6 +143,46 @@ struct ToolTests {
             let nowhere = directory.appendingPathComponent("never")
             #expect(try runTool(["load", nowhere.path, directory.appendingPathComponent("missing.jsonl").path]).status == 1)
             #expect(!FileManager.default.fileExists(atPath: nowhere.path))
+        }
+    }
+
+    /// An encrypted database: refused without keys, with a line saying how; with `--key-file`,
+    /// read, dumped only with `--decrypt`, backed up (still encrypted) and verified; a wrong key
+    /// is refused.
+    @Test func encryptedDatabases() async throws {
+        try await withTemporaryDirectory { directory in
+            let data = directory.appendingPathComponent("data")
+            let key = try EncryptionKey(id: "k1", bytes: [UInt8](repeating: 1, count: 32))
+            var configuration = DatabaseConfiguration()
+            configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: key))
+            do {
+                let database = try LocalDatabase(directory: data, configuration: configuration)
+                try await database.write(contentsOf: (0..<20).map { Record(id: "p\($0)", data: Pet(name: "Secret \($0)", weight: 1, born: Date(), big: 1, tags: [])) })
+                await database.close()
+            }
+            let keys = directory.appendingPathComponent("keys")
+            try Data(("# the database's keys\nk1=" + String(repeating: "01", count: 32) + "\n").utf8).write(to: keys)
+            let wrong = directory.appendingPathComponent("wrong")
+            try Data(("k1=" + String(repeating: "02", count: 32) + "\n").utf8).write(to: wrong)
+
+            let refused = try runTool(["stats", data.path])
+            #expect(refused.status == 1)
+            #expect(refused.errors == "localdb: the database at \(data.path) is encrypted: give its keys with --key-file\n")
+            #expect(try runTool(["stats", data.path, "--key-file", wrong.path]).status == 1)
+            #expect(try runTool(["stats", data.path, "--key-file", keys.path]).lines.first == "records      20")
+            #expect(try runTool(["get", data.path, "p3", "--raw", "--key-file", keys.path]).text.contains("Secret 3"))
+            let clear = try runTool(["dump", data.path, "--key-file", keys.path])
+            #expect(clear.status == 1)
+            #expect(clear.errors.contains("decrypting"))
+            #expect(try runTool(["dump", data.path, "--key-file", keys.path, "--decrypt"]).lines.count == 20)
+            let copy = directory.appendingPathComponent("copy")
+            #expect(try runTool(["backup", data.path, copy.path, "--key-file", keys.path]).status == 0)
+            #expect(try runTool(["verify", copy.path]).status == 1)
+            #expect(try runTool(["verify", copy.path, "--key-file", keys.path]).status == 0)
+            let bad = directory.appendingPathComponent("bad")
+            try Data("k1=zz\n".utf8).write(to: bad)
+            let badRun = try runTool(["stats", data.path, "--key-file", bad.path])
+            #expect(badRun.status == 1 && badRun.errors.contains("line 1 of the key file"))
         }
     }
 
