@@ -14,25 +14,35 @@ import LocalLMDBEngine
 /// one built after it, or before it, or to itself, and every box naming an id gets the one
 /// instance the read has of it.
 ///
-/// Invariant: one slot per id (`slot(of:)` finds it); slots before `finished` hold their instance.
+/// Invariant: one slot per id (`slot(of:)` finds it); slots before `finished` are built.
 ///
 /// Confinement: belongs to one read on one thread (`ReadScratch.graph`).
 final class ReadGraph {
     /// A record the read has met: one of its own (built), or a referenced one.
     struct Slot {
+        /// Where a slot's model is: built, or waiting to be built from its record.
+        enum Content {
+            /// The model; `builder` is the box of a reference that met it while it waited
+            /// (filled by `finish`), nil when none did or it is filled.
+            case built(any Persistable, builder: ReferenceBox?)
+            /// The stored record (valid for the read: in its snapshot, or carried out of it),
+            /// which the box of the first reference to it builds as the type it asks for (its
+            /// stored class when that is the type or a subclass).
+            case waiting(record: DecodedRecord, builder: ReferenceBox)
+        }
+
         let id: String
         /// The class name it is stored under, for errors.
         let className: String
-        /// The stored record; valid for the read (in its snapshot, or carried out of it). Nil
-        /// for the read's own records.
-        var record: DecodedRecord?
-        /// The model, once built.
-        var instance: (any Persistable)?
-        /// The box of the first reference to it, which builds it as the type it asks for
-        /// (its stored class when that is the type or a subclass).
-        let builder: ReferenceBox?
+        var content: Content
         /// Boxes of later references that met it before it was built.
         var waiting: [ReferenceBox] = []
+
+        /// The model, once built.
+        var instance: (any Persistable)? {
+            if case let .built(instance, _) = content { return instance }
+            return nil
+        }
     }
 
     private(set) var slots: [Slot]
@@ -78,17 +88,18 @@ final class ReadGraph {
 
     /// Adds a slot for a referenced record waiting for `box`.
     func addReferenced(_ id: String, record: DecodedRecord, builder: ReferenceBox) {
-        append(Slot(id: id, className: record.className, record: record, instance: nil, builder: builder))
+        append(Slot(id: id, className: record.className, content: .waiting(record: record, builder: builder)))
     }
 
     /// Notes one of the read's own records, built as `instance`: references to it (met before
     /// or after) get this instance.
     func noteRecord(_ id: String, className: String, _ instance: any Persistable) {
         if let index = slot(of: id) {
-            if slots[index].instance == nil { setInstance(instance, at: index) }
+            // A reference met it first: its box gets this instance (`finish`).
+            if case let .waiting(_, builder) = slots[index].content { slots[index].content = .built(instance, builder: builder) }
             return
         }
-        append(Slot(id: id, className: className, record: nil, instance: instance, builder: nil))
+        append(Slot(id: id, className: className, content: .built(instance, builder: nil)))
     }
 
     /// Adds `box` to the boxes waiting for slot `index`.
@@ -96,9 +107,9 @@ final class ReadGraph {
         slots[index].waiting.append(box)
     }
 
-    /// Sets the instance of slot `index`, once built.
-    func setInstance(_ instance: any Persistable, at index: Int) {
-        slots[index].instance = instance
+    /// Sets the model of slot `index`, built by its builder (which holds it already).
+    func setBuilt(_ instance: any Persistable, at index: Int) {
+        slots[index].content = .built(instance, builder: nil)
     }
 
     /// Takes the boxes waiting for slot `index`.
@@ -158,10 +169,14 @@ extension ReadScratch {
         } else if let context, context.readsRecords {
             record = try context.record(id: id)
         } else {
-            // Every read restoring models after its snapshot ended carries the records their
-            // references reach (`ReferencedRecords`): one that does not is a bug, not a nil.
-            assertionFailure("a database read without records for its references")
-            throw .decodingFailed(id: "", className: "", path: "", reason: "the reference to '\(id)' cannot be resolved in this read")
+            // A read restoring models after its snapshot ended carries the records their
+            // references reach (`ReferencedRecords`); a reference it could not have seen (one a
+            // model's initializer decodes from JSON of its own making) cannot be resolved: an
+            // error, never a nil.
+            let error = DatabaseError.decodingFailed(id: "", className: "", path: "", reason: "the reference to '\(id)' cannot be resolved in this read")
+            // Recorded as well as thrown, so that a model's own `try?` cannot make it a nil.
+            if failure == nil { failure = .storage(error) }
+            throw error
         }
         guard let record else { return .missing }
         graph.addReferenced(id, record: record, builder: box)
@@ -185,17 +200,15 @@ extension ReadScratch {
             let index = graph.finished
             graph.finished += 1
             let instance: any Persistable
-            if let built = graph.slots[index].instance {
+            switch graph.slots[index].content {
+            case let .built(built, builder):
                 instance = built
-                if let builder = graph.slots[index].builder, !builder.fill(with: built) {
+                if let builder, !builder.fill(with: built) {
                     throw .typeMismatch(id: graph.slots[index].id, requested: builder.requestedName, stored: graph.slots[index].className)
                 }
-            } else if let record = graph.slots[index].record, let builder = graph.slots[index].builder {
+            case let .waiting(record, builder):
                 instance = try builder.build(from: record, id: graph.slots[index].id, scratch: self)
-                graph.setInstance(instance, at: index)
-            } else {
-                assertionFailure("a slot with neither a model nor a record")
-                continue
+                graph.setBuilt(instance, at: index)
             }
             // Boxes that met the record while it was built wait in the slot too.
             for box in graph.takeWaiting(at: index) where !box.fill(with: instance) {

@@ -93,14 +93,17 @@ private enum ReferenceKey: String, CodingKey {
 
 extension Reference: Encodable {
     /// Stores `{"$ref": id}`. In a database write, the model (when the reference holds one) is
-    /// written as the record `id` in the same transaction.
+    /// written as the record `id` in the same transaction; encoded by any other encoder, only
+    /// the id is.
     public func encode(to encoder: any Encoder) throws {
         guard !id.isEmpty else {
             throw EncodingError.invalidValue(id, .init(codingPath: encoder.codingPath, debugDescription: "a reference's id is empty"))
         }
         var container = encoder.container(keyedBy: ReferenceKey.self)
         try container.encode(id, forKey: .id)
-        if let model = box.model { EncodeScratch.current.noteReference(to: id, model: model) }
+        // Only a database write's own encoder stores the model: a reference encoded by another
+        // encoder (a `JSONEncoder` a model's `encode(to:)` runs) is not a reference of the record.
+        if let model = box.model, encoder is ModelEncoder { EncodeScratch.current.noteReference(to: id, model: model) }
     }
 }
 

@@ -435,6 +435,33 @@ struct HoldsUnencodable: Codable, Persistable {
     var child: Reference<Unencodable>
 }
 
+/// A model whose `encode(to:)` stores a reference as a string of JSON made by `JSONEncoder`.
+struct EncodesItsOwnJSON: Codable, Persistable {
+    var owner: Reference<Owner>
+    private enum Keys: String, CodingKey { case owner }
+    init(owner: Reference<Owner>) { self.owner = owner }
+    init(from decoder: any Decoder) throws {
+        let text = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .owner)
+        owner = try JSONDecoder().decode(Reference<Owner>.self, from: Data(text.utf8))
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(String(decoding: try JSONEncoder().encode(owner), as: UTF8.self), forKey: .owner)
+    }
+}
+
+/// A hand-written model whose initializer reads a reference out of JSON it holds as text.
+final class RawHolder: Storable {
+    let raw: String
+    let owner: Reference<Owner>?
+    init(raw: String) { (self.raw, owner) = (raw, nil) }
+    required init(dataObject: DataObject) {
+        raw = dataObject.get("raw", onFail: "")
+        owner = DataObject(rawString: raw).reference(Owner.self, forKey: "owner")
+    }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "raw", value: raw) }
+}
+
 @Suite("References: adversarial cases")
 struct ReferenceEdgeTests {
     /// Data that looks like a reference is kept as it is, read as the dictionary it is, and
@@ -483,6 +510,37 @@ struct ReferenceEdgeTests {
             // The failed encodes left nothing behind: the next write stores its own child only.
             try await database.write(Record(id: "car", data: car("L", owner: Owner(id: "ada", name: "Ada"))))
             #expect(try await database.count() == 2)
+        }
+    }
+
+    /// A reference a model encodes with an encoder of its own is not the record's reference: its
+    /// model is not written (it would replace the record under that id), and decoded with a
+    /// decoder of its own, it has no model.
+    @Test func referencesEncodedByOtherEncodersWriteNothing() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory)
+            try await database.write(Owner(id: "ada", name: "Stored"))
+            try await database.write(Record(id: "p", data: EncodesItsOwnJSON(owner: Reference(Owner(id: "ada", name: "Stale copy")))))
+            #expect(try await database.count() == 2)
+            #expect((try await database.read(id: "ada") as Owner?)?.name == "Stored")
+            let read: EncodesItsOwnJSON? = try await database.read(id: "p")
+            #expect(read?.owner.id == "ada")
+            #expect(read?.owner.model == nil)
+        }
+    }
+
+    /// A reference a model's initializer reads from JSON of its own making: resolved in a read's
+    /// snapshot; in a transaction, where the records were carried out without it, the read
+    /// throws (it neither crashes nor gives nil, even through `reference(_:forKey:)`'s nil).
+    @Test func referencesInJSONAModelMakes() async throws {
+        try await withTemporaryDirectory { directory in
+            let database = try LocalDatabase(directory: directory)
+            try await database.write(Owner(id: "ada", name: "Ada"))
+            try await database.write(Record(id: "h", data: RawHolder(raw: #"{"owner":{"$ref":"ada"}}"#)))
+            #expect((try await database.read(id: "h") as RawHolder?)?.owner?.model?.name == "Ada")
+            try await database.startTransaction()
+            await #expect(throws: LocalDatabaseError.self) { _ = try await database.read(id: "h") as RawHolder? }
+            try await database.rollbackTransaction()
         }
     }
 
