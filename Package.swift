@@ -11,6 +11,9 @@ let package = Package(
         .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
         // The command-line tool: `localdb stats ./data`, `localdb backup ./data ./copy --compact`…
         .executable(name: "localdb", targets: ["localdb"]),
+        // The same API on PostgreSQL, and replication between LocalLMDB and PostgreSQL: optional,
+        // so the core depends on LMDB alone.
+        .library(name: "LocalLMDBPostgres", targets: ["LocalLMDBPostgres"]),
     ],
     dependencies: [
         // Documentation only (`swift package generate-documentation`): a command plugin, used by no
@@ -20,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         // The `localdb` tool's command line only.
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        // The optional `LocalLMDBPostgres` product only.
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
@@ -43,6 +48,16 @@ let package = Package(
         .target(name: "LocalLMDB", dependencies: ["LocalLMDBEngine"]),
         // Encryption at rest: a `RecordCipher` built on swift-crypto's AES-GCM.
         .target(name: "LocalLMDBEncryption", dependencies: ["LocalLMDB", .product(name: "Crypto", package: "swift-crypto")]),
+        // The PostgreSQL engine: the seam's other side (`EngineWriter`), beside LMDB's engine.
+        .target(
+            name: "LocalLMDBPostgresEngine",
+            dependencies: ["LocalLMDBEngine", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
+        // `PostgresDatabase` (the faces on the PostgreSQL engine) and the replicators.
+        .target(
+            name: "LocalLMDBPostgres",
+            dependencies: ["LocalLMDB", "LocalLMDBPostgresEngine", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
         // SQLite, for the tool's import of SwiftLocal's databases only (Debian: libsqlite3-dev).
         .systemLibrary(
             name: "CSQLite",
@@ -71,6 +86,13 @@ let package = Package(
         .testTarget(
             name: "LocalDBToolTests",
             dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport"]
+        ),
+        // The PostgreSQL engine and the replicators, against a real server (scripts/postgres).
+        .testTarget(
+            name: "LocalLMDBPostgresTests",
+            dependencies: [
+                "LocalLMDBPostgres", "LocalLMDB", "LocalLMDBTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .testTarget(
             name: "LocalLMDBTests",

@@ -112,6 +112,16 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// changed. Declare the property optional (`Reference<T>?`) to read such a reference as nil.
     case missingReference(id: String, field: String, referencedID: String)
 
+    /// A database server (PostgreSQL) failed to run `operation`, or could not be reached:
+    /// `message` is its answer, or what went wrong with the connection. A write that fails so
+    /// may or may not have committed when the connection was lost after it was sent; a write
+    /// that the server refused changed nothing.
+    case server(operation: String, message: String)
+
+    /// `operation` is not available on this database's engine (`reason` says why, and what to
+    /// use instead). Nothing is changed.
+    case unsupported(operation: String, reason: String)
+
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
 }
@@ -154,6 +164,8 @@ extension LocalDatabaseError {
         case let .exportWouldDecrypt(path): self = .exportWouldDecrypt(path: path)
         case let .invalidLine(line, reason, linesCommitted): self = .invalidLine(line: line, reason: reason, linesCommitted: linesCommitted)
         case let .missingReference(id, field, referencedID): self = .missingReference(id: id, field: field, referencedID: referencedID)
+        case let .server(operation, message): self = .server(operation: operation, message: message)
+        case let .unsupported(operation, reason): self = .unsupported(operation: operation, reason: reason)
         }
     }
 }
@@ -197,6 +209,8 @@ extension DatabaseError {
         case let .exportWouldDecrypt(path): self = .exportWouldDecrypt(path: path)
         case let .invalidLine(line, reason, linesCommitted): self = .invalidLine(line: line, reason: reason, linesCommitted: linesCommitted)
         case let .missingReference(id, field, referencedID): self = .missingReference(id: id, field: field, referencedID: referencedID)
+        case let .server(operation, message): self = .server(operation: operation, message: message)
+        case let .unsupported(operation, reason): self = .unsupported(operation: operation, reason: reason)
         }
     }
 }

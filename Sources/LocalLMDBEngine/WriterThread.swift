@@ -29,7 +29,7 @@ package final class WriterThread: @unchecked Sendable {
     /// The thread's id. Written once by the thread before `init` returns, read-only after.
     private nonisolated(unsafe) var threadID: pthread_t
 
-    init(name: String) {
+    package init(name: String) {
         threadID = pthread_self()
         let started = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
@@ -43,7 +43,7 @@ package final class WriterThread: @unchecked Sendable {
     }
 
     /// True on the writer thread.
-    var isCurrent: Bool {
+    package var isCurrent: Bool {
         pthread_equal(threadID, pthread_self()) != 0
     }
 
@@ -55,7 +55,7 @@ package final class WriterThread: @unchecked Sendable {
     }
 
     /// Runs `body` on the thread, after everything already queued.
-    func submit(_ body: @escaping @Sendable () -> Void) {
+    package func submit(_ body: @escaping @Sendable () -> Void) {
         push(body)
     }
 
@@ -70,7 +70,7 @@ package final class WriterThread: @unchecked Sendable {
     }
 
     /// Lets the thread exit once its queue is empty.
-    func stop() {
+    package func stop() {
         condition.lock()
         stopping = true
         condition.signal()

@@ -37,6 +37,8 @@
     case exportWouldDecrypt(path: String)
     case invalidLine(line: Int, reason: String, linesCommitted: Int)
     case missingReference(id: String, field: String, referencedID: String)
+    case server(operation: String, message: String)
+    case unsupported(operation: String, reason: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -114,6 +116,10 @@
                 + (linesCommitted > 0 ? "Lines up to \(linesCommitted) were stored; import from line \(linesCommitted + 1) to go on." : "Nothing was stored.")
         case let .missingReference(id, field, referencedID):
             return "Record '\(id)' refers at '\(field)' to record '\(referencedID)', which is not stored."
+        case let .server(operation, message):
+            return "The database server failed during \(operation): \(message)"
+        case let .unsupported(operation, reason):
+            return "\(operation) is not supported here: \(reason)"
         }
     }
 }

@@ -162,7 +162,7 @@ package struct ChangeLog: Sendable {
     /// deleted (3) is the kind byte and the class name;
     /// the database cleared (4), the kind byte alone. Strings and numbers are a LEB128 length or
     /// value, then the UTF-8 bytes.
-    static func encode(_ record: ChangeSet, tag: UInt64 = 0, previous: UInt64 = 0) -> [UInt8] {
+    package static func encode(_ record: ChangeSet, tag: UInt64 = 0, previous: UInt64 = 0) -> [UInt8] {
         var writer = EntryWriter()
         writer.bytes += uint64(tag) + uint64(previous)
         for entry in record.entries {
@@ -229,7 +229,7 @@ package struct ChangeLog: Sendable {
     }
 
     /// The changes in an entry; nil when it is not one this version wrote.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> [LoggedChange]? {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) -> [LoggedChange]? {
         var offset: Int
         switch bytes.first {
         case 1: offset = 1

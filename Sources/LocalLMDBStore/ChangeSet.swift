@@ -21,10 +21,15 @@ package struct ChangeSet: Sendable {
         entries = changes.map(Entry.change)
     }
 
-    var isEmpty: Bool { entries.isEmpty }
+    package var isEmpty: Bool { entries.isEmpty }
 
     mutating func append(written records: RecordBatch) {
         if !records.isEmpty { entries.append(.written(records)) }
+    }
+
+    /// Appends every change of `other`, after this set's.
+    package mutating func append(contentsOf other: ChangeSet) {
+        entries += other.entries
     }
 
     /// Appends the writes of `records`, of which those at `left`'s indexes moved their id out of
@@ -34,7 +39,7 @@ package struct ChangeSet: Sendable {
     /// never ahead of the whole batch. Records of one id are applied in the batch's order
     /// (`RecordStore.keyOrder` keeps it), so that order is the order they were applied in.
     /// Without class changes (the common case) the batch stays one entry.
-    mutating func append(written records: RecordBatch, leaving left: [(index: Int, className: String)]) {
+    package mutating func append(written records: RecordBatch, leaving left: [(index: Int, className: String)]) {
         guard !left.isEmpty else { return append(written: records) }
         let leftAt = Dictionary(left.map { ($0.index, $0.className) }) { first, _ in first }
         assert(leftAt.count == left.count, "a record left a class twice")
@@ -48,7 +53,7 @@ package struct ChangeSet: Sendable {
         }
     }
 
-    mutating func append(_ change: LoggedChange) {
+    package mutating func append(_ change: LoggedChange) {
         entries.append(.change(change))
     }
 }

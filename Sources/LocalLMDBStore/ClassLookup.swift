@@ -4,11 +4,17 @@ import LocalLMDBLMDB
 /// read's snapshot (or, for objects restored after their snapshot ended, in a fresh one); and,
 /// in the read's own snapshot, the records that references name (`record(id:)`).
 ///
+/// For an engine whose records come from a server, the lookups answer from the records and
+/// class rows the read fetched (`FetchedRecords`) instead.
+///
 /// Lives for one read (see `ReadScratch.reading`); holds nothing that is reference counted.
 @usableFromInline package struct ClassLookup {
     /// Identifies the database for the per-thread caches: unique for the life of the process.
     @usableFromInline package let database: UInt64
-    @usableFromInline let table: ClassTable
+    /// LMDB's class table; nil when the lookups answer from `fetched`.
+    @usableFromInline let table: ClassTable?
+    /// What a server engine's read fetched: unowned, as the read holds it alive.
+    @usableFromInline unowned(unsafe) let fetched: FetchedRecords?
     /// The read's snapshot, or nil when lookups open their own.
     @usableFromInline let transaction: Transaction?
     /// The records database, for `record(id:)`.
@@ -25,15 +31,27 @@ import LocalLMDBLMDB
         self.transaction = transaction
         self.records = records
         self.encryption = encryption
+        fetched = nil
+    }
+
+    /// The lookups of a read that answers from `fetched` (which must outlive the lookup).
+    package init(database: UInt64, fetched: FetchedRecords) {
+        self.database = database
+        self.fetched = fetched
+        table = nil
+        transaction = nil
+        records = 0
+        encryption = nil
     }
 
     /// Whether `record(id:)` can read: the lookups run in the read's own snapshot.
-    package var readsRecords: Bool { transaction != nil }
+    package var readsRecords: Bool { transaction != nil || fetched != nil }
 
     /// The record `id`, read in place in the read's snapshot (valid while it lasts); nil when
     /// there is none, or when this lookup has no snapshot of its own (`readsRecords`).
     package func record(id: String) throws(DatabaseError) -> DecodedRecord? {
-        guard let transaction, !id.isEmpty else { return nil }
+        if let fetched { return id.isEmpty ? nil : try fetched.record(StorageKey(id, maxKeySize: fetched.maxKeySize), id: id) }
+        guard let transaction, let table, !id.isEmpty else { return nil }
         let key = StorageKey(id, maxKeySize: table.environment.maxKeySize)
         guard let value = try RecordStore.value(key, records: records, in: transaction) else { return nil }
         return try RecordDecoding.decode(value: value, id: id, encryption: encryption)
@@ -48,12 +66,14 @@ import LocalLMDBLMDB
 
     /// The row for the stored class name `name`.
     package func row(named name: String) throws(DatabaseError) -> StoredClass? {
-        try table.row(named: name, in: transaction)
+        if let fetched { return fetched.classRow(named: name) }
+        guard let table else { return nil }
+        return try table.row(named: name, in: transaction)
     }
 
     /// Who owns `storedClass.name`, compared with `storedClass`'s type.
     package func ownership(of storedClass: StoredClass) throws(DatabaseError) -> ClassTable.Ownership {
-        if let transaction { return try table.ownership(of: storedClass, in: transaction) }
+        if let transaction, let table { return try table.ownership(of: storedClass, in: transaction) }
         return try row(named: storedClass.name).map { $0.hasSameOwner(as: storedClass) ? .same : .other($0) } ?? .none
     }
 }

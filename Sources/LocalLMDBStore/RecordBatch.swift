@@ -89,6 +89,19 @@ import LocalLMDBJSON
     /// Whether the batch has no records.
     @inlinable package var isEmpty: Bool { entries.isEmpty }
 
+    /// Calls `body` with each record's key, id (UTF-8), complete value, class name and the class
+    /// name's key, in the order given: for engines that store records elsewhere than in LMDB.
+    package func forEachRecord<E: Error>(
+        _ body: (_ key: UnsafeRawBufferPointer, _ id: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, _ className: String, _ classKey: StorageKey) throws(E) -> Void
+    ) throws(E) {
+        for index in indices {
+            try withRecord(at: index) { record throws(E) in
+                let type = types[record.type]
+                try body(record.key, record.id, record.value, type.name, type.key)
+            }
+        }
+    }
+
     /// Whether any class name the records are stored under satisfies `predicate`.
     package func containsClassName(where predicate: (String) -> Bool) -> Bool {
         types.contains { predicate($0.name) }

@@ -88,7 +88,7 @@ import LocalLMDBJSON
     }
 
     /// A readable name for a record key whose value could not be parsed.
-    @inlinable static func displayID(_ key: UnsafeRawBufferPointer) -> String {
+    @inlinable package static func displayID(_ key: UnsafeRawBufferPointer) -> String {
         guard key.isHashedKey else { return String(decoding: key, as: UTF8.self) }
         return "<sha256 " + key.dropFirst().map { String($0, radix: 16) }.joined() + ">"
     }

@@ -560,16 +560,8 @@ import Foundation
     ///   type does not adopt it (nothing is changed then: the transaction is abandoned).
     func claim(_ storedClasses: [StoredClass], in transaction: Transaction) throws(DatabaseError) {
         for storedClass in storedClasses {
-            let key = StorageKey(storedClass.name, maxKeySize: environment.maxKeySize)
-            let existing = try classTable.row(named: storedClass.name, in: transaction)
-            if let existing {
-                if existing.hasSameOwner(as: storedClass) && !existing.qualifiedName.isEmpty { continue }
-                guard existing.hasSameOwner(as: storedClass) || storedClass.adopts else {
-                    throw .classNameConflict(
-                        name: storedClass.name, storedBy: existing.displayName, requestedBy: storedClass.qualifiedName)
-                }
-            }
-            try key.withBytes { key throws(DatabaseError) in
+            guard try storedClass.claim(over: try classTable.row(named: storedClass.name, in: transaction)) else { continue }
+            try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(DatabaseError) in
                 try storedClass.encoded.withBytes { bytes throws(DatabaseError) in
                     try transaction.put(classes, key, bytes)
                 }
@@ -581,6 +573,6 @@ import Foundation
     /// `owner` does not adopt it): records under that name are not `owner`'s to read or delete.
     func checkOwner(_ owner: StoredClass, in transaction: Transaction) throws(DatabaseError) {
         guard !owner.adopts, case let .other(existing) = try classTable.ownership(of: owner, in: transaction) else { return }
-        throw .classNameConflict(name: owner.name, storedBy: existing.displayName, requestedBy: owner.qualifiedName)
+        try owner.checkOwner(existing: existing)
     }
 }

@@ -30,7 +30,7 @@ import LocalLMDBJSON
     }
 
     /// The id or class name this key was made from.
-    @inlinable var id: String {
+    @inlinable package var id: String {
         switch form {
         case let .name(name), let .digest(_, name): return name
         }

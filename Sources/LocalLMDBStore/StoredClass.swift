@@ -30,7 +30,7 @@ import LocalLMDBLMDB
     }
 
     /// Parses a stored row; nil when it is not one.
-    init?(parsing bytes: UnsafeRawBufferPointer) {
+    package init?(parsing bytes: UnsafeRawBufferPointer) {
         let parts = bytes.split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2 else { return nil }
         name = String(decoding: parts[0], as: UTF8.self)
@@ -40,13 +40,35 @@ import LocalLMDBLMDB
     }
 
     /// The stored row.
-    var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         Array(name.utf8) + [0] + Array(mangledName.utf8) + [0] + Array(qualifiedName.utf8)
     }
 
     /// The owner's name for messages: qualified when known.
     package var displayName: String {
         qualifiedName.isEmpty ? "the type with mangled name \(mangledName)" : qualifiedName
+    }
+
+    /// The claim rule, for every engine: whether a write by this row's type may store records
+    /// under its name, given the name's stored row `existing`, and whether the row must be
+    /// written (the name is new, changes owner by adoption, or lacks its qualified name).
+    /// - Throws: `classNameConflict` when another type owns the name and this one does not adopt it.
+    package func claim(over existing: StoredClass?) throws(DatabaseError) -> Bool {
+        guard let existing else { return true }
+        if existing.hasSameOwner(as: self) && !existing.qualifiedName.isEmpty { return false }
+        guard existing.hasSameOwner(as: self) || adopts else {
+            throw .classNameConflict(name: name, storedBy: existing.displayName, requestedBy: qualifiedName)
+        }
+        return true
+    }
+
+    /// The owner rule, for every engine: records under this row's name are its type's to read or
+    /// delete unless `existing` (the name's stored row) belongs to another type that this one
+    /// does not adopt.
+    /// - Throws: `classNameConflict` in that case.
+    package func checkOwner(existing: StoredClass?) throws(DatabaseError) {
+        guard !adopts, let existing, !existing.hasSameOwner(as: self) else { return }
+        throw .classNameConflict(name: name, storedBy: existing.displayName, requestedBy: qualifiedName)
     }
 
     /// True when `other` is owned by the same Swift type.

@@ -1,0 +1,155 @@
+import LocalLMDB
+import LocalLMDBLMDB
+import LocalLMDBPostgresEngine
+import PostgresNIO
+
+/// A store of `Storable` objects on a PostgreSQL server: `LocalDatabase`'s API (`ObjectDatabase`),
+/// for data that several machines share.
+///
+/// ```swift
+/// let database = try await PostgresStore(
+///     configuration: .init(host: "db.internal", username: "app", password: secret, database: "app", tls: .disable),
+///     name: "school")
+/// try await database.write(Record(id: "andre", data: person))
+/// let person: Person? = try await database.read(id: "andre")
+/// ```
+///
+/// Models, JSON, Legacy renames, class names and errors are `LocalDatabase`'s: a record is the
+/// same bytes on both engines, which is what lets the replicators copy commits between them
+/// (see *Outgrowing one machine*). Each named store has its own tables on the server, created or
+/// migrated when it is first opened, and any number of processes may open one store at once.
+///
+/// Differences from `LocalDatabase`, each a typed error rather than a silent change:
+/// - a transaction holds one connection and is PostgreSQL's (read committed): other
+///   connections' writes are not held up by it, and its reads see their commits;
+/// - secondary indexes and queries, cascading deletes, one-member updates (`Syncable`),
+///   encryption at rest, backups and the synchronous face are not offered yet
+///   (`LocalDatabaseError.unsupported`).
+///
+/// Connections: the database opens at most `connections` connections from `configuration`, on
+/// SwiftNIO's event loops, and closes them in `close()`.
+public final class PostgresStore: ObjectDatabase {
+    /// The face, on the PostgreSQL engine.
+    let face: LocalDatabase
+    let engine: PostgresEngine
+
+    /// The store's name on the server.
+    public let name: String
+
+    /// Connects to the server and opens (creating or migrating its tables if needed) the store `name`.
+    /// - Parameters:
+    ///   - configuration: postgres-nio's connection configuration: host, port, user, password,
+    ///     database and TLS.
+    ///   - name: The store's name: any string (it is never part of a statement).
+    ///   - connections: The most connections the database opens (reads run side by side on them).
+    ///   - busyTimeout: How long a call waits for a free connection before `busy`.
+    ///   - eventLoopGroup: Where connections run; SwiftNIO's shared group by default.
+    ///   - logger: Where postgres-nio logs; nowhere by default.
+    /// - Throws: `LocalDatabaseError.server` when the server cannot be reached or refuses,
+    ///   `.unsupportedFormat` when the store was made by a newer version of LocalLMDB.
+    public init(
+        configuration: PostgresConnection.Configuration, name: String, connections: Int = 8,
+        busyTimeout: Duration = LocalDatabase.defaultBusyTimeout,
+        eventLoopGroup: any EventLoopGroup = PostgresConnection.defaultEventLoopGroup,
+        logger: Logger? = nil
+    ) async throws {
+        var options = PostgresEngine.Options()
+        options.connections = connections
+        options.busyTimeout = busyTimeout
+        if let logger { options.logger = logger }
+        do throws(DatabaseError) {
+            engine = try await PostgresEngine.open(configuration: configuration, store: name, options: options, eventLoopGroup: eventLoopGroup)
+        } catch { throw LocalDatabaseError(error) }
+        face = LocalDatabase(engine: engine)
+        self.name = name
+    }
+
+    /// The server and store, as `postgres://user@host:port/database#store`.
+    public var address: String { engine.path }
+
+    // MARK: ObjectDatabase
+
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
+        try await face.write(record)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
+        try await face.write(contentsOf: records)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Persistable & Identifiable>(_ model: T) async throws -> Bool where T.ID: RecordIdentifier {
+        try await face.write(model)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func write<T: Persistable & Identifiable>(contentsOf models: [T]) async throws -> Int
+    where T.ID: RecordIdentifier {
+        try await face.write(contentsOf: models)
+    }
+
+    public nonisolated(nonsending) func read<T: Persistable>(id: String) async throws -> T? {
+        try await face.read(id: id)
+    }
+
+    public nonisolated(nonsending) func read<T: Persistable & Identifiable>(_ type: T.Type, id: T.ID) async throws -> T?
+    where T.ID: RecordIdentifier {
+        try await face.read(type, id: id)
+    }
+
+    public nonisolated(nonsending) func read<T: Persistable>() async throws -> [T] {
+        try await face.read()
+    }
+
+    public nonisolated(nonsending) func readIDs<T: Persistable>(_ allOf: T.Type) async throws -> [String] {
+        try await face.readIDs(allOf)
+    }
+
+    public nonisolated(nonsending) func count() async throws -> Int {
+        try await face.count()
+    }
+
+    public nonisolated(nonsending) func count<T: Persistable>(_ allOf: T.Type) async throws -> Int {
+        try await face.count(allOf)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func delete(id: String) async throws -> Bool {
+        try await face.delete(id: id)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func delete<T: Persistable & Identifiable>(_ model: T) async throws -> Bool where T.ID: RecordIdentifier {
+        try await face.delete(model)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func delete<T: Persistable>(_ allOf: T.Type) async throws -> Int {
+        try await face.delete(allOf)
+    }
+
+    @discardableResult
+    public nonisolated(nonsending) func clearDatabase() async throws -> Int {
+        try await face.clearDatabase()
+    }
+
+    public nonisolated(nonsending) func startTransaction(override: Bool) async throws {
+        try await face.startTransaction(override: override)
+    }
+
+    public nonisolated(nonsending) func commitTransaction() async throws {
+        try await face.commitTransaction()
+    }
+
+    public nonisolated(nonsending) func rollbackTransaction() async throws {
+        try await face.rollbackTransaction()
+    }
+
+    public var transactionActive: Bool { face.transactionActive }
+
+    public nonisolated(nonsending) func close() async {
+        await face.close()
+    }
+}

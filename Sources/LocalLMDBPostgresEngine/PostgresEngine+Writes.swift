@@ -1,0 +1,244 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+import PostgresNIO
+
+// Applying the faces' `WriteOperation`s in SQL. All of it runs on the engine's thread.
+extension PostgresEngine {
+    /// Commits `writes` (each one atomic write of one or more operations) in one transaction;
+    /// when that fails before the commit was sent, commits each alone, so each gets its own
+    /// result. Returns one result per write, in order.
+    func commitGroup(_ writes: [[WriteOperation]]) -> [Result<Int, DatabaseError>] {
+        let connection: PostgresConnection
+        do throws(DatabaseError) {
+            connection = try leaseBlocking("writing")
+        } catch {
+            return writes.map { _ in .failure(error) }
+        }
+        var commitSent = false
+        do throws(DatabaseError) {
+            _ = try run("BEGIN", on: connection, "writing")
+            var changes = ChangeSet()
+            var counts: [Int] = []
+            for operations in writes {
+                var count = 0
+                for operation in operations { count += try apply(operation, on: connection, changes: &changes) }
+                counts.append(count)
+            }
+            commitSent = true
+            let sequence = try logAndCommit(changes, on: connection)
+            pool.release(connection)
+            if let sequence { notifier.committed(sequence) }
+            return counts.map { .success($0) }
+        } catch {
+            let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
+            pool.release(connection, broken: broken)
+            // A commit whose answer was lost may have happened: it is not repeated.
+            guard writes.count > 1, !commitSent else { return writes.map { _ in .failure(error) } }
+            return writes.flatMap { commitGroup([$0]) }
+        }
+    }
+
+    /// Applies `operations` in the session's transaction, as one savepoint: a refused write
+    /// leaves the transaction as it was.
+    func applyInTransaction(_ operations: [WriteOperation], _ open: OpenTransaction) throws(DatabaseError) -> Int {
+        let connection = open.connection
+        _ = try run("SAVEPOINT locallmdb_write", on: connection, "writing")
+        var changes = ChangeSet()
+        do throws(DatabaseError) {
+            var count = 0
+            for operation in operations { count += try apply(operation, on: connection, changes: &changes) }
+            _ = try run("RELEASE SAVEPOINT locallmdb_write", on: connection, "writing")
+            open.changes.append(contentsOf: changes)
+            return count
+        } catch {
+            _ = try? run("ROLLBACK TO SAVEPOINT locallmdb_write", on: connection, "writing")
+            throw error
+        }
+    }
+
+    /// Writes the change log's entry for `changes` (and takes the next sequence number, which
+    /// orders commits: see `StoreSchema`), then commits. Returns the entry's sequence number; nil
+    /// when nothing changed.
+    func logAndCommit(_ changes: ChangeSet, on connection: PostgresConnection) throws(DatabaseError) -> UInt64? {
+        var sequence: UInt64?
+        if !changes.isEmpty {
+            let entry = ByteBuffer(bytes: ChangeLog.encode(changes))
+            let result = try run(
+                PostgresQuery(unsafeSQL: """
+                    WITH next AS (UPDATE locallmdb_stores SET sequence = sequence + 1 WHERE name = $1 RETURNING sequence)
+                    INSERT INTO \(schema.log) (sequence, changes) SELECT sequence, $2 FROM next RETURNING sequence
+                    """, binds: binds(schema.nameBytes, entry)),
+                on: connection, "committing")
+            guard let row = result.rows.first, let number = try? row.decode(Int64.self) else {
+                throw .server(operation: "committing", message: "the store is no longer listed on the server")
+            }
+            sequence = UInt64(number)
+        }
+        _ = try run("COMMIT", on: connection, "committing")
+        return sequence
+    }
+
+    /// Applies one operation on `connection`, inside its transaction, adding what changed to
+    /// `changes`; returns the records written or deleted.
+    func apply(_ operation: WriteOperation, on connection: PostgresConnection, changes: inout ChangeSet) throws(DatabaseError) -> Int {
+        switch operation {
+        case let .put(records, classes):
+            try claim(classes, on: connection)
+            return try put(records, on: connection, changes: &changes)
+        case let .delete(key):
+            let result = try run(
+                PostgresQuery(unsafeSQL: "DELETE FROM \(schema.records) WHERE key = $1 RETURNING class_name", binds: binds(ByteBuffer(bytes: key.bytes))),
+                on: connection, "deleting")
+            guard let row = result.rows.first, let className = try? row.decode(ByteBuffer.self) else { return 0 }
+            changes.append(.deleted(id: key.id, className: String(buffer: className)))
+            return 1
+        case let .deleteTypes(typeKeys, names, owner):
+            let existing = try classRows([StorageKey(owner.name, maxKeySize: maxKeySize).bytes], on: connection, lock: false)
+            try owner.checkOwner(existing: existing.first)
+            let result = try run(
+                PostgresQuery(unsafeSQL: "DELETE FROM \(schema.records) WHERE class_key = ANY($1)", binds: binds(typeKeys.map { ByteBuffer(bytes: $0.bytes) })),
+                on: connection, "deleting")
+            let deleted = result.metadata.rows ?? 0
+            if deleted > 0 { for name in names { changes.append(.typeDeleted(className: name)) } }
+            return deleted
+        case .clear:
+            let result = try run(PostgresQuery(unsafeSQL: "DELETE FROM \(schema.records)"), on: connection, "clearing")
+            let deleted = result.metadata.rows ?? 0
+            if deleted > 0 { changes.append(.cleared) }
+            return deleted
+        case .deleteReaching:
+            throw .unsupported(operation: "Deleting with includingReferenced", reason: "the PostgreSQL engine does not follow references yet; delete each record")
+        case .defineIndexes, .dropIndex:
+            throw .unsupported(operation: "Declaring indexes", reason: "the PostgreSQL engine does not keep secondary indexes yet")
+        case .setMember:
+            throw .unsupported(operation: "Setting one member of stored records", reason: "the PostgreSQL engine does not patch records yet; write the models")
+        case .reseal, .finishResealing:
+            throw .unsupported(operation: "Encryption", reason: "the PostgreSQL engine does not encrypt values")
+        }
+    }
+
+    /// The stored class rows for the class keys `keys` (absent ones left out), optionally
+    /// locked until the transaction ends.
+    private func classRows(_ keys: [[UInt8]], on connection: PostgresConnection, lock: Bool) throws(DatabaseError) -> [StoredClass] {
+        let result = try run(
+            PostgresQuery(
+                unsafeSQL: "SELECT row FROM \(schema.classes) WHERE name_key = ANY($1)" + (lock ? " FOR UPDATE" : ""),
+                binds: binds(keys.map { ByteBuffer(bytes: $0) })),
+            on: connection, "reading classes")
+        return result.rows.compactMap { row in
+            (try? row.decode(ByteBuffer.self)).flatMap { buffer in buffer.withUnsafeReadableBytes { StoredClass(parsing: $0) } }
+        }
+    }
+
+    /// Records each class's owner (the claim rule, `StoredClass.claim(over:)`). The common case,
+    /// every class already owned by its type, costs one read; a class to record is recorded
+    /// under a transaction-level lock, after reading its row again, so two servers' first writes
+    /// of one name under different types cannot both win.
+    private func claim(_ storedClasses: [StoredClass], on connection: PostgresConnection) throws(DatabaseError) {
+        guard !storedClasses.isEmpty else { return }
+        let keys = storedClasses.map { StorageKey($0.name, maxKeySize: maxKeySize).bytes }
+        func toWrite(_ rows: [StoredClass]) throws(DatabaseError) -> [StoredClass] {
+            let byName = Dictionary(rows.map { ($0.name, $0) }) { first, _ in first }
+            var writes: [StoredClass] = []
+            for storedClass in storedClasses where try storedClass.claim(over: byName[storedClass.name]) {
+                writes.append(storedClass)
+            }
+            return writes
+        }
+        guard !(try toWrite(try classRows(keys, on: connection, lock: false))).isEmpty else { return }
+        _ = try run(
+            PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
+        let writes = try toWrite(try classRows(keys, on: connection, lock: true))
+        guard !writes.isEmpty else { return }
+        _ = try run(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO \(schema.classes) (name_key, row) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+                    ON CONFLICT (name_key) DO UPDATE SET row = EXCLUDED.row
+                    """,
+                binds: binds(
+                    writes.map { ByteBuffer(bytes: StorageKey($0.name, maxKeySize: maxKeySize).bytes) },
+                    writes.map { ByteBuffer(bytes: $0.encoded) })),
+            on: connection, "recording classes")
+    }
+
+    /// Puts `records` (the last of each key wins, as on LMDB), logging each write, and each
+    /// record that left its previous class, in the batch's order (`ChangeSet.append(written:leaving:)`).
+    private func put(_ records: RecordBatch, on connection: PostgresConnection, changes: inout ChangeSet) throws(DatabaseError) -> Int {
+        var keys: [ByteBuffer] = []
+        var classKeys: [ByteBuffer] = []
+        var classNames: [ByteBuffer] = []
+        var values: [ByteBuffer] = []
+        var order: [[UInt8]] = []
+        var rowOfKey: [[UInt8]: Int] = [:]
+        var batchClasses: [String] = []
+        records.forEachRecord { (key: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, className: String, classKey: StorageKey) in
+            let keyBytes = Array(key)
+            order.append(keyBytes)
+            batchClasses.append(className)
+            let row = (ByteBuffer(bytes: keyBytes), ByteBuffer(bytes: classKey.bytes), ByteBuffer(string: className), ByteBuffer(bytes: value))
+            if let index = rowOfKey[keyBytes] {
+                (keys[index], classKeys[index], classNames[index], values[index]) = row
+            } else {
+                rowOfKey[keyBytes] = keys.count
+                keys.append(row.0)
+                classKeys.append(row.1)
+                classNames.append(row.2)
+                values.append(row.3)
+            }
+        }
+        let result = try run(
+            PostgresQuery(
+                unsafeSQL: """
+                    WITH input AS (SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[]) AS t(key, class_key, class_name, value)),
+                    old AS (SELECT r.key, r.class_name FROM \(schema.records) r WHERE r.key IN (SELECT key FROM input) FOR UPDATE),
+                    upsert AS (
+                        INSERT INTO \(schema.records) (key, class_key, class_name, value) SELECT key, class_key, class_name, value FROM input
+                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, class_name = EXCLUDED.class_name, value = EXCLUDED.value)
+                    SELECT key, class_name FROM old
+                    """,
+                binds: binds(keys, classKeys, classNames, values)),
+            on: connection, "writing")
+        // Each key's class before the batch, then as the batch moves it.
+        var current: [[UInt8]: String] = [:]
+        for row in result.rows {
+            guard let (key, className) = try? row.decode((ByteBuffer, ByteBuffer).self) else { continue }
+            current[Array(buffer: key)] = String(buffer: className)
+        }
+        var left: [(index: Int, className: String)] = []
+        for (index, key) in order.enumerated() {
+            if let previous = current[key], previous.utf8.elementsEqual(batchClasses[index].utf8) == false {
+                left.append((index, previous))
+            }
+            current[key] = batchClasses[index]
+        }
+        changes.append(written: records, leaving: left)
+        return records.count
+    }
+
+    /// The store's last sequence number, read with a connection of its own (the notifier's poll).
+    static func lastSequence(pool: ConnectionPool, schema: StoreSchema, logger: Logger) throws -> UInt64? {
+        let connection = try pool.lease().wait()
+        let result: PostgresQueryResult
+        do {
+            result = try connection.query(
+                PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1", binds: binds(schema.nameBytes)),
+                logger: logger
+            ).wait()
+        } catch {
+            pool.release(connection, broken: true)
+            throw error
+        }
+        pool.release(connection)
+        return try result.rows.first.map { UInt64(try $0.decode(Int64.self)) }
+    }
+}
+
+/// Bindings for `values`, in order.
+func binds(_ values: any PostgresDynamicTypeEncodable...) -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: values.count)
+    for value in values { bindings.append(value) }
+    return bindings
+}

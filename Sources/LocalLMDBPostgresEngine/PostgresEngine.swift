@@ -1,0 +1,370 @@
+import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+import PostgresNIO
+
+/// The PostgreSQL engine: the seam's other side (`EngineWriter`) for one named store on a
+/// server, so that `LocalDatabase`'s face (through `PostgresStore`) runs on it unchanged.
+///
+/// - Records are the bytes LMDB's store keeps (`StoreSchema`): the faces encode and decode
+///   them exactly as on LMDB, Legacy renames and the class table's rules included.
+/// - Writes outside a transaction are grouped: those that arrive while a commit is in flight
+///   share the next one (group commit), on one dedicated thread (`thread`) that drives the
+///   server's connections through SwiftNIO's event loops and blocks on them: nothing waits for
+///   a free thread of Swift's cooperative pool. A group that fails is retried write by write,
+///   so one refused write fails alone.
+/// - A session's transaction (`begin` … `commit`) holds one connection for its life, on the
+///   same thread; each write in it is a savepoint, so a refused write leaves it usable.
+/// - Reads run in the caller's task: the faces' reads run against what was fetched
+///   (`FetchedRecords`), in one statement, or in one repeatable-read transaction when a read
+///   needs more than one (references), so every read sees one committed state.
+package final class PostgresEngine: EngineWriter, @unchecked Sendable {
+    /// What the engine is opened with.
+    package struct Options: Sendable {
+        /// The most connections the engine opens.
+        package var connections = 8
+        /// How long a call waits for a connection (and a write for its commit to start).
+        package var busyTimeout = Duration.seconds(30)
+        /// Where postgres-nio logs: errors only, by default.
+        package var logger: Logger = {
+            var logger = Logger(label: "LocalLMDBPostgres")
+            logger.logLevel = .error
+            return logger
+        }()
+
+        package init() {}
+    }
+
+    let pool: ConnectionPool
+    let schema: StoreSchema
+    let logger: Logger
+    /// Every write's thread (see the type's documentation).
+    let thread: WriterThread
+    package let databaseSerial: UInt64
+    /// LMDB's key limit, so that a record's key is the same bytes on both engines.
+    package let maxKeySize = 511
+    package let notifier: ChangeNotifier
+    package let path: String
+    package let configuration: EngineConfiguration
+    package var busyTimeout: Duration { configuration.busyTimeout }
+    package var encryption: StoreEncryption? { nil }
+
+    /// State shared by the callers and the thread.
+    struct Shared {
+        var transactionActive = false
+        var closed = false
+        /// Writes waiting for the next group commit.
+        var pending: [PendingWrite] = []
+        var drainScheduled = false
+    }
+
+    /// A write outside a transaction, waiting for its group.
+    struct PendingWrite {
+        let operations: [WriteOperation]
+        let done: @Sendable (Result<Int, DatabaseError>) -> Void
+    }
+
+    /// A session's open transaction: its connection and what it changed so far. Confined to `thread`.
+    final class OpenTransaction {
+        let connection: PostgresConnection
+        var changes = ChangeSet()
+
+        init(connection: PostgresConnection) {
+            self.connection = connection
+        }
+    }
+
+    let shared = Locked(Shared())
+    /// Confined to `thread`.
+    nonisolated(unsafe) var transaction: OpenTransaction?
+
+    /// Serials of server engines start high, apart from LMDB's engines' (which count from 1).
+    private static let serials = Locked<UInt64>(1 << 62)
+
+    private init(pool: ConnectionPool, schema: StoreSchema, options: Options, path: String) {
+        self.pool = pool
+        self.schema = schema
+        self.logger = options.logger
+        self.path = path
+        var configuration = EngineConfiguration()
+        configuration.busyTimeout = options.busyTimeout
+        self.configuration = configuration
+        thread = WriterThread(name: "LocalLMDB PostgreSQL writer")
+        databaseSerial = Self.serials.withLock { serial in
+            serial += 1
+            return serial
+        }
+        // Other processes' commits are found by polling the store's last sequence number, on the
+        // notifier's own thread, while anyone observes.
+        notifier = ChangeNotifier(latest: { [pool, schema, logger] in
+            try? Self.lastSequence(pool: pool, schema: schema, logger: logger)
+        })
+    }
+
+    /// Connects to the server, creates or migrates the store `store`, and returns its engine.
+    package static func open(
+        configuration: PostgresConnection.Configuration, store: String, options: Options, eventLoopGroup: any EventLoopGroup
+    ) async throws(DatabaseError) -> PostgresEngine {
+        let pool = ConnectionPool(
+            configuration: configuration, limit: options.connections, waitLimit: options.busyTimeout, logger: options.logger,
+            eventLoopGroup: eventLoopGroup)
+        let schema: StoreSchema
+        do throws(DatabaseError) {
+            let connection = try await pool.lease().value("connecting")
+            do throws(DatabaseError) {
+                schema = try await StoreSchema.open(store, on: connection, logger: options.logger)
+                pool.release(connection)
+            } catch {
+                pool.release(connection, broken: true)
+                throw error
+            }
+        } catch {
+            _ = try? await pool.close().get()
+            throw error
+        }
+        let address = "postgres://\(configuration.username)@\(configuration.host ?? "?"):\(configuration.port ?? 5432)/\(configuration.database ?? configuration.username)"
+        return PostgresEngine(pool: pool, schema: schema, options: options, path: address + "#" + store)
+    }
+
+    // MARK: Running on the thread
+
+    /// `job`'s result, run on the thread; the caller suspends meanwhile.
+    func onThread<T: Sendable>(_ job: @escaping @Sendable () throws(DatabaseError) -> T) async throws(DatabaseError) -> T {
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<T, DatabaseError>, Never>) in
+            thread.submit { continuation.resume(returning: Result { () throws(DatabaseError) in try job() }) }
+        }
+        return try result.get()
+    }
+
+    /// `job`'s result, run on the thread; the calling thread blocks meanwhile.
+    func blockingOnThread<T: Sendable>(_ job: @escaping @Sendable () throws(DatabaseError) -> T) throws(DatabaseError) -> T {
+        if thread.isCurrent { return try job() }
+        let box = Locked<Result<T, DatabaseError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        thread.submit {
+            box.withLock { $0 = Result { () throws(DatabaseError) in try job() } }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0 }!.get()
+    }
+
+    /// Runs `query` on `connection`, blocking (on the thread only).
+    func run(_ query: PostgresQuery, on connection: PostgresConnection, _ operation: String) throws(DatabaseError) -> PostgresQueryResult {
+        do {
+            return try connection.query(query, logger: logger).wait()
+        } catch {
+            throw ServerCall.databaseError(error, operation)
+        }
+    }
+
+    /// A leased connection, blocking (on the thread, or the notifier's).
+    func leaseBlocking(_ operation: String) throws(DatabaseError) -> PostgresConnection {
+        do {
+            return try pool.lease().wait()
+        } catch {
+            throw ServerCall.databaseError(error, operation)
+        }
+    }
+
+    private func checkOpen() throws(DatabaseError) {
+        if shared.withLock({ $0.closed }) { throw .closed }
+    }
+
+    // MARK: EngineWriter: facts
+
+    package var transactionActive: Bool { shared.withLock { $0.transactionActive } }
+
+    package func storageStatistics() -> StorageStatistics? { nil }
+
+    package func readerSlots(clearingStale: Bool) -> (slots: [ReaderSlotInfo], cleared: Int)? { nil }
+
+    package nonisolated(nonsending) func backup(to destination: URL, compact: Bool, progress: BackupListener?) async throws(DatabaseError) {
+        throw .unsupported(operation: "A backup", reason: "back up a PostgreSQL store with the server's tools (pg_dump), or replicate it into a LocalDatabase")
+    }
+
+    package func backupBlocking(to destination: URL, compact: Bool, progress: BackupListener?) throws(DatabaseError) {
+        throw .unsupported(operation: "A backup", reason: "back up a PostgreSQL store with the server's tools (pg_dump), or replicate it into a LocalDatabase")
+    }
+
+    // MARK: EngineWriter: writes
+
+    package nonisolated(nonsending) func perform(_ operation: WriteOperation) async throws(DatabaseError) -> Int {
+        try checkOpen()
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Int, DatabaseError>, Never>) in
+            submit([operation]) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    package func performBlocking(_ operation: WriteOperation, _ name: String) throws(DatabaseError) -> Int {
+        try checkOpen()
+        return try blockingSubmit([operation])
+    }
+
+    package nonisolated(nonsending) func perform(batchOf total: Int, _ produce: BatchProducer) async throws(DatabaseError) -> Int {
+        try checkOpen()
+        let operations = try Self.parts(of: produce)
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Int, DatabaseError>, Never>) in
+            submit(operations) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    package func performBlocking(batchOf total: Int, _ produce: BatchProducer) throws(DatabaseError) -> Int {
+        try checkOpen()
+        return try blockingSubmit(try Self.parts(of: produce))
+    }
+
+    /// The puts `produce` makes, in parts of at most 10,000 records or 16 MB.
+    private static func parts(of produce: BatchProducer) throws(DatabaseError) -> [WriteOperation] {
+        var operations: [WriteOperation] = []
+        try produce((records: 10_000, bytes: 16 << 20), { operation throws(DatabaseError) in operations.append(operation) }, {})
+        return operations
+    }
+
+    private func blockingSubmit(_ operations: [WriteOperation]) throws(DatabaseError) -> Int {
+        let box = Locked<Result<Int, DatabaseError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        submit(operations) { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return try box.withLock { $0 }!.get()
+    }
+
+    /// Sends `operations` (one atomic write) to the thread: into the session's transaction when
+    /// one is open, else into the next group commit. `done` is called once, from the thread.
+    func submit(_ operations: [WriteOperation], _ done: @escaping @Sendable (Result<Int, DatabaseError>) -> Void) {
+        let (inTransaction, schedule) = shared.withLock { shared -> (Bool, Bool) in
+            if shared.transactionActive { return (true, false) }
+            shared.pending.append(PendingWrite(operations: operations, done: done))
+            defer { shared.drainScheduled = true }
+            return (false, !shared.drainScheduled)
+        }
+        if inTransaction {
+            thread.submit { [self] in
+                done(Result { () throws(DatabaseError) in
+                    guard let transaction else {
+                        // The transaction ended before this write reached the thread: commit it alone.
+                        return try commitGroup([operations]).first!.get()
+                    }
+                    return try applyInTransaction(operations, transaction)
+                })
+            }
+        } else if schedule {
+            thread.submit { [self] in drain() }
+        }
+    }
+
+    /// Commits every pending write, as one group.
+    private func drain() {
+        let group = shared.withLock { shared -> [PendingWrite] in
+            defer {
+                shared.pending = []
+                shared.drainScheduled = false
+            }
+            return shared.pending
+        }
+        guard !group.isEmpty else { return }
+        let results = commitGroup(group.map(\.operations))
+        assert(results.count == group.count, "a group commit answered \(results.count) writes of \(group.count)")
+        for (write, result) in zip(group, results) { write.done(result) }
+    }
+
+    // MARK: EngineWriter: transactions
+
+    package nonisolated(nonsending) func begin(override: Bool) async throws(DatabaseError) {
+        try checkOpen()
+        try await onThread { [self] () throws(DatabaseError) in try beginOnThread(override: override) }
+    }
+
+    package func beginBlocking(override: Bool) throws(DatabaseError) {
+        try checkOpen()
+        try blockingOnThread { [self] () throws(DatabaseError) in try beginOnThread(override: override) }
+    }
+
+    package nonisolated(nonsending) func commit() async throws(DatabaseError) {
+        try await onThread { [self] () throws(DatabaseError) in try endOnThread(commit: true) }
+    }
+
+    package nonisolated(nonsending) func rollback() async throws(DatabaseError) {
+        try await onThread { [self] () throws(DatabaseError) in try endOnThread(commit: false) }
+    }
+
+    package func endBlocking(commit: Bool) throws(DatabaseError) {
+        try blockingOnThread { [self] () throws(DatabaseError) in try endOnThread(commit: commit) }
+    }
+
+    private func beginOnThread(override: Bool) throws(DatabaseError) {
+        if transaction != nil {
+            guard override else { throw .transactionAlreadyActive }
+            try endOnThread(commit: false)
+        }
+        let connection = try leaseBlocking("beginning a transaction")
+        do throws(DatabaseError) {
+            _ = try run("BEGIN", on: connection, "beginning a transaction")
+        } catch {
+            pool.release(connection, broken: true)
+            throw error
+        }
+        transaction = OpenTransaction(connection: connection)
+        shared.withLock { $0.transactionActive = true }
+    }
+
+    private func endOnThread(commit: Bool) throws(DatabaseError) {
+        guard let open = transaction else { throw .noActiveTransaction }
+        transaction = nil
+        shared.withLock { $0.transactionActive = false }
+        do throws(DatabaseError) {
+            if commit {
+                let sequence = try logAndCommit(open.changes, on: open.connection)
+                pool.release(open.connection)
+                if let sequence { notifier.committed(sequence) }
+            } else {
+                _ = try run("ROLLBACK", on: open.connection, "rolling back a transaction")
+                pool.release(open.connection)
+            }
+        } catch {
+            pool.release(open.connection, broken: true)
+            throw error
+        }
+    }
+
+    // MARK: EngineWriter: closing
+
+    package nonisolated(nonsending) func close() async {
+        _ = try? await onThread { [self] () throws(DatabaseError) in closeOnThread() }
+        thread.stop()
+    }
+
+    package func closeBlocking() {
+        _ = try? blockingOnThread { [self] () throws(DatabaseError) in closeOnThread() }
+        thread.stop()
+    }
+
+    package func closeWhenDropped() {
+        thread.submit { [self] in closeOnThread() }
+        thread.stop()
+    }
+
+    /// Rolls back the session's transaction, refuses later calls, and closes the connections
+    /// once the writes already queued are committed.
+    private func closeOnThread() {
+        if transaction != nil { try? endOnThread(commit: false) }
+        let alreadyClosed = shared.withLock { shared -> Bool in
+            defer { shared.closed = true }
+            return shared.closed
+        }
+        guard !alreadyClosed else { return }
+        drain()
+        _ = try? pool.close().wait()
+    }
+
+    deinit {
+        thread.stop()
+    }
+}

@@ -1,0 +1,45 @@
+import LocalLMDBLMDB
+import PostgresNIO
+
+/// Calls to the server, with every error they throw made a `DatabaseError`: the engine's own
+/// errors pass through, the server's answers and lost connections become `server` errors that
+/// name the operation and, for the server's answers, its SQLSTATE and message.
+enum ServerCall {
+    /// `body`'s result; its errors as `DatabaseError`s, `operation` naming what failed.
+    static func run<T>(_ operation: String, _ body: () async throws -> T) async throws(DatabaseError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw databaseError(error, operation)
+        }
+    }
+
+    /// `error` as a `DatabaseError`.
+    static func databaseError(_ error: any Error, _ operation: String) -> DatabaseError {
+        if let error = error as? DatabaseError { return error }
+        if let error = error as? PSQLError {
+            if let info = error.serverInfo {
+                let state = info[.sqlState] ?? "?"
+                let message = info[.message] ?? "no message"
+                return .server(operation: operation, message: "\(message) (SQLSTATE \(state))")
+            }
+            switch error.code {
+            case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown:
+                return .server(operation: operation, message: "the connection to the server was lost (\(error.code)); a write in progress may or may not have committed")
+            default:
+                return .server(operation: operation, message: "\(error.code)")
+            }
+        }
+        if let error = error as? IOError {
+            return .server(operation: operation, message: "cannot reach the server: \(error.description)")
+        }
+        return .server(operation: operation, message: String(describing: error))
+    }
+}
+
+extension EventLoopFuture where Value: Sendable {
+    /// The future's value, its error as a `DatabaseError`.
+    func value(_ operation: String) async throws(DatabaseError) -> Value {
+        try await ServerCall.run(operation) { try await self.get() }
+    }
+}

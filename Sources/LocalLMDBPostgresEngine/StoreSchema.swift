@@ -1,0 +1,129 @@
+import Foundation
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import PostgresNIO
+
+/// The tables of one named store on a PostgreSQL server, and their creation and migration.
+///
+/// Every store is listed in `locallmdb_stores` (its name as bytes, so any Swift string is a
+/// name, NUL included), with its schema version, its change log's id and the sequence number
+/// of its last commit. Its tables are named from a digest of its name (`locallmdb_` and 16
+/// hexadecimal digits), so no name a caller gives ever becomes part of a statement: names,
+/// ids and values travel as parameters only.
+///
+/// - `<prefix>_records (key bytea primary key, class_key bytea, class_name bytea, value bytea)`:
+///   LMDB's `records` and `types` together. `key` is the record's `StorageKey`, `value` the
+///   complete `RecordValue` LocalLMDB stores (header, checksum, JSON), so a record is the same
+///   bytes on either engine.
+/// - `<prefix>_classes (name_key bytea primary key, row bytea)`: the class table (`StoredClass`).
+/// - `<prefix>_log (sequence bigint primary key, changes bytea)`: the change log, one row per
+///   commit, written in the commit (`ChangeLog.encode`).
+/// - `<prefix>_replication (source text primary key, position text)`: where each replicator
+///   writing into this store has got to, written in the transaction that applies its commits.
+///
+/// Invariant: a store's sequence numbers are consecutive and in commit order: each commit
+/// increments its store's row in `locallmdb_stores` as its last statement, and the row stays
+/// locked until the commit ends, so the next commit's number is taken after it.
+struct StoreSchema: Sendable {
+    /// The schema version this library writes. Version 1 lacked the index of records by class;
+    /// opening such a store adds it.
+    static let version = 2
+
+    /// The store's name.
+    let name: String
+    /// The tables' common prefix: `locallmdb_` and 16 hexadecimal digits.
+    let prefix: String
+    /// The change log's id (a UUID made with the store), for change tokens.
+    let logID: String
+
+    var records: String { prefix + "_records" }
+    var classes: String { prefix + "_classes" }
+    var log: String { prefix + "_log" }
+    var replication: String { prefix + "_replication" }
+
+    /// The store's name as the bytes it is listed under.
+    var nameBytes: ByteBuffer { ByteBuffer(bytes: Array(name.utf8)) }
+
+    /// The prefix for the store `name`.
+    static func prefix(for name: String) -> String {
+        "locallmdb_" + SHA256.digest(Array(name.utf8)).prefix(8).map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 15)]])
+        }.joined()
+    }
+
+    /// Creates the store's tables, or migrates them from an older version, and returns its
+    /// schema. Safe while other processes do the same: the work is done in one transaction
+    /// holding a transaction-level advisory lock.
+    /// - Throws: `unsupportedFormat` when the store was made by a newer version of this library.
+    static func open(_ name: String, on connection: PostgresConnection, logger: Logger) async throws(DatabaseError) -> StoreSchema {
+        let prefix = Self.prefix(for: name)
+        let nameBytes = ByteBuffer(bytes: Array(name.utf8))
+        return try await ServerCall.run("opening the store") { () async throws -> StoreSchema in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                // One lock for every store's creation: creations are rare and short.
+                try await connection.query("SELECT pg_advisory_xact_lock(7236051267330040897)", logger: logger)
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS locallmdb_stores (
+                        name bytea PRIMARY KEY, prefix text NOT NULL UNIQUE, version integer NOT NULL,
+                        log_id text NOT NULL, sequence bigint NOT NULL DEFAULT 0)
+                    """, logger: logger)
+                var found: (prefix: String, version: Int, logID: String)?
+                for try await (storedPrefix, version, logID) in try await connection.query(
+                    "SELECT prefix, version, log_id FROM locallmdb_stores WHERE name = \(nameBytes)", logger: logger
+                ).decode((String, Int, String).self) {
+                    found = (storedPrefix, version, logID)
+                }
+                let logID: String
+                if let found {
+                    guard found.prefix == prefix else {
+                        throw DatabaseError.invalidDirectory(path: name, reason: "the server lists this store under another table prefix")
+                    }
+                    guard found.version <= version else {
+                        throw DatabaseError.unsupportedFormat(found: found.version, supported: version)
+                    }
+                    logID = found.logID
+                    if found.version < version {
+                        try await migrate(prefix: prefix, from: found.version, on: connection, logger: logger)
+                        try await connection.query(
+                            "UPDATE locallmdb_stores SET version = \(version) WHERE name = \(nameBytes)", logger: logger)
+                    }
+                } else {
+                    logID = UUID().uuidString
+                    try await create(prefix: prefix, on: connection, logger: logger)
+                    try await connection.query(
+                        "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))",
+                        logger: logger)
+                }
+                try await connection.query("COMMIT", logger: logger)
+                return StoreSchema(name: name, prefix: prefix, logID: logID)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// Creates the tables of the current version.
+    private static func create(prefix: String, on connection: PostgresConnection, logger: Logger) async throws {
+        for statement in [
+            "CREATE TABLE \(prefix)_records (key bytea PRIMARY KEY, class_key bytea NOT NULL, class_name bytea NOT NULL, value bytea NOT NULL)",
+            "CREATE TABLE \(prefix)_classes (name_key bytea PRIMARY KEY, row bytea NOT NULL)",
+            "CREATE TABLE \(prefix)_log (sequence bigint PRIMARY KEY, changes bytea NOT NULL)",
+            "CREATE TABLE \(prefix)_replication (source text PRIMARY KEY, position text NOT NULL)",
+        ] {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+        try await migrate(prefix: prefix, from: 1, on: connection, logger: logger)
+    }
+
+    /// Brings the tables from version `version` to the current one.
+    private static func migrate(prefix: String, from version: Int, on connection: PostgresConnection, logger: Logger) async throws {
+        if version < 2 {
+            try await connection.query(
+                PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(prefix)_records_class ON \(prefix)_records (class_key, key)"),
+                logger: logger)
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBPostgres
+import PostgresNIO
+import Testing
+
+/// The tests' PostgreSQL server: the one `scripts/postgres start` runs (a private cluster on a
+/// loopback port). `scripts/test` starts it and exports its `LOCALLMDB_POSTGRES_*` variables;
+/// a test run without them (`swift test` alone) starts it itself through the same script.
+enum PostgresServer {
+    struct Address: Sendable {
+        let host: String
+        let port: Int
+        let user: String
+        let password: String
+        let database: String
+        let directory: String
+    }
+
+    static let address: Result<Address, ServerUnavailable> = {
+        var environment = ProcessInfo.processInfo.environment
+        if environment["LOCALLMDB_POSTGRES_PORT"] == nil {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("scripts/postgres")
+            let process = Process()
+            process.executableURL = script
+            process.arguments = ["start"]
+            let output = Pipe()
+            process.standardOutput = output
+            do {
+                try process.run()
+            } catch {
+                return .failure(ServerUnavailable(reason: "cannot run \(script.path): \(error)"))
+            }
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                return .failure(ServerUnavailable(reason: "scripts/postgres start failed (\(process.terminationStatus))"))
+            }
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { environment[parts[0]] = parts[1] }
+            }
+        }
+        guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
+              let user = environment["LOCALLMDB_POSTGRES_USER"], let password = environment["LOCALLMDB_POSTGRES_PASSWORD"],
+              let database = environment["LOCALLMDB_POSTGRES_DATABASE"], let directory = environment["LOCALLMDB_POSTGRES_DIR"]
+        else { return .failure(ServerUnavailable(reason: "scripts/postgres start printed no address")) }
+        return .success(Address(host: host, port: port, user: user, password: password, database: database, directory: directory))
+    }()
+
+    struct ServerUnavailable: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { "The tests' PostgreSQL server is not available: \(reason). Start it with scripts/postgres start." }
+    }
+
+    /// The connection configuration of the tests' server.
+    static func configuration() throws -> PostgresConnection.Configuration {
+        let address = try address.get()
+        return PostgresConnection.Configuration(
+            host: address.host, port: address.port, username: address.user, password: address.password,
+            database: address.database, tls: .disable)
+    }
+
+    /// A store name no other test uses.
+    static func uniqueStore(_ label: String = #function) -> String {
+        "test-\(label.prefix(40))-\(UUID().uuidString)"
+    }
+
+    /// A database on a fresh store of the tests' server, closed after `body`.
+    static func withDatabase<R>(
+        store: String = uniqueStore(), connections: Int = 4, _ body: (PostgresStore) async throws -> R
+    ) async throws -> R {
+        let database = try await PostgresStore(configuration: configuration(), name: store, connections: connections)
+        do {
+            let result = try await body(database)
+            await database.close()
+            return result
+        } catch {
+            await database.close()
+            throw error
+        }
+    }
+
+    /// A raw connection to the tests' server, closed after `body`: for tests that look at the
+    /// tables themselves.
+    static func withConnection<R>(_ body: (PostgresConnection) async throws -> R) async throws -> R {
+        let connection = try await PostgresConnection.connect(configuration: configuration(), id: 1, logger: Logger(label: "tests"))
+        do {
+            let result = try await body(connection)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
+    /// Runs `pg_ctl` on the tests' server (`restart`, `stop`, `start`) through scripts/postgres's cluster.
+    static func control(_ action: String) throws {
+        let address = try address.get()
+        let bin = try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql").sorted().last.map { "/usr/lib/postgresql/\($0)/bin/pg_ctl" }
+            ?? "pg_ctl"
+        let process = Process()
+        var arguments = [bin, "-D", address.directory + "/data", "-w", "-t", "60", "-l", address.directory + "/server.log"]
+        if action != "stop" {
+            arguments += ["-o", "-c listen_addresses=127.0.0.1 -p \(address.port) -c unix_socket_directories=\(address.directory) -c max_connections=200"]
+        } else {
+            arguments += ["-m", "fast"]
+        }
+        arguments.append(action)
+        if getuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+            process.arguments = ["-u", "postgres", "--"] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: bin)
+            process.arguments = Array(arguments.dropFirst())
+        }
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw ServerUnavailable(reason: "pg_ctl \(action) failed") }
+    }
+}
+
+/// The engines every shared test runs on.
+enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case lmdb
+    case postgres
+
+    var testDescription: String { rawValue }
+
+    /// A fresh database on this engine (a temporary directory, or a new store), closed after `body`.
+    func withDatabase<R>(_ body: (any ObjectDatabase) async throws -> R) async throws -> R {
+        switch self {
+        case .lmdb:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-pg-tests-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let database = try LocalDatabase(directory: directory)
+            do {
+                let result = try await body(database)
+                await database.close()
+                return result
+            } catch {
+                await database.close()
+                throw error
+            }
+        case .postgres:
+            return try await PostgresServer.withDatabase { try await body($0) }
+        }
+    }
+}
