@@ -87,11 +87,17 @@ let package = Package(
             name: "LocalDBToolTests",
             dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport"]
         ),
+        // The child process of the replication tests (a replicator they kill).
+        .executableTarget(
+            name: "LocalLMDBPostgresHelper",
+            dependencies: ["LocalLMDB", "LocalLMDBPostgres", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
         // The PostgreSQL engine and the replicators, against a real server (scripts/postgres).
         .testTarget(
             name: "LocalLMDBPostgresTests",
             dependencies: [
-                "LocalLMDBPostgres", "LocalLMDB", "LocalLMDBTestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "LocalLMDBPostgres", "LocalLMDBPostgresEngine", "LocalLMDB", "LocalLMDBTestSupport", "LocalLMDBPostgresHelper",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .testTarget(

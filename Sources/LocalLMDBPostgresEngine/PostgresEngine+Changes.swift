@@ -8,9 +8,8 @@ import PostgresNIO
 extension PostgresEngine {
     /// The position after the last commit, read on `connection` (in its transaction, if any).
     func changeToken(on connection: PostgresConnection) async throws(DatabaseError) -> LogPosition {
-        let result = try await connection.query(
-            PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1", binds: binds(schema.nameBytes)), logger: logger
-        ).value("reading the change token")
+        let result = try await connection.send(
+            PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1", binds: binds(schema.nameBytes)), logger: logger, within: queryTimeout).value("reading the change token")
         guard let row = result.rows.first, let sequence = try? row.decode(Int64.self) else {
             throw .changesUnavailable(token: "", reason: "the store is no longer listed on the server")
         }
@@ -47,7 +46,7 @@ extension PostgresEngine {
         let connection = try await pool.lease().value("reading changes")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
-            result = try await connection.query(query, logger: logger).value("reading changes")
+            result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
         } catch {
             pool.release(connection, broken: connection.isClosed)
             throw error

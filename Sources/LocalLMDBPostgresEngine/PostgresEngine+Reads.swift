@@ -62,7 +62,7 @@ extension PostgresEngine {
             var token: LogPosition?
             var fetches = 0
             if withToken {
-                _ = try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger).value("reading")
+                _ = try await connection.send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, within: queryTimeout).value("reading")
                 inSnapshot = true
                 token = try await changeToken(on: connection)
             }
@@ -70,7 +70,7 @@ extension PostgresEngine {
                 fetched.startRun()
                 let result = Result { () throws(DatabaseError) in try read.snapshot(FetchedSnapshot(fetched, database: databaseSerial)) }
                 if fetched.wanted.isEmpty {
-                    if inSnapshot { _ = try await connection.query("COMMIT", logger: logger).value("reading") }
+                    if inSnapshot { _ = try await connection.send("COMMIT", logger: logger, within: queryTimeout).value("reading") }
                     outcome = (result, token)
                     break
                 }
@@ -78,19 +78,19 @@ extension PostgresEngine {
                 wanted.formUnion(fetched.wanted)
                 if fetches > 0 && !inSnapshot {
                     // A second fetch: everything is fetched again in one snapshot.
-                    _ = try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger).value("reading")
+                    _ = try await connection.send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, within: queryTimeout).value("reading")
                     inSnapshot = true
                     fetched = FetchedRecords(maxKeySize: maxKeySize)
-                    try fill(fetched, wanted, try await connection.query(fetchQuery(wanted), logger: logger).value("reading"))
+                    try fill(fetched, wanted, try await connection.send(fetchQuery(wanted), logger: logger, within: queryTimeout).value("reading"))
                 } else {
-                    try fill(fetched, fetched.wanted, try await connection.query(fetchQuery(fetched.wanted), logger: logger).value("reading"))
+                    try fill(fetched, fetched.wanted, try await connection.send(fetchQuery(fetched.wanted), logger: logger, within: queryTimeout).value("reading"))
                 }
                 fetches += 1
             }
         } catch {
             let broken: Bool
             if inSnapshot {
-                broken = (try? await connection.query("ROLLBACK", logger: logger).get()) == nil
+                broken = (try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()) == nil
             } else {
                 broken = connection.isClosed
             }

@@ -223,9 +223,9 @@ extension PostgresEngine {
         let connection = try pool.lease().wait()
         let result: PostgresQueryResult
         do {
-            result = try connection.query(
+            result = try connection.send(
                 PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1", binds: binds(schema.nameBytes)),
-                logger: logger
+                logger: logger, within: .seconds(10)
             ).wait()
         } catch {
             pool.release(connection, broken: true)

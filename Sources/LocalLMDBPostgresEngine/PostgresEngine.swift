@@ -27,6 +27,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         package var connections = 8
         /// How long a call waits for a connection (and a write for its commit to start).
         package var busyTimeout = Duration.seconds(30)
+        /// How long a statement may go unanswered before its connection is given up.
+        package var queryTimeout = Duration.seconds(120)
         /// Where postgres-nio logs: errors only, by default.
         package var logger: Logger = {
             var logger = Logger(label: "LocalLMDBPostgres")
@@ -40,6 +42,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     let pool: ConnectionPool
     let schema: StoreSchema
     let logger: Logger
+    /// How long a statement may go unanswered (`Options.queryTimeout`).
+    let queryTimeout: Duration
     /// Every write's thread (see the type's documentation).
     let thread: WriterThread
     package let databaseSerial: UInt64
@@ -87,6 +91,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         self.pool = pool
         self.schema = schema
         self.logger = options.logger
+        queryTimeout = options.queryTimeout
         self.path = path
         var configuration = EngineConfiguration()
         configuration.busyTimeout = options.busyTimeout
@@ -114,7 +119,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         do throws(DatabaseError) {
             let connection = try await pool.lease().value("connecting")
             do throws(DatabaseError) {
-                schema = try await StoreSchema.open(store, on: connection, logger: options.logger)
+                schema = try await StoreSchema.open(store, on: connection, logger: options.logger, within: options.queryTimeout)
                 pool.release(connection)
             } catch {
                 pool.release(connection, broken: true)
@@ -154,7 +159,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     /// Runs `query` on `connection`, blocking (on the thread only).
     func run(_ query: PostgresQuery, on connection: PostgresConnection, _ operation: String) throws(DatabaseError) -> PostgresQueryResult {
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try connection.send(query, logger: logger, within: queryTimeout).wait()
         } catch {
             throw ServerCall.databaseError(error, operation)
         }

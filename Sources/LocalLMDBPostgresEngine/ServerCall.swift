@@ -43,3 +43,26 @@ extension EventLoopFuture where Value: Sendable {
         try await ServerCall.run(operation) { try await self.get() }
     }
 }
+
+extension PostgresConnection {
+    /// Runs `query`, collecting its rows, and fails it (closing the connection, whose state is
+    /// then unknown) when no answer comes within `limit`; fails at once on a closed connection.
+    /// No call into the engine waits for the server without a bound.
+    func send(_ query: PostgresQuery, logger: Logger, within limit: Duration) -> EventLoopFuture<PostgresQueryResult> {
+        guard !isClosed else {
+            return eventLoop.makeFailedFuture(
+                DatabaseError.server(operation: "sending a statement", message: "the connection to the server was lost; a write in progress may or may not have committed"))
+        }
+        let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
+        let nanoseconds = Int64(limit.components.seconds) * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        let timeout = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
+            promise.fail(DatabaseError.server(operation: "waiting for the server", message: "no answer within \(limit); the connection was closed"))
+            let _: EventLoopFuture<Void> = close()
+        }
+        self.query(query, logger: logger).whenComplete { result in
+            timeout.cancel()
+            promise.completeWith(result)
+        }
+        return promise.futureResult
+    }
+}

@@ -56,23 +56,25 @@ struct StoreSchema: Sendable {
     /// schema. Safe while other processes do the same: the work is done in one transaction
     /// holding a transaction-level advisory lock.
     /// - Throws: `unsupportedFormat` when the store was made by a newer version of this library.
-    static func open(_ name: String, on connection: PostgresConnection, logger: Logger) async throws(DatabaseError) -> StoreSchema {
+    static func open(_ name: String, on connection: PostgresConnection, logger: Logger, within limit: Duration) async throws(DatabaseError) -> StoreSchema {
+        func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
+            try await connection.send(query, logger: logger, within: limit).get()
+        }
         let prefix = Self.prefix(for: name)
         let nameBytes = ByteBuffer(bytes: Array(name.utf8))
         return try await ServerCall.run("opening the store") { () async throws -> StoreSchema in
-            try await connection.query("BEGIN", logger: logger)
+            _ = try await run("BEGIN")
             do {
                 // One lock for every store's creation: creations are rare and short.
-                try await connection.query("SELECT pg_advisory_xact_lock(7236051267330040897)", logger: logger)
-                try await connection.query("""
+                _ = try await run("SELECT pg_advisory_xact_lock(7236051267330040897)")
+                _ = try await run("""
                     CREATE TABLE IF NOT EXISTS locallmdb_stores (
                         name bytea PRIMARY KEY, prefix text NOT NULL UNIQUE, version integer NOT NULL,
                         log_id text NOT NULL, sequence bigint NOT NULL DEFAULT 0)
-                    """, logger: logger)
+                    """)
                 var found: (prefix: String, version: Int, logID: String)?
-                for try await (storedPrefix, version, logID) in try await connection.query(
-                    "SELECT prefix, version, log_id FROM locallmdb_stores WHERE name = \(nameBytes)", logger: logger
-                ).decode((String, Int, String).self) {
+                for row in try await run("SELECT prefix, version, log_id FROM locallmdb_stores WHERE name = \(nameBytes)").rows {
+                    let (storedPrefix, version, logID) = try row.decode((String, Int, String).self)
                     found = (storedPrefix, version, logID)
                 }
                 let logID: String
@@ -85,45 +87,41 @@ struct StoreSchema: Sendable {
                     }
                     logID = found.logID
                     if found.version < version {
-                        try await migrate(prefix: prefix, from: found.version, on: connection, logger: logger)
-                        try await connection.query(
-                            "UPDATE locallmdb_stores SET version = \(version) WHERE name = \(nameBytes)", logger: logger)
+                        try await migrate(prefix: prefix, from: found.version, run)
+                        _ = try await run("UPDATE locallmdb_stores SET version = \(version) WHERE name = \(nameBytes)")
                     }
                 } else {
                     logID = UUID().uuidString
-                    try await create(prefix: prefix, on: connection, logger: logger)
-                    try await connection.query(
-                        "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))",
-                        logger: logger)
+                    try await create(prefix: prefix, run)
+                    _ = try await run(
+                        "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))")
                 }
-                try await connection.query("COMMIT", logger: logger)
+                _ = try await run("COMMIT")
                 return StoreSchema(name: name, prefix: prefix, logID: logID)
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await run("ROLLBACK")
                 throw error
             }
         }
     }
 
     /// Creates the tables of the current version.
-    private static func create(prefix: String, on connection: PostgresConnection, logger: Logger) async throws {
+    private static func create(prefix: String, _ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
         for statement in [
             "CREATE TABLE \(prefix)_records (key bytea PRIMARY KEY, class_key bytea NOT NULL, class_name bytea NOT NULL, value bytea NOT NULL)",
             "CREATE TABLE \(prefix)_classes (name_key bytea PRIMARY KEY, row bytea NOT NULL)",
             "CREATE TABLE \(prefix)_log (sequence bigint PRIMARY KEY, changes bytea NOT NULL)",
             "CREATE TABLE \(prefix)_replication (source text PRIMARY KEY, position text NOT NULL)",
         ] {
-            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            _ = try await run(PostgresQuery(unsafeSQL: statement))
         }
-        try await migrate(prefix: prefix, from: 1, on: connection, logger: logger)
+        try await migrate(prefix: prefix, from: 1, run)
     }
 
     /// Brings the tables from version `version` to the current one.
-    private static func migrate(prefix: String, from version: Int, on connection: PostgresConnection, logger: Logger) async throws {
+    private static func migrate(prefix: String, from version: Int, _ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
         if version < 2 {
-            try await connection.query(
-                PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(prefix)_records_class ON \(prefix)_records (class_key, key)"),
-                logger: logger)
+            _ = try await run(PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(prefix)_records_class ON \(prefix)_records (class_key, key)"))
         }
     }
 }

@@ -101,7 +101,6 @@ enum PostgresServer {
         let address = try address.get()
         let bin = try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql").sorted().last.map { "/usr/lib/postgresql/\($0)/bin/pg_ctl" }
             ?? "pg_ctl"
-        let process = Process()
         var arguments = [bin, "-D", address.directory + "/data", "-w", "-t", "60", "-l", address.directory + "/server.log"]
         if action != "stop" {
             arguments += ["-o", "-c listen_addresses=127.0.0.1 -p \(address.port) -c unix_socket_directories=\(address.directory) -c max_connections=200"]
@@ -109,17 +108,18 @@ enum PostgresServer {
             arguments += ["-m", "fast"]
         }
         arguments.append(action)
-        if getuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--"] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: bin)
-            process.arguments = Array(arguments.dropFirst())
+        if getuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
+        // posix_spawn and waitpid: Foundation's Process missed runuser's exit here (left a zombie
+        // and waited forever).
+        var pid: pid_t = 0
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, arguments[0], nil, nil, argv, environ) == 0 else {
+            throw ServerUnavailable(reason: "cannot run pg_ctl \(action)")
         }
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw ServerUnavailable(reason: "pg_ctl \(action) failed") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        guard status == 0 else { throw ServerUnavailable(reason: "pg_ctl \(action) failed (\(status))") }
     }
 }
 

@@ -1,0 +1,80 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+
+/// What a replicator copies out of a database: records as stored (ready to put into another
+/// engine's store, the same bytes), the class rows of their classes, and the ids asked for that
+/// hold no record.
+package struct ReplicatedRecords: Sendable {
+    /// The records, as puts.
+    package var batch = RecordBatch()
+    /// The rows of the class names the records are stored under.
+    package var classRows: [StoredClass] = []
+    /// The ids asked for that hold no record (deleted since).
+    package var absent: Set<String> = []
+}
+
+/// The read behind `replicatedRecords`: the records `ids` (every record when nil), re-encoded
+/// from their documents as they are.
+struct ReadReplicatedRecords: PlainRead {
+    let ids: [String]?
+    let maxKeySize: Int
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> ReplicatedRecords {
+        var records = ReplicatedRecords()
+        var header: [UInt8] = []
+        var classNames = Set<String>()
+        func add(id: String, className: String, document: UnsafeRawBufferPointer) throws(DatabaseError) {
+            try RecordEncoding.encode(
+                id: id, className: className, document: document, into: &records.batch, header: &header, maxKeySize: maxKeySize, encryption: nil)
+            classNames.insert(className)
+        }
+        if let ids {
+            for id in Set(ids) {
+                guard !id.isEmpty, let record = try snapshot.record(StorageKey(id, maxKeySize: maxKeySize), id: id) else {
+                    records.absent.insert(id)
+                    continue
+                }
+                try add(id: id, className: record.className, document: record.object.bytes)
+            }
+        } else {
+            try snapshot.forEachDocument(ofClasses: nil) { id, className, document throws(DatabaseError) in
+                try add(id: id, className: className, document: document)
+            }
+        }
+        for name in classNames.sorted() {
+            if let row = try snapshot.classes.row(named: name) { records.classRows.append(row) }
+        }
+        return records
+    }
+}
+
+extension LocalDatabase {
+    /// For replicators: the records `ids` as stored (every record when nil), and the change
+    /// log's position they were read at, from one snapshot of the committed state.
+    /// - Throws: `unsupported` for an encrypted database (its records would leave it in the
+    ///   clear), and as reads do.
+    package nonisolated(nonsending) func replicatedRecords(ids: [String]?) async throws(DatabaseError) -> (ReplicatedRecords, LogPosition) {
+        guard engine.encryption == nil else {
+            throw .unsupported(operation: "Replicating an encrypted database", reason: "its records would be sent in the clear")
+        }
+        return try await engine.readWithToken(ReadReplicatedRecords(ids: ids, maxKeySize: engine.maxKeySize))
+    }
+
+    /// For replicators: the commits after `position` (at most `limit`), in order.
+    package nonisolated(nonsending) func changeFeed(since position: LogPosition, limit: Int) async throws(DatabaseError) -> LoggedCommits {
+        try await engine.changeFeed(since: position, limit: limit)
+    }
+
+    /// For replicators: the database's change log id and last position.
+    package nonisolated func changePosition() throws(DatabaseError) -> LogPosition {
+        try engine.changeToken()
+    }
+
+    /// For replicators: where this database's commits are announced.
+    package nonisolated var changeNotifier: ChangeNotifier { engine.notifier }
+
+    /// The maximum key size of this database's engine.
+    package nonisolated var storageKeySize: Int { engine.maxKeySize }
+}

@@ -1,0 +1,201 @@
+import LocalLMDB
+import LocalLMDBLMDB
+import LocalLMDBStore
+import LocalLMDBEngine
+import LocalLMDBPostgresEngine
+
+/// Copies a `LocalDatabase`'s commits to a `PostgresStore`, in order, as they happen: apps that
+/// keep their data on the device and sync it up to a server.
+///
+/// ```swift
+/// let replicator = PushReplicator(from: local, to: server)
+/// let task = Task { try await replicator.run() }   // until cancelled
+/// ```
+///
+/// How it keeps every commit once:
+/// - it follows the local change log (`changes(since:)`), and applies each run of commits to the
+///   server in one transaction that also records, in the store's `replication` table, the local
+///   position they reach. A replicator that stops (a crash, a kill, a lost connection) resumes from
+///   the position the server holds, so a commit is applied once in effect: never lost, never
+///   applied twice;
+/// - a run of commits is applied as its deletions, in order, then the records it wrote, with the
+///   values they hold locally when it is applied: the server never goes back to an older state,
+///   and once the replicator has caught up, the store holds exactly the local records (the same
+///   bytes);
+/// - when the server holds no position for this source yet, or the local change log no longer
+///   holds the commits after it (trimmed while the replicator was away), every local record is
+///   copied, with the position it was read at. A full copy writes every local record and deletes
+///   none on the server (the store may hold other sources' records);
+/// - two replicators of one source cannot interleave: a transaction whose recorded position moved
+///   under it is refused (`transactionFailed`).
+///
+/// The conflict rule, for records written both locally and on the server: the last commit to reach
+/// the server wins (a replicated write replaces the server's record; a server write replaces the
+/// replicated one until the record is written locally again). The server's change log records
+/// every replicated commit, so nothing is replaced without a record of it.
+public final class PushReplicator: Sendable {
+    /// Where a replicator has got to.
+    public struct Progress: Sendable, Equatable {
+        /// Runs of commits applied since this replicator was made.
+        public var transactions = 0
+        /// Local commits applied since this replicator was made.
+        public var commits = 0
+        /// Records written to the server since this replicator was made.
+        public var records = 0
+        /// Full copies made since this replicator was made.
+        public var fullCopies = 0
+        /// The local position the server holds, as of the last look.
+        public var position: String?
+        /// Local commits not yet applied, as of the last look.
+        public var lag: UInt64 = 0
+        /// The last error `run()` retried after; nil once a pass succeeds.
+        public var lastError: LocalDatabaseError?
+    }
+
+    let local: LocalDatabase
+    let store: PostgresStore
+    /// The name the server records this replicator's position under.
+    public let source: String
+    /// The most local commits applied in one transaction.
+    public let commitsPerTransaction: Int
+    private let state = Locked(Progress())
+
+    /// A replicator of `local` into `store`.
+    /// - Parameters:
+    ///   - source: The name the server records the position under; by default, one made from the
+    ///     local database's change log id, so each local database has its own.
+    ///   - commitsPerTransaction: The most local commits applied in one server transaction.
+    public init(from local: LocalDatabase, to store: PostgresStore, source: String? = nil, commitsPerTransaction: Int = 256) {
+        self.local = local
+        self.store = store
+        self.source = source ?? "push:" + ((try? local.changePosition().logID) ?? "unknown")
+        self.commitsPerTransaction = max(1, commitsPerTransaction)
+    }
+
+    /// Where the replicator has got to.
+    public var progress: Progress { state.withLock { $0 } }
+
+    /// Applies every local commit made so far to the server. Returns the number of local commits applied.
+    /// - Throws: `LocalDatabaseError` (`server` when the server cannot be reached; nothing is lost:
+    ///   call again).
+    @discardableResult
+    public nonisolated(nonsending) func catchUp() async throws -> Int {
+        do throws(DatabaseError) {
+            return try await catchUpTyped()
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// Follows the local database until the task is cancelled: catches up, then applies each new
+    /// commit as it is made (this process's at once, other processes' within 50 ms). A pass that
+    /// fails (the server restarting, a lost connection) is retried after a pause that doubles from
+    /// 50 ms up to 5 s; the error is in `progress.lastError` meanwhile.
+    public nonisolated(nonsending) func run() async throws {
+        let notifier = local.changeNotifier
+        let subscription = ChangeSubscription(notifier)
+        defer { withExtendedLifetime(subscription) {} }
+        var pause = Duration.milliseconds(50)
+        while !Task.isCancelled {
+            let version = notifier.version
+            do throws(DatabaseError) {
+                _ = try await catchUpTyped()
+                state.withLock { $0.lastError = nil }
+                pause = .milliseconds(50)
+            } catch {
+                if case .closed = error { throw LocalDatabaseError(error) }
+                state.withLock { $0.lastError = LocalDatabaseError(error) }
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(5))
+                continue
+            }
+            guard await notifier.wait(after: version) else { break }
+        }
+    }
+
+    private nonisolated(nonsending) func catchUpTyped() async throws(DatabaseError) -> Int {
+        var applied = 0
+        var recorded = try await store.engine.replicationPosition(source: source)
+        while true {
+            let localLast = try local.changePosition()
+            guard let position = recorded.flatMap(Self.position(parsing:)), position.logID == localLast.logID else {
+                recorded = try await fullCopy(expected: recorded)
+                continue
+            }
+            state.withLock {
+                $0.position = recorded
+                $0.lag = localLast.sequence > position.sequence ? localLast.sequence - position.sequence : 0
+            }
+            let feed: LoggedCommits
+            do throws(DatabaseError) {
+                feed = try await local.changeFeed(since: position, limit: commitsPerTransaction)
+            } catch {
+                guard case .changesUnavailable = error else { throw error }
+                recorded = try await fullCopy(expected: recorded)
+                continue
+            }
+            guard !feed.commits.isEmpty else { return applied }
+            recorded = try await apply(feed, expected: recorded)
+            applied += feed.commits.count
+        }
+    }
+
+    /// Applies `feed`'s commits in one transaction; returns the position recorded.
+    private nonisolated(nonsending) func apply(_ feed: LoggedCommits, expected: String?) async throws(DatabaseError) -> String {
+        let keySize = store.engine.maxKeySize
+        var deletions: [WriteOperation] = []
+        var written: [String] = []
+        for commit in feed.commits {
+            for change in commit.changes {
+                switch change {
+                case let .written(id, _):
+                    written.append(id)
+                case let .deleted(id, _):
+                    deletions.append(.delete(StorageKey(id, maxKeySize: keySize)))
+                case let .typeDeleted(className):
+                    // The owner adopts: a replicated deletion is the source's, whoever owns the name on the server.
+                    deletions.append(.deleteTypes(
+                        [StorageKey(className, maxKeySize: keySize)], names: [className],
+                        owner: StoredClass(name: className, mangledName: "", qualifiedName: "", adopts: true)))
+                case .cleared:
+                    deletions.append(.clear)
+                }
+            }
+        }
+        let (records, _) = try await local.replicatedRecords(ids: written)
+        for id in records.absent { deletions.append(.delete(StorageKey(id, maxKeySize: keySize))) }
+        let operations = deletions + (records.batch.isEmpty ? [] : [.put(records.batch, classes: [])])
+        let position = feed.position.description
+        try await store.engine.applyReplicated(operations, classRows: records.classRows, source: source, expected: expected, position: position)
+        state.withLock {
+            $0.transactions += 1
+            $0.commits += feed.commits.count
+            $0.records += records.batch.count
+            $0.position = position
+        }
+        return position
+    }
+
+    /// Copies every local record, with the position it was read at; returns the position recorded.
+    private nonisolated(nonsending) func fullCopy(expected: String?) async throws(DatabaseError) -> String {
+        let (records, position) = try await local.replicatedRecords(ids: nil)
+        let recorded = position.description
+        try await store.engine.applyReplicated(
+            records.batch.isEmpty ? [] : [.put(records.batch, classes: [])], classRows: records.classRows, source: source,
+            expected: expected, position: recorded)
+        state.withLock {
+            $0.fullCopies += 1
+            $0.transactions += 1
+            $0.records += records.batch.count
+            $0.position = recorded
+        }
+        return recorded
+    }
+
+    /// The position a `LogPosition.description` names (`logID:sequence[:commit]`).
+    static func position(parsing text: String) -> LogPosition? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2 || parts.count == 3, let sequence = UInt64(parts[1]) else { return nil }
+        let commit = parts.count == 3 ? UInt64(parts[2], radix: 16) : 0
+        guard let commit else { return nil }
+        return LogPosition(logID: String(parts[0]), sequence: sequence, commit: commit)
+    }
+}

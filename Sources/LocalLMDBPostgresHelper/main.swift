@@ -1,0 +1,52 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBPostgres
+import PostgresNIO
+
+// The child process of the replication tests, which kill it at random moments.
+//
+//   helper push DIR STORE    replicates the LocalDatabase in DIR into the store STORE of the server
+//                            that LOCALLMDB_POSTGRES_* name, forever, printing "running" once started
+//                            and "position <position>" after each pass that moved it
+
+let arguments = CommandLine.arguments
+let environment = ProcessInfo.processInfo.environment
+
+/// Prints `line` at once (stdout is a pipe: buffered output would be lost to SIGKILL).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+guard arguments.count == 4, arguments[1] == "push" else { fail("usage: helper push DIR STORE") }
+guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
+      let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
+else { fail("LOCALLMDB_POSTGRES_* are not set") }
+let configuration = PostgresConnection.Configuration(
+    host: host, port: port, username: user, password: environment["LOCALLMDB_POSTGRES_PASSWORD"], database: database, tls: .disable)
+
+do {
+    let local = try LocalDatabase(directory: URL(fileURLWithPath: arguments[2]))
+    let store = try await PostgresStore(configuration: configuration, name: arguments[3], connections: 2)
+    let replicator = PushReplicator(from: local, to: store, source: "kill-test")
+    say("running")
+    let watcher = Task {
+        var last: String?
+        while !Task.isCancelled {
+            let position = replicator.progress.position
+            if position != last, let position {
+                say("position \(position)")
+                last = position
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+    try await replicator.run()
+    watcher.cancel()
+} catch {
+    fail("error \(error)")
+}
