@@ -123,6 +123,11 @@ enum PostgresServer {
     }
 }
 
+/// Every suite that uses the tests' server, one test at a time: one of them stops and starts the
+/// server, which the others must not see.
+@Suite("PostgreSQL", .serialized)
+enum PostgresTests {}
+
 /// The engines every shared test runs on.
 enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case lmdb

@@ -29,122 +29,124 @@ private func enroll(_ students: [String], in database: some ObjectDatabase) asyn
 
 /// The same tests on every engine: code written against `ObjectDatabase` behaves the same on
 /// LMDB and on PostgreSQL.
-@Suite("Shared engine suite", .serialized)
-struct SharedEngineTests {
-    @Test("Writes, reads by id and by type, ids, counts and deletes", arguments: TestEngine.allCases)
-    func crud(engine: TestEngine) async throws {
-        try await engine.withDatabase { database in
-            #expect(try await database.write(Record(id: "andre", data: student("Andre", debt: 12.25))))
-            let read: Student? = try await database.read(id: "andre")
-            #expect(read?.firstName == "Andre")
-            #expect(read?.debt == 12.25)
-            #expect(read?.teacher.salary == 1200.5)
-            #expect(read?.homework.first?.grade == 9)
-            #expect(read?.subjectNames == ["math", "art"])
-            let missing: Student? = try await database.read(id: "nobody")
-            #expect(missing == nil)
+extension PostgresTests {
+    @Suite("Shared engine suite", .serialized)
+    struct SharedEngineTests {
+        @Test("Writes, reads by id and by type, ids, counts and deletes", arguments: TestEngine.allCases)
+        func crud(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                #expect(try await database.write(Record(id: "andre", data: student("Andre", debt: 12.25))))
+                let read: Student? = try await database.read(id: "andre")
+                #expect(read?.firstName == "Andre")
+                #expect(read?.debt == 12.25)
+                #expect(read?.teacher.salary == 1200.5)
+                #expect(read?.homework.first?.grade == 9)
+                #expect(read?.subjectNames == ["math", "art"])
+                let missing: Student? = try await database.read(id: "nobody")
+                #expect(missing == nil)
 
-            #expect(try await database.write(contentsOf: (0..<50).map { Record(id: "s\($0)", data: student("S\($0)")) }) == 50)
-            #expect(try await database.write(Record(id: "note", data: Note(text: "hello"))))
-            let all: [Student] = try await database.read()
-            #expect(all.count == 51)
-            #expect(Set(try await database.readIDs(Student.self)) == Set(["andre"] + (0..<50).map { "s\($0)" }))
-            #expect(try await database.count() == 52)
-            #expect(try await database.count(Student.self) == 51)
-            #expect(try await database.count(Note.self) == 1)
+                #expect(try await database.write(contentsOf: (0..<50).map { Record(id: "s\($0)", data: student("S\($0)")) }) == 50)
+                #expect(try await database.write(Record(id: "note", data: Note(text: "hello"))))
+                let all: [Student] = try await database.read()
+                #expect(all.count == 51)
+                #expect(Set(try await database.readIDs(Student.self)) == Set(["andre"] + (0..<50).map { "s\($0)" }))
+                #expect(try await database.count() == 52)
+                #expect(try await database.count(Student.self) == 51)
+                #expect(try await database.count(Note.self) == 1)
 
-            #expect(try await database.delete(id: "andre"))
-            #expect(try await !database.delete(id: "andre"))
-            #expect(try await database.delete(Student.self) == 50)
-            #expect(try await database.count() == 1)
-            #expect(try await database.clearDatabase() == 1)
-            #expect(try await database.count() == 0)
-        }
-    }
-
-    @Test("Codable models by their own ids", arguments: TestEngine.allCases)
-    func codable(engine: TestEngine) async throws {
-        try await engine.withDatabase { database in
-            let courses = (0..<20).map { Course(id: "c\($0)", title: "Course \($0) \u{1F600}", credits: $0, tags: ["a", "b\($0)"]) }
-            #expect(try await database.write(contentsOf: courses) == 20)
-            #expect(try await database.read(Course.self, id: "c7") == courses[7])
-            #expect(try await database.write(Course(id: "c7", title: "changed", credits: -1, tags: [])))
-            #expect(try await database.read(Course.self, id: "c7")?.title == "changed")
-            let all: [Course] = try await database.read()
-            #expect(all.count == 20)
-            #expect(try await database.delete(courses[3]))
-            #expect(try await database.count(Course.self) == 19)
-        }
-    }
-
-    @Test("A transaction spans awaits: commit keeps its writes, rollback drops them", arguments: TestEngine.allCases)
-    func transactions(engine: TestEngine) async throws {
-        try await engine.withDatabase { database in
-            try await enroll(["a", "b", "c"], in: database)
-            #expect(try await database.count(Student.self) == 3)
-
-            try await database.startTransaction()
-            #expect(database.transactionActive)
-            try await database.write(Record(id: "d", data: student("D")))
-            try await Task.sleep(for: .milliseconds(5))
-            #expect(try await database.delete(id: "a"))
-            // Reads in the transaction see its writes.
-            let d: Student? = try await database.read(id: "d")
-            #expect(d?.firstName == "D")
-            #expect(try await database.count(Student.self) == 3)
-            try await database.rollbackTransaction()
-            #expect(!database.transactionActive)
-            #expect(try await database.count(Student.self) == 3)
-            let a: Student? = try await database.read(id: "a")
-            #expect(a != nil)
-            let gone: Student? = try await database.read(id: "d")
-            #expect(gone == nil)
-        }
-    }
-
-    @Test("Errors are the same typed errors", arguments: TestEngine.allCases)
-    func typedErrors(engine: TestEngine) async throws {
-        try await engine.withDatabase { database in
-            try await database.write(Record(id: "n", data: Note(text: "x")))
-            await #expect(throws: LocalDatabaseError.self) {
-                let _: Student? = try await database.read(id: "n")
+                #expect(try await database.delete(id: "andre"))
+                #expect(try await !database.delete(id: "andre"))
+                #expect(try await database.delete(Student.self) == 50)
+                #expect(try await database.count() == 1)
+                #expect(try await database.clearDatabase() == 1)
+                #expect(try await database.count() == 0)
             }
-            do {
-                let _: Student? = try await database.read(id: "n")
-            } catch let error as LocalDatabaseError {
-                guard case .typeMismatch(id: "n", requested: _, stored: _) = error else {
-                    Issue.record("expected typeMismatch, got \(error)")
-                    return
+        }
+
+        @Test("Codable models by their own ids", arguments: TestEngine.allCases)
+        func codable(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                let courses = (0..<20).map { Course(id: "c\($0)", title: "Course \($0) \u{1F600}", credits: $0, tags: ["a", "b\($0)"]) }
+                #expect(try await database.write(contentsOf: courses) == 20)
+                #expect(try await database.read(Course.self, id: "c7") == courses[7])
+                #expect(try await database.write(Course(id: "c7", title: "changed", credits: -1, tags: [])))
+                #expect(try await database.read(Course.self, id: "c7")?.title == "changed")
+                let all: [Course] = try await database.read()
+                #expect(all.count == 20)
+                #expect(try await database.delete(courses[3]))
+                #expect(try await database.count(Course.self) == 19)
+            }
+        }
+
+        @Test("A transaction spans awaits: commit keeps its writes, rollback drops them", arguments: TestEngine.allCases)
+        func transactions(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                try await enroll(["a", "b", "c"], in: database)
+                #expect(try await database.count(Student.self) == 3)
+
+                try await database.startTransaction()
+                #expect(database.transactionActive)
+                try await database.write(Record(id: "d", data: student("D")))
+                try await Task.sleep(for: .milliseconds(5))
+                #expect(try await database.delete(id: "a"))
+                // Reads in the transaction see its writes.
+                let d: Student? = try await database.read(id: "d")
+                #expect(d?.firstName == "D")
+                #expect(try await database.count(Student.self) == 3)
+                try await database.rollbackTransaction()
+                #expect(!database.transactionActive)
+                #expect(try await database.count(Student.self) == 3)
+                let a: Student? = try await database.read(id: "a")
+                #expect(a != nil)
+                let gone: Student? = try await database.read(id: "d")
+                #expect(gone == nil)
+            }
+        }
+
+        @Test("Errors are the same typed errors", arguments: TestEngine.allCases)
+        func typedErrors(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                try await database.write(Record(id: "n", data: Note(text: "x")))
+                await #expect(throws: LocalDatabaseError.self) {
+                    let _: Student? = try await database.read(id: "n")
                 }
+                do {
+                    let _: Student? = try await database.read(id: "n")
+                } catch let error as LocalDatabaseError {
+                    guard case .typeMismatch(id: "n", requested: _, stored: _) = error else {
+                        Issue.record("expected typeMismatch, got \(error)")
+                        return
+                    }
+                }
+                await #expect(throws: LocalDatabaseError.emptyID) {
+                    try await database.write(Record(id: "", data: Note(text: "x")))
+                }
+                await #expect(throws: LocalDatabaseError.noActiveTransaction) {
+                    try await database.commitTransaction()
+                }
+                try await database.startTransaction()
+                await #expect(throws: LocalDatabaseError.transactionAlreadyActive) {
+                    try await database.startTransaction(override: false)
+                }
+                try await database.rollbackTransaction()
             }
-            await #expect(throws: LocalDatabaseError.emptyID) {
-                try await database.write(Record(id: "", data: Note(text: "x")))
-            }
-            await #expect(throws: LocalDatabaseError.noActiveTransaction) {
-                try await database.commitTransaction()
-            }
-            try await database.startTransaction()
-            await #expect(throws: LocalDatabaseError.transactionAlreadyActive) {
-                try await database.startTransaction(override: false)
-            }
-            try await database.rollbackTransaction()
         }
-    }
 
-    @Test("Odd ids: quotes, SQL, NUL bytes, non-ASCII, and ids longer than a key", arguments: TestEngine.allCases)
-    func oddIDs(engine: TestEngine) async throws {
-        try await engine.withDatabase { database in
-            let ids = [
-                "'; DROP TABLE locallmdb_stores; --", "\"quoted\"", "nul\u{0}inside", "\u{0}", "e\u{301}", "\u{E9}", "$1", "back\\slash",
-                String(repeating: "long", count: 300),
-            ]
-            for (index, id) in ids.enumerated() { try await database.write(Record(id: id, data: Note(text: "n\(index)"))) }
-            for (index, id) in ids.enumerated() {
-                let note: Note? = try await database.read(id: id)
-                #expect(note?.text == "n\(index)", "id \(id.debugDescription)")
+        @Test("Odd ids: quotes, SQL, NUL bytes, non-ASCII, and ids longer than a key", arguments: TestEngine.allCases)
+        func oddIDs(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                let ids = [
+                    "'; DROP TABLE locallmdb_stores; --", "\"quoted\"", "nul\u{0}inside", "\u{0}", "e\u{301}", "\u{E9}", "$1", "back\\slash",
+                    String(repeating: "long", count: 300),
+                ]
+                for (index, id) in ids.enumerated() { try await database.write(Record(id: id, data: Note(text: "n\(index)"))) }
+                for (index, id) in ids.enumerated() {
+                    let note: Note? = try await database.read(id: id)
+                    #expect(note?.text == "n\(index)", "id \(id.debugDescription)")
+                }
+                #expect(Set(try await database.readIDs(Note.self)) == Set(ids))
+                #expect(try await database.count() == ids.count)
             }
-            #expect(Set(try await database.readIDs(Note.self)) == Set(ids))
-            #expect(try await database.count() == ids.count)
         }
     }
 }
