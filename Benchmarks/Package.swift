@@ -11,6 +11,7 @@ let package = Package(
         .package(name: "LocalLMDB", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // LMDB for the raw-LMDB floor, which stores pre-encoded bytes with no LocalLMDB code between.
@@ -28,6 +29,17 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "Comparison", dependencies: ["BenchmarkCore"]),
+        // LocalLMDB's PostgreSQL store against hand-written postgres-nio, and the replicator
+        // (scripts/postgres-benchmark).
+        .executableTarget(
+            name: "PostgresComparison",
+            dependencies: [
+                "BenchmarkCore",
+                .product(name: "LocalLMDB", package: "LocalLMDB"),
+                .product(name: "LocalLMDBPostgres", package: "LocalLMDB"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         .executableTarget(
             name: "LocalLMDBBenchmarks",
             dependencies: [

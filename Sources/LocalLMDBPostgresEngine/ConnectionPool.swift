@@ -43,6 +43,19 @@ final class ConnectionPool: @unchecked Sendable {
         self.eventLoopGroup = eventLoopGroup
     }
 
+    /// An idle connection for the caller alone, until it gives it back with `release`; nil when
+    /// none is idle (then `lease`). Answers at once, with no hop through a future.
+    func leaseIdle() -> PostgresConnection? {
+        state.withLock { state in
+            guard !state.closed else { return nil }
+            while let connection = state.idle.popLast() {
+                if !connection.isClosed { return connection }
+                state.open -= 1
+            }
+            return nil
+        }
+    }
+
     /// A connection for the caller alone, until it gives it back with `release`: an idle one, a
     /// new one, or the next one released (waiting at most `waitLimit`, then failing with `busy`).
     func lease() -> EventLoopFuture<PostgresConnection> {

@@ -43,7 +43,7 @@ extension PostgresEngine {
 
     package nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int) async throws(DatabaseError) -> LoggedCommits {
         let query = try changesQuery(since: token, limit: limit)
-        let connection = try await pool.lease().value("reading changes")
+        let connection = try await leased("reading changes")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
             result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")

@@ -53,7 +53,7 @@ extension PostgresEngine {
     private nonisolated(nonsending) func readCommitted<Read: SnapshotRead>(
         _ read: Read, withToken: Bool
     ) async throws(DatabaseError) -> (value: Read.Value, token: LogPosition?) {
-        let connection = try await pool.lease().value("reading")
+        let connection = try await leased("reading")
         var inSnapshot = false
         let outcome: (Result<Read.Value, DatabaseError>, LogPosition?)
         do throws(DatabaseError) {

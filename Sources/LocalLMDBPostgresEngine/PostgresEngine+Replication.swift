@@ -10,7 +10,7 @@ extension PostgresEngine {
     /// The position `source` last recorded in this store; nil when it has recorded none.
     package nonisolated(nonsending) func replicationPosition(source: String) async throws(DatabaseError) -> String? {
         try checkOpenForWriting()
-        let connection = try await pool.lease().value("reading the replication position")
+        let connection = try await leased("reading the replication position")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
             result = try await connection.send(

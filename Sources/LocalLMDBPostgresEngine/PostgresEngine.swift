@@ -165,6 +165,12 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         }
     }
 
+    /// A leased connection: an idle one at once, else the next one the pool gives.
+    nonisolated(nonsending) func leased(_ operation: String) async throws(DatabaseError) -> PostgresConnection {
+        if let connection = pool.leaseIdle() { return connection }
+        return try await pool.lease().value(operation)
+    }
+
     /// A leased connection, blocking (on the thread, or the notifier's).
     func leaseBlocking(_ operation: String) throws(DatabaseError) -> PostgresConnection {
         do {
