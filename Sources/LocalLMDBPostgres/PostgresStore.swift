@@ -20,8 +20,9 @@ import PostgresNIO
 /// migrated when it is first opened, and any number of processes may open one store at once.
 ///
 /// Differences from `LocalDatabase`, each a typed error rather than a silent change:
-/// - a transaction holds one connection and is PostgreSQL's (read committed): other
-///   connections' writes are not held up by it, and its reads see their commits;
+/// - a transaction holds one connection and is PostgreSQL's (read committed). As on LMDB, write
+///   transactions on a store run one at a time, from every process: an open transaction makes
+///   other writers wait (for at most their busy timeout, then `busy`); reads are never held up;
 /// - secondary indexes and queries, cascading deletes, one-member updates (`Syncable`),
 ///   encryption at rest, backups and the synchronous face are not offered yet
 ///   (`LocalDatabaseError.unsupported`).

@@ -20,12 +20,15 @@ import LocalLMDBPostgresEngine
 ///   applied twice;
 /// - a run of commits is applied as its deletions, in order, then the records it wrote, with the
 ///   values they hold locally when it is applied: the server never goes back to an older state,
-///   and once the replicator has caught up, the store holds exactly the local records (the same
-///   bytes);
+///   and once the replicator has caught up by following the log, the store holds exactly the local
+///   records (the same bytes; see the full copy below for the exception);
 /// - when the server holds no position for this source yet, or the local change log no longer
 ///   holds the commits after it (trimmed while the replicator was away), every local record is
 ///   copied, with the position it was read at. A full copy writes every local record and deletes
-///   none on the server (the store may hold other sources' records);
+///   none on the server (the store may hold other sources' records), so a record deleted locally
+///   while the log was out of reach stays on the server (`progress.fullCopies` tells); a replicated
+///   `delete(T.self)` or `clearDatabase()`, though, deletes on the server what it deleted locally:
+///   every record of the class, or every record of the store;
 /// - two replicators of one source cannot interleave: a transaction whose recorded position moved
 ///   under it is refused (`transactionFailed`).
 ///
@@ -162,13 +165,13 @@ public final class PushReplicator: Sendable {
         }
         let (records, _) = try await local.replicatedRecords(ids: written)
         for id in records.absent { deletions.append(.delete(StorageKey(id, maxKeySize: keySize))) }
-        let operations = deletions + (records.batch.isEmpty ? [] : [.put(records.batch, classes: [])])
+        let operations = deletions + records.parts.map { WriteOperation.put($0, classes: []) }
         let position = feed.position.description
         try await store.engine.applyReplicated(operations, classRows: records.classRows, source: source, expected: expected, position: position)
         state.withLock {
             $0.transactions += 1
             $0.commits += feed.commits.count
-            $0.records += records.batch.count
+            $0.records += records.count
             $0.position = position
         }
         return position
@@ -179,12 +182,12 @@ public final class PushReplicator: Sendable {
         let (records, position) = try await local.replicatedRecords(ids: nil)
         let recorded = position.description
         try await store.engine.applyReplicated(
-            records.batch.isEmpty ? [] : [.put(records.batch, classes: [])], classRows: records.classRows, source: source,
+            records.parts.map { .put($0, classes: []) }, classRows: records.classRows, source: source,
             expected: expected, position: recorded)
         state.withLock {
             $0.fullCopies += 1
             $0.transactions += 1
-            $0.records += records.batch.count
+            $0.records += records.count
             $0.position = recorded
         }
         return recorded

@@ -83,7 +83,9 @@ final class ConnectionPool: @unchecked Sendable {
         case let .open(id):
             return connect(id: id, on: eventLoop)
         case let .wait(promise, id):
-            let timeout = eventLoop.scheduleTask(in: .nanoseconds(Int64(waitLimit.components.seconds) * 1_000_000_000 + waitLimit.components.attoseconds / 1_000_000_000)) { [self] in
+            let nanoseconds = waitLimit.components.seconds >= Int64.max / 1_000_000_000 - 1
+                ? Int64.max : waitLimit.components.seconds * 1_000_000_000 + waitLimit.components.attoseconds / 1_000_000_000
+            let timeout = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
                 let expired = state.withLock { state -> Bool in
                     guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return false }
                     state.waiters.remove(at: index)
@@ -101,12 +103,18 @@ final class ConnectionPool: @unchecked Sendable {
     /// Opens connection `id`, counted in `open` already; a failure uncounts it.
     private func connect(id: Int, on eventLoop: any EventLoop) -> EventLoopFuture<PostgresConnection> {
         PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger).flatMapErrorThrowing { [self] error in
-            let waiter = state.withLock { state -> Waiter? in
+            let waiters = state.withLock { state -> [Waiter] in
                 state.open -= 1
-                // A waiter would wait for a release that may never come: it gets the error too.
-                return state.waiters.isEmpty ? nil : state.waiters.removeFirst()
+                // Waiters would wait for a release that may never come: with no connection out,
+                // they all get the error; else the first does.
+                guard !state.waiters.isEmpty else { return [] }
+                if state.open == 0 {
+                    defer { state.waiters = [] }
+                    return state.waiters
+                }
+                return [state.waiters.removeFirst()]
             }
-            waiter?.promise.fail(error)
+            for waiter in waiters { waiter.promise.fail(error) }
             throw error
         }
     }

@@ -17,6 +17,7 @@ extension PostgresEngine {
     }
 
     package func changeToken() throws(DatabaseError) -> LogPosition {
+        try Self.checkMayBlock("changeToken")
         do {
             guard let sequence = try Self.lastSequence(pool: pool, schema: schema, logger: logger) else {
                 throw DatabaseError.changesUnavailable(token: "", reason: "the store is no longer listed on the server")

@@ -21,13 +21,16 @@ extension PostgresEngine {
     package nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
         try checkOpenForReading()
         if transactionActive {
-            // In the session's transaction, behind its writes, on its connection.
-            let (detached, fetched) = try await onThread { [self] () throws(DatabaseError) -> (Read.Detached, FetchedRecords) in
-                guard let transaction else { throw .noActiveTransaction }
+            // In the session's transaction, behind its writes, on its connection; when the
+            // transaction ended before the read reached the thread, from the committed state.
+            let inTransaction = try await onThread { [self] () throws(DatabaseError) -> (Read.Detached, FetchedRecords)? in
+                guard let transaction else { return nil }
                 return try readRounds(read, on: transaction.connection)
             }
-            return try withExtendedLifetime(fetched) { () throws(DatabaseError) in
-                try read.restore(detached, classes: ClassLookup(database: databaseSerial, fetched: fetched))
+            if let (detached, fetched) = inTransaction {
+                return try withExtendedLifetime(fetched) { () throws(DatabaseError) in
+                    try read.restore(detached, classes: ClassLookup(database: databaseSerial, fetched: fetched, readingRecords: false))
+                }
             }
         }
         return try await readCommitted(read, withToken: false).value

@@ -38,7 +38,7 @@ extension PostgresEngine {
         try await onThread { [self] () throws(DatabaseError) in
             let connection = try leaseBlocking("replicating")
             do throws(DatabaseError) {
-                _ = try run("BEGIN", on: connection, "replicating")
+                try begin(on: connection, "replicating")
                 let recorded = try run(
                     PostgresQuery(unsafeSQL: "SELECT position FROM \(schema.replication) WHERE source = $1 FOR UPDATE", binds: binds(source)),
                     on: connection, "replicating")

@@ -18,7 +18,7 @@ extension PostgresEngine {
         }
         var commitSent = false
         do throws(DatabaseError) {
-            _ = try run("BEGIN", on: connection, "writing")
+            try begin(on: connection, "writing")
             var changes = ChangeSet()
             var counts: [Int] = []
             for operations in writes {
@@ -34,9 +34,35 @@ extension PostgresEngine {
         } catch {
             let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
             pool.release(connection, broken: broken)
-            // A commit whose answer was lost may have happened: it is not repeated.
-            guard writes.count > 1, !commitSent else { return writes.map { _ in .failure(error) } }
+            // A commit whose answer was lost may have happened: it is not repeated. Nor is a group
+            // that the server could not be reached for, or that waited out its bound: only a
+            // group that a statement was refused in is retried write by write.
+            guard writes.count > 1, !commitSent, Self.isRefusal(error) else { return writes.map { _ in .failure(error) } }
             return writes.flatMap { commitGroup([$0]) }
+        }
+    }
+
+    /// Begins a write transaction on `connection`, taking the store's row in `locallmdb_stores`
+    /// first: write transactions on a store, from every process, run one at a time, as LMDB's
+    /// do. So the log's order is the order writes were applied in (a mass deletion and a
+    /// concurrent insert cannot be logged in the other order), every transaction takes its locks
+    /// in one order (no deadlocks), and a transaction held open makes other writers wait, for at
+    /// most their busy timeout (`lock_timeout`, set when the pool connects; then `busy`).
+    /// Group commit makes one such transaction carry many writes.
+    func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
+        _ = try run("BEGIN", on: connection, operation)
+        _ = try run(
+            PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1 FOR UPDATE", binds: binds(schema.nameBytes)),
+            on: connection, operation)
+    }
+
+    /// Whether `error` is the server (or a rule) refusing a statement, as opposed to the server
+    /// being unreachable or too slow: a group with a refused write is retried write by write.
+    static func isRefusal(_ error: DatabaseError) -> Bool {
+        switch error {
+        case .busy: return false
+        case let .server(_, message): return message.contains("SQLSTATE") && !message.contains("SQLSTATE 57P") && !message.contains("SQLSTATE 08")
+        default: return true
         }
     }
 
@@ -76,7 +102,11 @@ extension PostgresEngine {
             }
             sequence = UInt64(number)
         }
-        _ = try run("COMMIT", on: connection, "committing")
+        let committed = try run("COMMIT", on: connection, "committing")
+        // PostgreSQL answers a COMMIT of a transaction that had failed with ROLLBACK.
+        guard committed.metadata.command == "COMMIT" else {
+            throw .transactionFailed(reason: "the server rolled the transaction back (a statement in it had failed)")
+        }
         return sequence
     }
 
@@ -166,6 +196,8 @@ extension PostgresEngine {
 
     /// Puts `records` (the last of each key wins, as on LMDB), logging each write, and each
     /// record that left its previous class, in the batch's order (`ChangeSet.append(written:leaving:)`).
+    /// Rows are locked in key order, so two servers' batches over the same keys wait for each
+    /// other instead of deadlocking.
     private func put(_ records: RecordBatch, on connection: PostgresConnection, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         var keys: [ByteBuffer] = []
         var classKeys: [ByteBuffer] = []
@@ -189,21 +221,46 @@ extension PostgresEngine {
                 values.append(row.3)
             }
         }
-        let result = try run(
+        // New keys go in at once. Keys taken are then locked and read by a statement of their
+        // own, which sees every commit made before it (a statement's snapshot would miss a row
+        // another server inserted meanwhile, and the class it left), then replaced.
+        let inserted = try run(
             PostgresQuery(
                 unsafeSQL: """
-                    WITH input AS (SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[]) AS t(key, class_key, class_name, value)),
-                    old AS (SELECT r.key, r.class_name FROM \(schema.records) r WHERE r.key IN (SELECT key FROM input) FOR UPDATE),
-                    upsert AS (
-                        INSERT INTO \(schema.records) (key, class_key, class_name, value) SELECT key, class_key, class_name, value FROM input
-                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, class_name = EXCLUDED.class_name, value = EXCLUDED.value)
-                    SELECT key, class_name FROM old
+                    INSERT INTO \(schema.records) (key, class_key, class_name, value)
+                    SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[]) AS t(key, class_key, class_name, value) ORDER BY key
+                    ON CONFLICT (key) DO NOTHING RETURNING key
                     """,
                 binds: binds(keys, classKeys, classNames, values)),
             on: connection, "writing")
+        var insertedKeys = Set<[UInt8]>()
+        for row in inserted.rows {
+            if let key = try? row.decode(ByteBuffer.self) { insertedKeys.insert(Array(buffer: key)) }
+        }
+        let taken = keys.indices.filter { !insertedKeys.contains(Array(buffer: keys[$0])) }
+        var oldRows: [PostgresRow] = []
+        if !taken.isEmpty {
+            let takenKeys = taken.map { keys[$0] }
+            oldRows = try run(
+                PostgresQuery(
+                    unsafeSQL: "SELECT key, class_name FROM \(schema.records) WHERE key = ANY($1::bytea[]) ORDER BY key FOR UPDATE",
+                    binds: binds(takenKeys)),
+                on: connection, "writing"
+            ).rows
+            // An upsert: a taken key deleted by another server meanwhile is inserted again.
+            _ = try run(
+                PostgresQuery(
+                    unsafeSQL: """
+                        INSERT INTO \(schema.records) (key, class_key, class_name, value)
+                        SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[]) AS t(key, class_key, class_name, value) ORDER BY key
+                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, class_name = EXCLUDED.class_name, value = EXCLUDED.value
+                        """,
+                    binds: binds(takenKeys, taken.map { classKeys[$0] }, taken.map { classNames[$0] }, taken.map { values[$0] })),
+                on: connection, "writing")
+        }
         // Each key's class before the batch, then as the batch moves it.
         var current: [[UInt8]: String] = [:]
-        for row in result.rows {
+        for row in oldRows {
             guard let (key, className) = try? row.decode((ByteBuffer, ByteBuffer).self) else { continue }
             current[Array(buffer: key)] = String(buffer: className)
         }

@@ -112,6 +112,12 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     package static func open(
         configuration: PostgresConnection.Configuration, store: String, options: Options, eventLoopGroup: any EventLoopGroup
     ) async throws(DatabaseError) -> PostgresEngine {
+        // Lock waits end with the busy timeout (SQLSTATE 55P03, which is `busy`), set once per
+        // connection as it starts rather than in every transaction.
+        var configuration = configuration
+        let busy = options.busyTimeout.components
+        let milliseconds = busy.seconds >= Int64(Int32.max) / 1000 ? Int64(Int32.max) : max(1, busy.seconds * 1000 + busy.attoseconds / 1_000_000_000_000_000)
+        configuration.options.additionalStartupParameters.append(("lock_timeout", String(milliseconds)))
         let pool = ConnectionPool(
             configuration: configuration, limit: options.connections, waitLimit: options.busyTimeout, logger: options.logger,
             eventLoopGroup: eventLoopGroup)
@@ -153,7 +159,18 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
             done.signal()
         }
         done.wait()
-        return try box.withLock { $0 }!.get()
+        // The job ran before the semaphore was signalled, so the box holds its result.
+        let result = box.withLock { $0 }
+        assert(result != nil, "a job signalled without a result")
+        return try (result ?? .failure(.closed)).get()
+    }
+
+    /// Throws `wouldDeadlock` on one of SwiftNIO's event loops, where blocking on a future would
+    /// stop the loop that must answer it (postgres-nio's `wait()` traps there).
+    static func checkMayBlock(_ operation: String) throws(DatabaseError) {
+        if MultiThreadedEventLoopGroup.currentEventLoop != nil {
+            throw .wouldDeadlock(operation: operation, reason: "it blocks, and this is a SwiftNIO event loop: use the asynchronous API")
+        }
     }
 
     /// Runs `query` on `connection`, blocking (on the thread only).
@@ -161,7 +178,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         do {
             return try connection.send(query, logger: logger, within: queryTimeout).wait()
         } catch {
-            throw ServerCall.databaseError(error, operation)
+            throw ServerCall.databaseError(error, operation, busyTimeout: busyTimeout)
         }
     }
 
@@ -173,6 +190,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
 
     /// A leased connection, blocking (on the thread, or the notifier's).
     func leaseBlocking(_ operation: String) throws(DatabaseError) -> PostgresConnection {
+        try Self.checkMayBlock(operation)
         do {
             return try pool.lease().wait()
         } catch {
@@ -244,30 +262,39 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
             done.signal()
         }
         done.wait()
-        return try box.withLock { $0 }!.get()
+        let result = box.withLock { $0 }
+        assert(result != nil, "a write signalled without a result")
+        return try (result ?? .failure(.closed)).get()
     }
 
     /// Sends `operations` (one atomic write) to the thread: into the session's transaction when
     /// one is open, else into the next group commit. `done` is called once, from the thread.
     func submit(_ operations: [WriteOperation], _ done: @escaping @Sendable (Result<Int, DatabaseError>) -> Void) {
-        let (inTransaction, schedule) = shared.withLock { shared -> (Bool, Bool) in
-            if shared.transactionActive { return (true, false) }
+        enum Route { case transaction, group(schedule: Bool), closed }
+        let route = shared.withLock { shared -> Route in
+            if shared.closed { return .closed }
+            if shared.transactionActive { return .transaction }
             shared.pending.append(PendingWrite(operations: operations, done: done))
             defer { shared.drainScheduled = true }
-            return (false, !shared.drainScheduled)
+            return .group(schedule: !shared.drainScheduled)
         }
-        if inTransaction {
+        switch route {
+        case .closed:
+            done(.failure(.closed))
+        case .transaction:
             thread.submit { [self] in
                 done(Result { () throws(DatabaseError) in
                     guard let transaction else {
                         // The transaction ended before this write reached the thread: commit it alone.
-                        return try commitGroup([operations]).first!.get()
+                        return try (commitGroup([operations]).first ?? .failure(.closed)).get()
                     }
                     return try applyInTransaction(operations, transaction)
                 })
             }
-        } else if schedule {
+        case .group(schedule: true):
             thread.submit { [self] in drain() }
+        case .group(schedule: false):
+            break
         }
     }
 
@@ -317,7 +344,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         }
         let connection = try leaseBlocking("beginning a transaction")
         do throws(DatabaseError) {
-            _ = try run("BEGIN", on: connection, "beginning a transaction")
+            try begin(on: connection, "beginning a transaction")
         } catch {
             pool.release(connection, broken: true)
             throw error
@@ -347,19 +374,20 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
 
     // MARK: EngineWriter: closing
 
+    // The thread runs until the engine is deinitialized, not only until it is closed: a call
+    // made after the close still reaches it, and fails with `closed` there, rather than waiting
+    // for a thread that has ended.
+
     package nonisolated(nonsending) func close() async {
         _ = try? await onThread { [self] () throws(DatabaseError) in closeOnThread() }
-        thread.stop()
     }
 
     package func closeBlocking() {
         _ = try? blockingOnThread { [self] () throws(DatabaseError) in closeOnThread() }
-        thread.stop()
     }
 
     package func closeWhenDropped() {
         thread.submit { [self] in closeOnThread() }
-        thread.stop()
     }
 
     /// Rolls back the session's transaction, refuses later calls, and closes the connections

@@ -15,11 +15,14 @@ enum ServerCall {
     }
 
     /// `error` as a `DatabaseError`.
-    static func databaseError(_ error: any Error, _ operation: String) -> DatabaseError {
+    static func databaseError(_ error: any Error, _ operation: String, busyTimeout: Duration = .zero) -> DatabaseError {
         if let error = error as? DatabaseError { return error }
         if let error = error as? PSQLError {
             if let info = error.serverInfo {
                 let state = info[.sqlState] ?? "?"
+                // A lock wait past the busy timeout: the write waited for another transaction and
+                // nothing of it was kept.
+                if state == "55P03" { return .busy(timeout: busyTimeout) }
                 let message = info[.message] ?? "no message"
                 return .server(operation: operation, message: "\(message) (SQLSTATE \(state))")
             }
@@ -54,7 +57,8 @@ extension PostgresConnection {
                 DatabaseError.server(operation: "sending a statement", message: "the connection to the server was lost; a write in progress may or may not have committed"))
         }
         let promise = eventLoop.makePromise(of: PostgresQueryResult.self)
-        let nanoseconds = Int64(limit.components.seconds) * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        let nanoseconds = limit.components.seconds >= Int64.max / 1_000_000_000 - 1
+            ? Int64.max : limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
         let timeout = eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
             promise.fail(DatabaseError.server(operation: "waiting for the server", message: "no answer within \(limit); the connection was closed"))
             let _: EventLoopFuture<Void> = close()

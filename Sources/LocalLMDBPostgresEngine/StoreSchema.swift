@@ -21,9 +21,10 @@ import PostgresNIO
 /// - `<prefix>_replication (source text primary key, position text)`: where each replicator
 ///   writing into this store has got to, written in the transaction that applies its commits.
 ///
-/// Invariant: a store's sequence numbers are consecutive and in commit order: each commit
-/// increments its store's row in `locallmdb_stores` as its last statement, and the row stays
-/// locked until the commit ends, so the next commit's number is taken after it.
+/// Invariant: a store's sequence numbers are consecutive and in commit order: every write
+/// transaction locks its store's row in `locallmdb_stores` first (`PostgresEngine.begin`) and
+/// increments it as its last statement, so write transactions on a store run one at a time and
+/// each commit's number is taken after the previous commit.
 struct StoreSchema: Sendable {
     /// The schema version this library writes. Version 1 lacked the index of records by class;
     /// opening such a store adds it.

@@ -15,6 +15,9 @@ import LocalLMDBLMDB
     @usableFromInline let table: ClassTable?
     /// What a server engine's read fetched: unowned, as the read holds it alive.
     @usableFromInline unowned(unsafe) let fetched: FetchedRecords?
+    /// Whether `record(id:)` reads `fetched`'s records: not when restoring what a read detached
+    /// (its references were prefetched; one that was not cannot be fetched any more).
+    @usableFromInline let readsFetchedRecords: Bool
     /// The read's snapshot, or nil when lookups open their own.
     @usableFromInline let transaction: Transaction?
     /// The records database, for `record(id:)`.
@@ -32,12 +35,15 @@ import LocalLMDBLMDB
         self.records = records
         self.encryption = encryption
         fetched = nil
+        readsFetchedRecords = false
     }
 
-    /// The lookups of a read that answers from `fetched` (which must outlive the lookup).
-    package init(database: UInt64, fetched: FetchedRecords) {
+    /// The lookups of a read that answers from `fetched` (which must outlive the lookup);
+    /// `readingRecords` false for a restoration after the read (see `readsFetchedRecords`).
+    package init(database: UInt64, fetched: FetchedRecords, readingRecords: Bool = true) {
         self.database = database
         self.fetched = fetched
+        readsFetchedRecords = readingRecords
         table = nil
         transaction = nil
         records = 0
@@ -45,12 +51,15 @@ import LocalLMDBLMDB
     }
 
     /// Whether `record(id:)` can read: the lookups run in the read's own snapshot.
-    package var readsRecords: Bool { transaction != nil || fetched != nil }
+    package var readsRecords: Bool { transaction != nil || readsFetchedRecords }
 
     /// The record `id`, read in place in the read's snapshot (valid while it lasts); nil when
     /// there is none, or when this lookup has no snapshot of its own (`readsRecords`).
     package func record(id: String) throws(DatabaseError) -> DecodedRecord? {
-        if let fetched { return id.isEmpty ? nil : try fetched.record(StorageKey(id, maxKeySize: fetched.maxKeySize), id: id) }
+        if let fetched {
+            guard readsFetchedRecords, !id.isEmpty else { return nil }
+            return try fetched.record(StorageKey(id, maxKeySize: fetched.maxKeySize), id: id)
+        }
         guard let transaction, let table, !id.isEmpty else { return nil }
         let key = StorageKey(id, maxKeySize: table.environment.maxKeySize)
         guard let value = try RecordStore.value(key, records: records, in: transaction) else { return nil }

@@ -76,6 +76,59 @@ extension PostgresTests {
             for database in databases { await database.close() }
         }
 
+        @Test("Replaying the change log gives the store's records, with writers changing classes, deleting and clearing at once")
+        func logReplaysToTheStore() async throws {
+            let store = PostgresServer.uniqueStore()
+            let databases = try await withThrowingTaskGroup(of: PostgresStore.self) { group in
+                for _ in 0..<3 { group.addTask { try await PostgresStore(configuration: PostgresServer.configuration(), name: store, connections: 2) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<2 {
+                    let database = databases[writer]
+                    group.addTask {
+                        for index in 0..<80 {
+                            let id = "k\(index % 8)"
+                            if (index + writer) % 2 == 0 {
+                                try await database.write(Record(id: id, data: Note(text: "\(writer)-\(index)")))
+                            } else {
+                                try await database.write(Record(id: id, data: Entry(sequence: index, payload: "\(writer)")))
+                            }
+                        }
+                    }
+                }
+                let deleter = databases[2]
+                group.addTask {
+                    for index in 0..<24 {
+                        switch index % 3 {
+                        case 0: _ = try await deleter.delete(Entry.self)
+                        case 1: _ = try await deleter.delete(id: "k\(index % 8)")
+                        default: _ = try await deleter.clearDatabase()
+                        }
+                        try await Task.sleep(for: .milliseconds(3))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let engine = databases[0].engine
+            let feed = try engine.changeFeedBlocking(since: LogPosition(logID: engine.schema.logID, sequence: 0), limit: .max)
+            #expect(feed.commits.map(\.position.sequence) == Array(1...UInt64(max(1, feed.commits.count))))
+            var replayed: [String: String] = [:]
+            for change in feed.commits.flatMap(\.changes) {
+                switch change {
+                case let .written(id, className): replayed[id] = className
+                case let .deleted(id, _): replayed[id] = nil
+                case let .typeDeleted(className): replayed = replayed.filter { $0.value != className }
+                case .cleared: replayed = [:]
+                }
+            }
+            var stored: [String: String] = [:]
+            for id in try await databases[0].readIDs(Note.self) { stored[id] = "Note" }
+            for id in try await databases[0].readIDs(Entry.self) { stored[id] = "Entry" }
+            #expect(replayed == stored)
+            for database in databases { await database.close() }
+        }
+
         @Test("Concurrent writes of one database share commits (group commit)")
         func groupCommit() async throws {
             try await PostgresServer.withDatabase { database in
@@ -93,16 +146,55 @@ extension PostgresTests {
         @Test("A refused write in a group fails alone; a refused write in a transaction leaves it usable")
         func refusedWrites() async throws {
             try await PostgresServer.withDatabase { database in
-                // A class name owned by another type is refused: `Note`'s name claimed for `Entry`.
-                try await database.write(Record(id: "n", data: Note(text: "x")))
-                try await database.startTransaction()
-                try await database.write(Record(id: "t1", data: Note(text: "1")))
-                await #expect(throws: LocalDatabaseError.self) {
-                    try await database.write(Record(id: "", data: Note(text: "empty id")))
+                // Another type owns the class name "Note" on the server.
+                let owner = StoredClass(name: "Note", mangledName: "$sOtherModule4NoteC", qualifiedName: "OtherModule.Note")
+                try await PostgresServer.withConnection { connection in
+                    _ = try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: "INSERT INTO \(database.engine.schema.classes) (name_key, row) VALUES ($1, $2)",
+                            binds: binds(ByteBuffer(string: "Note"), ByteBuffer(bytes: owner.encoded))),
+                        logger: Logger(label: "tests"))
                 }
-                try await database.write(Record(id: "t2", data: Note(text: "2")))
+                // Writes at once, so they share commits: the Notes are refused, the Entries kept.
+                let results = await withTaskGroup(of: (Bool, LocalDatabaseError?).self) { group in
+                    for index in 0..<40 {
+                        group.addTask {
+                            do {
+                                if index % 2 == 0 {
+                                    try await database.write(Record(id: "note\(index)", data: Note(text: "x")))
+                                } else {
+                                    try await database.write(Record(id: "entry\(index)", data: Entry(sequence: index, payload: "p")))
+                                }
+                                return (index % 2 == 0, nil)
+                            } catch {
+                                return (index % 2 == 0, error as? LocalDatabaseError)
+                            }
+                        }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
+                for (isNote, error) in results {
+                    if isNote {
+                        guard case .classNameConflict(name: "Note", storedBy: "OtherModule.Note", requestedBy: _)? = error else {
+                            Issue.record("a Note write was not refused: \(String(describing: error))")
+                            continue
+                        }
+                    } else {
+                        #expect(error == nil)
+                    }
+                }
+                #expect(try await database.count(Entry.self) == 20)
+                #expect(try await database.count() == 20)
+
+                try await database.startTransaction()
+                try await database.write(Record(id: "t1", data: Entry(sequence: 1, payload: "in")))
+                await #expect(throws: LocalDatabaseError.self) {
+                    try await database.write(Record(id: "refused", data: Note(text: "x")))
+                }
+                try await database.write(Record(id: "t2", data: Entry(sequence: 2, payload: "in")))
                 try await database.commitTransaction()
-                #expect(try await database.count(Note.self) == 3)
+                #expect(try await database.count(Entry.self) == 22)
+                #expect(try await database.count() == 22)
             }
         }
 
@@ -136,6 +228,22 @@ extension PostgresTests {
             await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.version)) {
                 _ = try await PostgresStore(configuration: PostgresServer.configuration(), name: store)
             }
+        }
+
+        @Test("Calls after close fail with closed at once, writes, transactions and reads alike")
+        func callsAfterClose() async throws {
+            let database = try await PostgresStore(configuration: PostgresServer.configuration(), name: PostgresServer.uniqueStore())
+            try await database.write(Record(id: "a", data: Note(text: "1")))
+            await database.close()
+            await database.close()  // Idempotent.
+            let start = ContinuousClock.now
+            await #expect(throws: LocalDatabaseError.closed) { try await database.write(Record(id: "b", data: Note(text: "2"))) }
+            await #expect(throws: LocalDatabaseError.closed) { try await database.startTransaction() }
+            await #expect(throws: LocalDatabaseError.closed) {
+                let _: Note? = try await database.read(id: "a")
+            }
+            await #expect(throws: LocalDatabaseError.self) { try await database.commitTransaction() }
+            #expect(ContinuousClock.now - start < .seconds(5))
         }
 
         @Test("The server stopping and starting: typed errors meanwhile, then it works again")

@@ -13,8 +13,10 @@ import Testing
 func storedBytes(local: LocalDatabase) async throws -> [[UInt8]: [UInt8]] {
     let (records, _) = try await local.replicatedRecords(ids: nil)
     var bytes: [[UInt8]: [UInt8]] = [:]
-    records.batch.forEachRecord { (key: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, _: String, _: StorageKey) in
-        bytes[Array(key)] = Array(value)
+    for part in records.parts {
+        part.forEachRecord { (key: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, _: String, _: StorageKey) in
+            bytes[Array(key)] = Array(value)
+        }
     }
     return bytes
 }

@@ -1,5 +1,5 @@
 import Foundation
-import LocalLMDB
+@testable import LocalLMDB
 import LocalLMDBPostgres
 import LocalLMDBTestSupport
 import Testing
@@ -10,6 +10,21 @@ struct Course: Codable, Persistable, Identifiable, Equatable {
     var title: String
     var credits: Int
     var tags: [String]
+}
+
+// Classes named for the Legacy test alone: Legacy's registry is process-wide.
+final class PgWidgetV1: Storable {
+    let label: String
+    init(label: String) { self.label = label }
+    required init(dataObject: DataObject) { label = dataObject.get("label") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "label", value: label) }
+}
+
+final class PgWidgetV2: Storable {
+    let title: String
+    init(title: String) { self.title = title }
+    required init(dataObject: DataObject) { title = dataObject.get("title", legacyKeys: ["label"]) }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "title", value: title) }
 }
 
 private func student(_ name: String, debt: Double = 10) -> Student {
@@ -129,6 +144,23 @@ extension PostgresTests {
                     try await database.startTransaction(override: false)
                 }
                 try await database.rollbackTransaction()
+            }
+        }
+
+        @Test("Legacy renames: records of a renamed class read, count and delete as the new one", arguments: TestEngine.allCases)
+        func legacyRenames(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                try await database.write(Record(id: "old", data: PgWidgetV1(label: "kept")))
+                try await database.write(Record(id: "new", data: PgWidgetV2(title: "fresh")))
+                Legacy.addClassRefactor(old: "PgWidgetV1", new: "PgWidgetV2")
+                defer { Legacy.removeClassRefactor(old: "PgWidgetV1") }
+                let old: PgWidgetV2? = try await database.read(id: "old")
+                #expect(old?.title == "kept")
+                let all: [PgWidgetV2] = try await database.read()
+                #expect(Set(all.map(\.title)) == ["kept", "fresh"])
+                #expect(try await database.count(PgWidgetV2.self) == 2)
+                #expect(try await database.delete(PgWidgetV2.self) == 2)
+                #expect(try await database.count() == 0)
             }
         }
 

@@ -7,8 +7,11 @@ import LocalLMDBEngine
 /// engine's store, the same bytes), the class rows of their classes, and the ids asked for that
 /// hold no record.
 package struct ReplicatedRecords: Sendable {
-    /// The records, as puts.
-    package var batch = RecordBatch()
+    /// The records, as puts of at most 10,000 records or about 16 MB each (a server takes one
+    /// statement's parameters whole).
+    package var parts: [RecordBatch] = []
+    /// The number of records in `parts`.
+    package var count: Int { parts.reduce(0) { $0 + $1.count } }
     /// The rows of the class names the records are stored under.
     package var classRows: [StoredClass] = []
     /// The ids asked for that hold no record (deleted since).
@@ -23,11 +26,16 @@ struct ReadReplicatedRecords: PlainRead {
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> ReplicatedRecords {
         var records = ReplicatedRecords()
+        var part = RecordBatch()
         var header: [UInt8] = []
         var classNames = Set<String>()
         func add(id: String, className: String, document: UnsafeRawBufferPointer) throws(DatabaseError) {
+            if part.count >= 10_000 || part.valueBytes >= 16 << 20 {
+                records.parts.append(part)
+                part = RecordBatch()
+            }
             try RecordEncoding.encode(
-                id: id, className: className, document: document, into: &records.batch, header: &header, maxKeySize: maxKeySize, encryption: nil)
+                id: id, className: className, document: document, into: &part, header: &header, maxKeySize: maxKeySize, encryption: nil)
             classNames.insert(className)
         }
         if let ids {
@@ -43,6 +51,7 @@ struct ReadReplicatedRecords: PlainRead {
                 try add(id: id, className: className, document: document)
             }
         }
+        if !part.isEmpty { records.parts.append(part) }
         for name in classNames.sorted() {
             if let row = try snapshot.classes.row(named: name) { records.classRows.append(row) }
         }
