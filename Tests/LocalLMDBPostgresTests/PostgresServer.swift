@@ -71,15 +71,7 @@ enum PostgresServer {
     static func withDatabase<R>(
         store: String = uniqueStore(), connections: Int = 4, _ body: (PostgresStore) async throws -> R
     ) async throws -> R {
-        let database = try await PostgresStore(configuration: configuration(), name: store, connections: connections)
-        do {
-            let result = try await body(database)
-            await database.close()
-            return result
-        } catch {
-            await database.close()
-            throw error
-        }
+        try await closing(PostgresStore(configuration: configuration(), name: store, connections: connections), body)
     }
 
     /// A raw connection to the tests' server, closed after `body`: for tests that look at the
@@ -123,6 +115,18 @@ enum PostgresServer {
     }
 }
 
+/// `body`'s result, with `database` closed after it, whether it returns or throws.
+func closing<Database: ObjectDatabase, R>(_ database: Database, _ body: (Database) async throws -> R) async throws -> R {
+    do {
+        let result = try await body(database)
+        await database.close()
+        return result
+    } catch {
+        await database.close()
+        throw error
+    }
+}
+
 /// Every suite that uses the tests' server, one test at a time: one of them stops and starts the
 /// server, which the others must not see.
 @Suite("PostgreSQL", .serialized)
@@ -141,15 +145,7 @@ enum TestEngine: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .lmdb:
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-pg-tests-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let database = try LocalDatabase(directory: directory)
-            do {
-                let result = try await body(database)
-                await database.close()
-                return result
-            } catch {
-                await database.close()
-                throw error
-            }
+            return try await closing(LocalDatabase(directory: directory)) { try await body($0) }
         case .postgres:
             return try await PostgresServer.withDatabase { try await body($0) }
         }
