@@ -9,7 +9,7 @@ extension PostgresEngine {
     /// The position after the last commit, read on `connection` (in its transaction, if any).
     func changeToken(on connection: PostgresConnection) async throws(DatabaseError) -> LogPosition {
         let result = try await connection.send(
-            PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1", binds: binds(schema.nameBytes)), logger: logger, within: queryTimeout).value("reading the change token")
+            schema.sequenceQuery(locking: false), logger: logger, within: queryTimeout).value("reading the change token")
         guard let row = result.rows.first, let sequence = try? row.decode(Int64.self) else {
             throw .changesUnavailable(token: "", reason: "the store is no longer listed on the server")
         }

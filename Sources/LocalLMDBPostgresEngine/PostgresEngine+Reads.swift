@@ -19,7 +19,7 @@ extension PostgresEngine {
     }
 
     package nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
-        try checkOpenForReading()
+        try checkOpen()
         if transactionActive {
             // In the session's transaction, behind its writes, on its connection; when the
             // transaction ended before the read reached the thread, from the committed state.
@@ -41,13 +41,9 @@ extension PostgresEngine {
     }
 
     package nonisolated(nonsending) func readWithToken<Read: SnapshotRead>(_ read: Read) async throws(DatabaseError) -> (Read.Value, LogPosition) {
-        try checkOpenForReading()
+        try checkOpen()
         let (value, token) = try await readCommitted(read, withToken: true)
         return (value, token ?? LogPosition(logID: schema.logID, sequence: 0))
-    }
-
-    private func checkOpenForReading() throws(DatabaseError) {
-        if shared.withLock({ $0.closed }) { throw .closed }
     }
 
     /// `read`'s value from the committed state, in the caller's task: one statement when one

@@ -9,7 +9,7 @@ import PostgresNIO
 extension PostgresEngine {
     /// The position `source` last recorded in this store; nil when it has recorded none.
     package nonisolated(nonsending) func replicationPosition(source: String) async throws(DatabaseError) -> String? {
-        try checkOpenForWriting()
+        try checkOpen()
         let connection = try await leased("reading the replication position")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
@@ -34,7 +34,7 @@ extension PostgresEngine {
     package nonisolated(nonsending) func applyReplicated(
         _ operations: [WriteOperation], classRows: [StoredClass], source: String, expected: String?, position: String
     ) async throws(DatabaseError) {
-        try checkOpenForWriting()
+        try checkOpen()
         try await onThread { [self] () throws(DatabaseError) in
             let connection = try leaseBlocking("replicating")
             do throws(DatabaseError) {
@@ -78,9 +78,5 @@ extension PostgresEngine {
                 throw error
             }
         }
-    }
-
-    private func checkOpenForWriting() throws(DatabaseError) {
-        if shared.withLock({ $0.closed }) { throw .closed }
     }
 }

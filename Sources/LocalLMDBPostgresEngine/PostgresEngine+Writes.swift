@@ -51,9 +51,7 @@ extension PostgresEngine {
     /// Group commit makes one such transaction carry many writes.
     func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
         _ = try run("BEGIN", on: connection, operation)
-        _ = try run(
-            PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1 FOR UPDATE", binds: binds(schema.nameBytes)),
-            on: connection, operation)
+        _ = try run(schema.sequenceQuery(locking: true), on: connection, operation)
     }
 
     /// Whether `error` is the server (or a rule) refusing a statement, as opposed to the server
@@ -280,10 +278,7 @@ extension PostgresEngine {
         let connection = try pool.lease().wait()
         let result: PostgresQueryResult
         do {
-            result = try connection.send(
-                PostgresQuery(unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1", binds: binds(schema.nameBytes)),
-                logger: logger, within: .seconds(10)
-            ).wait()
+            result = try connection.send(schema.sequenceQuery(locking: false), logger: logger, within: .seconds(10)).wait()
         } catch {
             pool.release(connection, broken: true)
             throw error

@@ -198,7 +198,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         }
     }
 
-    private func checkOpen() throws(DatabaseError) {
+    /// Throws `closed` once the engine is closed.
+    func checkOpen() throws(DatabaseError) {
         if shared.withLock({ $0.closed }) { throw .closed }
     }
 

@@ -42,6 +42,14 @@ struct StoreSchema: Sendable {
     var log: String { prefix + "_log" }
     var replication: String { prefix + "_replication" }
 
+    /// The statement that reads the store's last sequence number (`locking` its row until the
+    /// transaction ends: how write transactions take their turn, see `PostgresEngine.begin`).
+    func sequenceQuery(locking: Bool) -> PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1" + (locking ? " FOR UPDATE" : ""),
+            binds: binds(nameBytes))
+    }
+
     /// The store's name as the bytes it is listed under.
     var nameBytes: ByteBuffer { ByteBuffer(bytes: Array(name.utf8)) }
 
