@@ -97,7 +97,7 @@ public struct ChangeToken: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 
     /// The token of a change log position.
-    init(_ position: LogPosition) {
+    package init(_ position: LogPosition) {
         self.init(logID: position.logID, sequence: position.sequence, commit: position.commit)
     }
 

@@ -122,6 +122,11 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// use instead). Nothing is changed.
     case unsupported(operation: String, reason: String)
 
+    /// The database is a read replica of `source` (a pull replicator follows it): its records
+    /// change only as the source's do. Write to the source, or detach the replica to make its
+    /// records its own. Nothing is changed.
+    case readOnlyReplica(source: String)
+
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
 }
@@ -166,6 +171,7 @@ extension LocalDatabaseError {
         case let .missingReference(id, field, referencedID): self = .missingReference(id: id, field: field, referencedID: referencedID)
         case let .server(operation, message): self = .server(operation: operation, message: message)
         case let .unsupported(operation, reason): self = .unsupported(operation: operation, reason: reason)
+        case let .readOnlyReplica(source): self = .readOnlyReplica(source: source)
         }
     }
 }
@@ -211,6 +217,7 @@ extension DatabaseError {
         case let .missingReference(id, field, referencedID): self = .missingReference(id: id, field: field, referencedID: referencedID)
         case let .server(operation, message): self = .server(operation: operation, message: message)
         case let .unsupported(operation, reason): self = .unsupported(operation: operation, reason: reason)
+        case let .readOnlyReplica(source): self = .readOnlyReplica(source: source)
         }
     }
 }

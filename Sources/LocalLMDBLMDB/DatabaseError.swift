@@ -39,6 +39,7 @@
     case missingReference(id: String, field: String, referencedID: String)
     case server(operation: String, message: String)
     case unsupported(operation: String, reason: String)
+    case readOnlyReplica(source: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -120,6 +121,8 @@
             return "The database server failed during \(operation): \(message)"
         case let .unsupported(operation, reason):
             return "\(operation) is not supported here: \(reason)"
+        case let .readOnlyReplica(source):
+            return "The database is a read replica of '\(source)': write to the source, which the replica follows, or detach the replica (PullReplicator.detach()) to make its records its own."
         }
     }
 }

@@ -150,6 +150,68 @@ public final class PostgresStore: ObjectDatabase {
 
     public var transactionActive: Bool { face.transactionActive }
 
+    // MARK: Changes and observation
+
+    /// The object stored under `id`, then again after each commit (of any server process) that
+    /// wrote or deleted it; see `DatabaseObservation`. Other processes' commits are seen within
+    /// about 50 ms (the store's last sequence number is polled while anyone observes).
+    public nonisolated func observe<T: Persistable>(_ type: T.Type, id: String) -> DatabaseObservation<T?> {
+        face.observe(type, id: id)
+    }
+
+    /// Every object stored as `T`, then again after each commit that changed records of `T`;
+    /// see `DatabaseObservation`.
+    public nonisolated func observeAll<T: Persistable>(_ type: T.Type) -> DatabaseObservation<[T]> {
+        face.observeAll(type)
+    }
+
+    /// The position after the store's last commit (`LocalDatabase.changeToken()`, read from the
+    /// server without blocking a thread).
+    public nonisolated(nonsending) func changeToken() async throws -> ChangeToken {
+        do throws(DatabaseError) {
+            return ChangeToken(try await engine.currentChangeToken())
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// Every commit after `token`, oldest first, and the token to ask from next time
+    /// (`LocalDatabase.changes(since:)`).
+    /// - Throws: `LocalDatabaseError.changesUnavailable` when the log no longer holds the
+    ///   commits after `token` (`trimChangeLog(keeping:)`) or `token` is another store's.
+    public nonisolated(nonsending) func changes(since token: ChangeToken) async throws -> ChangeFeed {
+        do throws(DatabaseError) {
+            return try await face.changesAsync(since: token)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The commits made from now on, each once, in order (`LocalDatabase.changes()`).
+    public nonisolated(nonsending) func changes() async throws -> ChangeSequence {
+        do throws(DatabaseError) {
+            return face.changes(after: try await engine.currentChangeToken(), classNamesOf: nil)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The commits made from now on that changed records stored as `T`, with only those
+    /// changes (`LocalDatabase.changes(of:)`).
+    public nonisolated(nonsending) func changes<T: Persistable>(of type: T.Type) async throws -> ChangeSequence {
+        do throws(DatabaseError) {
+            return face.changes(after: try await engine.currentChangeToken(), classNamesOf: type)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    // MARK: The change log
+
+    /// Deletes the store's change log entries but the last `keeping`. The log grows by one entry
+    /// per commit until trimmed: trim it on a schedule, keeping what the slowest replica needs.
+    /// A pull replica whose position is older than what is kept starts over with a full copy
+    /// (`PullReplicator`); push replicators do not read this log.
+    /// - Returns: The entries deleted.
+    @discardableResult
+    public nonisolated(nonsending) func trimChangeLog(keeping: Int) async throws -> Int {
+        do throws(DatabaseError) {
+            return try await engine.trimChangeLog(keeping: keeping)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
     public nonisolated(nonsending) func close() async {
         await face.close()
     }

@@ -90,8 +90,11 @@ public final class PushReplicator: Sendable {
 
     /// Follows the local database until the task is cancelled: catches up, then applies each new
     /// commit as it is made (this process's at once, other processes' within 50 ms). A pass that
-    /// fails (the server restarting, a lost connection) is retried after a pause that doubles from
-    /// 50 ms up to 5 s; the error is in `progress.lastError` meanwhile.
+    /// fails for a while (the server restarting, a lost connection: `server`; `busy`; `storage`)
+    /// is retried after a pause that doubles from 50 ms up to 5 s; the error is in
+    /// `progress.lastError` meanwhile.
+    /// - Throws: `LocalDatabaseError` for any other error, which no retry would change (the
+    ///   local database closed, a second replicator of the same source, an encrypted database).
     public nonisolated(nonsending) func run() async throws {
         let notifier = local.changeNotifier
         let subscription = ChangeSubscription(notifier)
@@ -104,7 +107,7 @@ public final class PushReplicator: Sendable {
                 state.withLock { $0.lastError = nil }
                 pause = .milliseconds(50)
             } catch {
-                if case .closed = error { throw LocalDatabaseError(error) }
+                guard isTransient(error) else { throw LocalDatabaseError(error) }
                 state.withLock { $0.lastError = LocalDatabaseError(error) }
                 try? await Task.sleep(for: pause)
                 pause = min(pause * 2, .seconds(5))
@@ -144,26 +147,9 @@ public final class PushReplicator: Sendable {
     /// Applies `feed`'s commits in one transaction; returns the position recorded.
     private nonisolated(nonsending) func apply(_ feed: LoggedCommits, expected: String?) async throws(DatabaseError) -> String {
         let keySize = store.engine.maxKeySize
-        var deletions: [WriteOperation] = []
-        var written: [String] = []
-        for commit in feed.commits {
-            for change in commit.changes {
-                switch change {
-                case let .written(id, _):
-                    written.append(id)
-                case let .deleted(id, _):
-                    deletions.append(.delete(StorageKey(id, maxKeySize: keySize)))
-                case let .typeDeleted(className):
-                    // The owner adopts: a replicated deletion is the source's, whoever owns the name on the server.
-                    deletions.append(.deleteTypes(
-                        [StorageKey(className, maxKeySize: keySize)], names: [className],
-                        owner: StoredClass(name: className, mangledName: "", qualifiedName: "", adopts: true)))
-                case .cleared:
-                    deletions.append(.clear)
-                }
-            }
-        }
-        let (records, _) = try await local.replicatedRecords(ids: written)
+        let run = ReplicatedRun(feed.commits, maxKeySize: keySize)
+        let (records, _) = try await local.replicatedRecords(ids: run.written)
+        var deletions = run.deletions
         for id in records.absent { deletions.append(.delete(StorageKey(id, maxKeySize: keySize))) }
         let operations = deletions + records.parts.map { WriteOperation.put($0, classes: []) }
         let position = feed.position.description

@@ -16,6 +16,21 @@ extension PostgresEngine {
         return LogPosition(logID: schema.logID, sequence: UInt64(sequence))
     }
 
+    /// The position after the last commit, suspending (not blocking) while the server answers.
+    package nonisolated(nonsending) func currentChangeToken() async throws(DatabaseError) -> LogPosition {
+        try checkOpen()
+        let connection = try await leased("reading the change token")
+        let token: LogPosition
+        do throws(DatabaseError) {
+            token = try await changeToken(on: connection)
+        } catch {
+            pool.release(connection, broken: connection.isClosed)
+            throw error
+        }
+        pool.release(connection)
+        return token
+    }
+
     package func changeToken() throws(DatabaseError) -> LogPosition {
         try Self.checkMayBlock("changeToken")
         do {
@@ -91,7 +106,8 @@ extension PostgresEngine {
         guard token.sequence <= last else {
             throw .changesUnavailable(token: token.description, reason: "the token is past the store's last commit")
         }
-        if let first = commits.first, first.position.sequence != token.sequence + 1 {
+        // The log no longer holds the first commit after the token (trimmed), or none of them.
+        if commits.first.map({ $0.position.sequence != token.sequence + 1 }) ?? (token.sequence < last) {
             throw .changesUnavailable(token: token.description, reason: "the log no longer holds the commits after it")
         }
         return LoggedCommits(commits: commits, position: commits.last?.position ?? LogPosition(logID: schema.logID, sequence: token.sequence))

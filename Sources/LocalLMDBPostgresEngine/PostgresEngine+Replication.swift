@@ -80,3 +80,123 @@ extension PostgresEngine {
         }
     }
 }
+
+// What a pull replicator reads: records as stored, with every class row.
+extension PostgresEngine {
+    /// The records stored under the keys of `ids` (those that hold one) and every class row,
+    /// in statements of at most 10,000 ids each.
+    package nonisolated(nonsending) func sourceRecords(ids: [String]) async throws(DatabaseError) -> SourceRecords {
+        try checkOpen()
+        let connection = try await leased("reading records to replicate")
+        var fetched = SourceRecords()
+        do throws(DatabaseError) {
+            var start = 0
+            repeat {
+                let keys = ids[start..<min(start + 10_000, ids.count)].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
+                start += 10_000
+                let classes = start >= ids.count ? " UNION ALL SELECT 2::int4, name_key, row FROM \(schema.classes)" : ""
+                let result = try await connection.send(
+                    PostgresQuery(
+                        unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key = ANY($1::bytea[])" + classes,
+                        binds: binds(keys)),
+                    logger: logger, within: queryTimeout
+                ).value("reading records to replicate")
+                try Self.add(result, to: &fetched)
+            } while start < ids.count
+        } catch {
+            pool.release(connection, broken: connection.isClosed)
+            throw error
+        }
+        pool.release(connection)
+        return fetched
+    }
+
+    /// Every record, every class row and the change log's position they reflect, from one
+    /// snapshot (a repeatable-read transaction), fetched `pageSize` records at a time in key
+    /// order; `progress` is told the records fetched so far and how many there are.
+    package nonisolated(nonsending) func allSourceRecords(
+        pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void
+    ) async throws(DatabaseError) -> SourceRecords {
+        try checkOpen()
+        let connection = try await leased("reading records to replicate")
+        var fetched = SourceRecords()
+        do throws(DatabaseError) {
+            func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
+                try await connection.send(query, logger: logger, within: queryTimeout).value("reading records to replicate")
+            }
+            _ = try await send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            fetched.position = try await changeToken(on: connection)
+            let counted = try await send(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(schema.records)"))
+            let total = Int((try? counted.rows.first?.decode(Int64.self)) ?? 0)
+            try Self.add(try await send(PostgresQuery(unsafeSQL: "SELECT 2::int4, name_key, row FROM \(schema.classes)")), to: &fetched)
+            progress(0, total)
+            let limit = Int64(max(1, pageSize))
+            var last: ByteBuffer?
+            while true {
+                let before = fetched.records.count
+                let page: PostgresQuery
+                if let last {
+                    page = PostgresQuery(
+                        unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key > $1 ORDER BY key LIMIT $2", binds: binds(last, limit))
+                } else {
+                    page = PostgresQuery(unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) ORDER BY key LIMIT $1", binds: binds(limit))
+                }
+                try Self.add(try await send(page), to: &fetched)
+                progress(fetched.records.count, max(total, fetched.records.count))
+                guard fetched.records.count - before == Int(limit), let key = fetched.records.last?.key else { break }
+                last = ByteBuffer(bytes: key)
+            }
+            _ = try await send("COMMIT")
+        } catch {
+            let broken = (try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()) == nil
+            pool.release(connection, broken: broken)
+            throw error
+        }
+        pool.release(connection)
+        return fetched
+    }
+
+    /// Adds the rows of `result` (`kind, key, value`: kind 0 a record, 2 a class row) to `fetched`.
+    private static func add(_ result: PostgresQueryResult, to fetched: inout SourceRecords) throws(DatabaseError) {
+        for row in result.rows {
+            let columns: (Int32, ByteBuffer, ByteBuffer)
+            do {
+                columns = try row.decode((Int32, ByteBuffer, ByteBuffer).self)
+            } catch {
+                throw ServerCall.databaseError(error, "reading records to replicate")
+            }
+            switch columns.0 {
+            case 0:
+                fetched.records.append((Array(buffer: columns.1), Array(buffer: columns.2)))
+            case 2:
+                guard let row = columns.2.withUnsafeReadableBytes({ StoredClass(parsing: $0) }) else {
+                    throw .corruptRecord(id: String(buffer: columns.1), reason: "the server's class row cannot be read")
+                }
+                fetched.classRows.append(row)
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Deletes the change log's entries but the last `keeping`: a replica or change feed behind
+    /// them then starts over from a full copy. Returns the entries deleted.
+    package nonisolated(nonsending) func trimChangeLog(keeping: Int) async throws(DatabaseError) -> Int {
+        try checkOpen()
+        let connection = try await leased("trimming the change log")
+        let result: PostgresQueryResult
+        do throws(DatabaseError) {
+            result = try await connection.send(
+                PostgresQuery(
+                    unsafeSQL: "DELETE FROM \(schema.log) WHERE sequence <= (SELECT sequence FROM locallmdb_stores WHERE name = $1) - $2",
+                    binds: binds(schema.nameBytes, Int64(max(0, keeping)))),
+                logger: logger, within: queryTimeout
+            ).value("trimming the change log")
+        } catch {
+            pool.release(connection, broken: connection.isClosed)
+            throw error
+        }
+        pool.release(connection)
+        return result.metadata.rows ?? 0
+    }
+}

@@ -144,6 +144,8 @@ extension PostgresEngine {
             throw .unsupported(operation: "Setting one member of stored records", reason: "the PostgreSQL engine does not patch records yet; write the models")
         case .reseal, .finishResealing:
             throw .unsupported(operation: "Encryption", reason: "the PostgreSQL engine does not encrypt values")
+        case .replicate, .detachReplica:
+            throw .unsupported(operation: "Replicating into a PostgreSQL store", reason: "a PostgreSQL store is followed by replicas, never one itself")
         }
     }
 

@@ -8,6 +8,7 @@ import PostgresNIO
 //   helper push DIR STORE    replicates the LocalDatabase in DIR into the store STORE of the server
 //                            that LOCALLMDB_POSTGRES_* name, forever, printing "running" once started
 //                            and "position <position>" after each pass that moved it
+//   helper pull DIR STORE    the same the other way: keeps the LocalDatabase in DIR a replica of STORE
 
 let arguments = CommandLine.arguments
 let environment = ProcessInfo.processInfo.environment
@@ -22,7 +23,7 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard arguments.count == 4, arguments[1] == "push" else { fail("usage: helper push DIR STORE") }
+guard arguments.count == 4, ["push", "pull"].contains(arguments[1]) else { fail("usage: helper push|pull DIR STORE") }
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
 else { fail("LOCALLMDB_POSTGRES_* are not set") }
@@ -32,20 +33,28 @@ let configuration = PostgresConnection.Configuration(
 do {
     let local = try LocalDatabase(directory: URL(fileURLWithPath: arguments[2]))
     let store = try await PostgresStore(configuration: configuration, name: arguments[3], connections: 2)
-    let replicator = PushReplicator(from: local, to: store, source: "kill-test")
+    let position: @Sendable () -> String?
+    let run: () async throws -> Void
+    if arguments[1] == "push" {
+        let replicator = PushReplicator(from: local, to: store, source: "kill-test")
+        (position, run) = ({ replicator.progress.position }, { try await replicator.run() })
+    } else {
+        let replicator = PullReplicator(from: store, to: local)
+        (position, run) = ({ replicator.progress.position }, { try await replicator.run() })
+    }
     say("running")
     let watcher = Task {
         var last: String?
         while !Task.isCancelled {
-            let position = replicator.progress.position
-            if position != last, let position {
-                say("position \(position)")
-                last = position
+            let current = position()
+            if current != last, let current {
+                say("position \(current)")
+                last = current
             }
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
-    try await replicator.run()
+    try await run()
     watcher.cancel()
 } catch {
     fail("error \(error)")

@@ -219,4 +219,7 @@ package struct FetchedSnapshot: RecordSnapshot {
     package func classCounts() throws(DatabaseError) -> [(className: String, records: Int)] { throw unsupported("Counting records by class") }
 
     package func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)? { nil }
+
+    /// A server's store is never a replica.
+    package func replicaState() throws(DatabaseError) -> ReplicaState? { nil }
 }

@@ -69,4 +69,7 @@ import LocalLMDBLMDB
     /// The ids of the keys the database's values may be sealed under, and whether some values
     /// may still be unencrypted; nil for an unencrypted database.
     func encryptionKeys() throws(DatabaseError) -> (keyIDs: [String], acceptsUnencryptedValues: Bool)?
+
+    /// What the database follows, when it is a read replica (`ReplicaState`); nil otherwise.
+    func replicaState() throws(DatabaseError) -> ReplicaState?
 }

@@ -279,8 +279,25 @@ import Foundation
 
     /// Applies one operation, adding what it changed to `changes` (for the change log).
     /// Returns the number of records written or deleted.
+    /// - Throws: `readOnlyReplica` for an operation that changes records of a replica
+    ///   (`ReplicaState`), as each operation throws.
     package func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         switch operation {
+        case let .replicate(operations, expected, state):
+            return try replicate(operations, expected: expected, state: state, in: transaction, changes: &changes)
+        case let .detachReplica(source):
+            return try detachReplica(source: source, in: transaction)
+        default:
+            if operation.changesRecords { try checkNotReplica(in: transaction) }
+            return try applyUnchecked(operation, in: transaction, changes: &changes)
+        }
+    }
+
+    /// `apply`, without the replica check.
+    func applyUnchecked(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
+        switch operation {
+        case .replicate, .detachReplica:
+            return try apply(operation, in: transaction, changes: &changes)
         case let .put(records, classes):
             try checkSealingKeyListed(in: transaction)
             try claim(classes, in: transaction)
@@ -326,7 +343,7 @@ import Foundation
         case let .setMember(keys, classNames, member, json):
             let patched = try patched(keys, classNames: classNames, member: member, json: json, in: transaction)
             guard !patched.isEmpty else { return 0 }
-            return try apply(.put(patched, classes: []), in: transaction, changes: &changes)
+            return try applyUnchecked(.put(patched, classes: []), in: transaction, changes: &changes)
         case let .reseal(after, limit, reached):
             // The documents are unchanged: nothing for the change log or the indexes.
             let (last, visited, resealed) = try reseal(after: after, limit: limit, in: transaction)

@@ -93,6 +93,10 @@ import LocalLMDBLMDB
         try store.encryptionKeys(in: transaction)
     }
 
+    @usableFromInline package func replicaState() throws(DatabaseError) -> ReplicaState? {
+        try store.replicaState(in: transaction)
+    }
+
     @usableFromInline package func forEachDocument(
         ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
     ) throws(DatabaseError) {

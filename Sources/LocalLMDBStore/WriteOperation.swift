@@ -39,6 +39,13 @@ package enum WriteOperation: Sendable {
     /// End re-encryption when every value is sealed under the sealing key
     /// (`RecordStore.finishResealing`): gives how many are not.
     case finishResealing
+    /// Apply a run of a replica's source's changes (`operations`, none of them a replication)
+    /// and record the replica's new `state`, provided the recorded state's position is
+    /// `expected` (nil: the database is no replica yet, and holds no record): see
+    /// `ReplicaState`. The only write that changes a replica's records.
+    case replicate([WriteOperation], expected: String?, state: ReplicaState)
+    /// Stop being a replica of `source`: the records become the database's own.
+    case detachReplica(source: String)
 }
 
 /// Where a `reseal` operation stopped: the last record key it visited, nil when it found none.
@@ -63,8 +70,30 @@ extension WriteOperation {
     /// left part-empty by inserts in random key order (counted as twice the bytes). 0 for
     /// deletes, which free pages.
     package var estimatedGrowth: Int {
-        guard case let .put(records, _) = self else { return 0 }
-        return 2 * (records.valueBytes + 2 * records.keyBytes + records.classNameBytes + 64 * records.count)
+        switch self {
+        case let .put(records, _):
+            return 2 * (records.valueBytes + 2 * records.keyBytes + records.classNameBytes + 64 * records.count)
+        case let .replicate(operations, _, _):
+            return operations.reduce(0) { $0 + $1.estimatedGrowth }
+        default:
+            return 0
+        }
+    }
+
+    /// Whether the operation is a replication's own (`.replicate`, `.detachReplica`).
+    var isReplication: Bool {
+        switch self {
+        case .replicate, .detachReplica: true
+        default: false
+        }
+    }
+
+    /// Whether the operation may change records (or their documents): refused on a replica.
+    var changesRecords: Bool {
+        switch self {
+        case .put, .delete, .deleteReaching, .deleteTypes, .clear, .setMember: true
+        case .defineIndexes, .dropIndex, .reseal, .finishResealing, .replicate, .detachReplica: false
+        }
     }
 }
 

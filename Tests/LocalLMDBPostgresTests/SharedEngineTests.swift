@@ -180,5 +180,29 @@ extension PostgresTests {
                 #expect(try await database.count() == ids.count)
             }
         }
+    
+
+        @Test("Observation through the protocol: the current value, then each commit's, of this and other connections", arguments: TestEngine.allCases)
+        func observation(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                try await database.write(Record(id: "a", data: Note(text: "first")))
+                let seen = Task {
+                    var texts: [[String]] = []
+                    for try await notes in database.observeAll(Note.self) {
+                        texts.append(notes.map(\.text).sorted())
+                        if texts.last == ["first", "second"] { break }
+                    }
+                    return texts
+                }
+                var single = database.observe(Note.self, id: "a").makeAsyncIterator()
+                #expect(try await single.next()??.text == "first")
+                try await database.write(Record(id: "b", data: Note(text: "second")))
+                let texts = try await seen.value
+                #expect(texts.first == ["first"] || texts.first == ["first", "second"])
+                #expect(texts.last == ["first", "second"])
+                try await database.write(Record(id: "a", data: Note(text: "changed")))
+                #expect(try await single.next()??.text == "changed")
+            }
+        }
     }
 }

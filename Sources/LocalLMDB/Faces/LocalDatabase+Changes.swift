@@ -44,6 +44,17 @@ extension LocalDatabase {
         ChangeSequence(source: .success(engine), start: Result { () throws(DatabaseError) in try engine.changeToken() }, classNames: classNames)
     }
 
+    /// For engines whose change token is read asynchronously (a server's): `changes()` and
+    /// `changes(of:)` from `position` on.
+    package nonisolated func changes(after position: LogPosition, classNamesOf type: (any Persistable.Type)?) -> ChangeSequence {
+        ChangeSequence(source: .success(engine), start: .success(position), classNames: type.map { RecordEncoding.classNames($0) })
+    }
+
+    /// For engines whose reads wait (a server's): `changes(since:)`, suspending rather than blocking.
+    package nonisolated(nonsending) func changesAsync(since token: ChangeToken) async throws(DatabaseError) -> ChangeFeed {
+        ChangeFeed(try await engine.changeFeed(since: token.position, limit: .max))
+    }
+
     /// The commits made from now on that changed records stored as `T` (under its current or
     /// a legacy class name), with only those changes (see `ChangeSequence`).
     public nonisolated func changes<T: Persistable>(of type: T.Type) -> ChangeSequence {

@@ -87,3 +87,56 @@ extension LocalDatabase {
     /// The maximum key size of this database's engine.
     package nonisolated var storageKeySize: Int { engine.maxKeySize }
 }
+
+/// The read behind `replicaState()`.
+struct ReadReplicaState: PlainRead {
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> ReplicaState? {
+        try snapshot.replicaState()
+    }
+}
+
+extension LocalDatabase {
+    /// For pull replicators: what this database follows, when it is a read replica.
+    package nonisolated(nonsending) func replicaState() async throws(DatabaseError) -> ReplicaState? {
+        try await engine.read(ReadReplicaState())
+    }
+
+    /// For pull replicators: a source's records as puts into this database, in parts of at most
+    /// 10,000 records or about 16 MB, each record checked and encoded afresh for this database
+    /// (its key size; sealed when it is encrypted); and the ids found.
+    /// - Throws: `corruptRecord` for a source record that is not one.
+    package nonisolated func replicaParts(_ source: SourceRecords) throws(DatabaseError) -> (parts: [RecordBatch], ids: Set<String>) {
+        var parts: [RecordBatch] = []
+        var part = RecordBatch()
+        var header: [UInt8] = []
+        var ids = Set<String>()
+        let maxKeySize = engine.maxKeySize
+        let encryption = engine.encryption
+        try source.forEachRecord { id, className, document throws(DatabaseError) in
+            if part.count >= 10_000 || part.valueBytes >= 16 << 20 {
+                parts.append(part)
+                part = RecordBatch()
+            }
+            try RecordEncoding.encode(
+                id: id, className: className, document: document, into: &part, header: &header, maxKeySize: maxKeySize, encryption: encryption)
+            ids.insert(id)
+        }
+        if !part.isEmpty { parts.append(part) }
+        return (parts, ids)
+    }
+
+    /// For pull replicators: applies `operations` (a run of the source's changes) in one write
+    /// transaction that records `state`, provided the recorded state's position is `expected`
+    /// (`WriteOperation.replicate`).
+    package nonisolated(nonsending) func applyReplicated(
+        _ operations: [WriteOperation], expected: String?, state: ReplicaState
+    ) async throws(DatabaseError) {
+        _ = try await engine.perform(.replicate(operations, expected: expected, state: state))
+    }
+
+    /// For pull replicators: ends this database's replication of `source`. Returns whether it
+    /// was a replica.
+    package nonisolated(nonsending) func detachReplica(source: String) async throws(DatabaseError) -> Bool {
+        try await engine.perform(.detachReplica(source: source)) > 0
+    }
+}

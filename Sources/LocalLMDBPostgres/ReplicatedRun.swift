@@ -1,0 +1,52 @@
+import LocalLMDBLMDB
+import LocalLMDBStore
+
+/// How both replicators apply a run of a source's commits to a target, in one transaction: the
+/// run's deletions, in order, then the records it wrote, with the values they hold at the source
+/// when they are read (`written`; an id found deleted by then is deleted too). So the target
+/// never goes back to an older state than the run's end, and every record a commit of the run
+/// touched ends as the source holds it; a later run brings what changed after.
+struct ReplicatedRun {
+    /// The run's deletions, as operations on the target's keys, in order.
+    var deletions: [WriteOperation] = []
+    /// The ids the run wrote, each once, in the order first written.
+    var written: [String] = []
+
+    /// The plan for `commits`, keyed for a target whose longest key is `maxKeySize`.
+    init(_ commits: [LoggedCommit], maxKeySize: Int) {
+        var seen = Set<String>()
+        for commit in commits {
+            for change in commit.changes {
+                switch change {
+                case let .written(id, _):
+                    if seen.insert(id).inserted { written.append(id) }
+                case let .deleted(id, _):
+                    deletions.append(.delete(StorageKey(id, maxKeySize: maxKeySize)))
+                case let .typeDeleted(className):
+                    // The owner adopts: a replicated deletion is the source's, whoever owns the
+                    // name at the target.
+                    deletions.append(.deleteTypes(
+                        [StorageKey(className, maxKeySize: maxKeySize)], names: [className],
+                        owner: StoredClass(name: className, mangledName: "", qualifiedName: "", adopts: true)))
+                case .cleared:
+                    deletions.append(.clear)
+                }
+            }
+        }
+    }
+
+    /// The deletions of the ids among `written` that the source no longer holds.
+    func absent(found: Set<String>, maxKeySize: Int) -> [WriteOperation] {
+        written.filter { !found.contains($0) }.map { .delete(StorageKey($0, maxKeySize: maxKeySize)) }
+    }
+}
+
+/// Whether a replicator's `run()` retries after `error` (the server or the disk may come back,
+/// a lock be released) or stops with it (a closed database, a second replicator, a refusal
+/// that no retry changes).
+func isTransient(_ error: DatabaseError) -> Bool {
+    switch error {
+    case .server, .busy, .storage: true
+    default: false
+    }
+}

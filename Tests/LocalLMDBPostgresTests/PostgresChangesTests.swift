@@ -1,0 +1,46 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBPostgres
+import LocalLMDBTestSupport
+import Testing
+
+extension PostgresTests {
+    @Suite("PostgreSQL change feed", .serialized)
+    struct PostgresChangesTests {
+        @Test("changes(since:) and changes() give every server process's commits in order; a trimmed log is a typed error")
+        func changeFeed() async throws {
+            let name = PostgresServer.uniqueStore()
+            try await PostgresServer.withDatabase(store: name) { store in
+                try await PostgresServer.withDatabase(store: name) { other in
+                    try await store.write(Record(id: "before", data: Note(text: "0")))
+                    let token = try await store.changeToken()
+                    var all = try await store.changes().makeAsyncIterator()
+                    var entries = try await store.changes(of: Entry.self).makeAsyncIterator()
+                    try await other.write(Record(id: "n1", data: Note(text: "1")))
+                    try await other.write(Record(id: "e1", data: Entry(sequence: 1, payload: "e")))
+                    _ = try await other.delete(id: "n1")
+
+                    let feed = try await store.changes(since: token)
+                    #expect(feed.commits.map(\.changes) == [
+                        [.written(id: "n1", className: "Note")], [.written(id: "e1", className: "Entry")],
+                        [.deleted(id: "n1", className: "Note")],
+                    ])
+                    #expect(feed.token == (try await other.changeToken()))
+                    #expect(try await store.changes(since: feed.token).commits.isEmpty)
+                    #expect(try await all.next()?.changes == [.written(id: "n1", className: "Note")])
+                    #expect(try await all.next()?.changes == [.written(id: "e1", className: "Entry")])
+                    #expect(try await all.next()?.changes == [.deleted(id: "n1", className: "Note")])
+                    #expect(try await entries.next()?.changes == [.written(id: "e1", className: "Entry")])
+
+                    #expect(try await store.trimChangeLog(keeping: 1) > 0)
+                    do {
+                        _ = try await store.changes(since: token)
+                        Issue.record("a feed past a trimmed log was given")
+                    } catch let error as LocalDatabaseError {
+                        guard case .changesUnavailable = error else { throw error }
+                    }
+                }
+            }
+        }
+    }
+}
