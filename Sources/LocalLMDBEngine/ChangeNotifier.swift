@@ -10,8 +10,10 @@ import Foundation
 ///
 /// Costs nothing when no one observes: the commit hook bumps a counter, and no poller runs.
 package final class ChangeNotifier: Sendable {
-    /// How often the log is checked for other processes' commits while anyone observes.
-    static let pollInterval = Duration.milliseconds(50)
+    /// How often the log is checked for other processes' commits while anyone observes, by default.
+    package static let defaultPollInterval = Duration.milliseconds(50)
+    /// How often this notifier checks the log while anyone observes.
+    let pollInterval: Duration
 
     private struct State {
         /// Bumped on every wake-up.
@@ -35,15 +37,22 @@ package final class ChangeNotifier: Sendable {
     /// A notifier that polls `latest` (on the poller's own thread, never a pool thread) while
     /// anyone observes, calling `settle` before each poll. Any engine makes one: LMDB's reads its
     /// change log; a server engine would ask its server.
-    package init(latest: @escaping @Sendable () -> UInt64?, settle: @escaping @Sendable () -> Void = {}) {
+    /// An engine told of other processes' commits some other way (a server's notifications)
+    /// polls less often, as a safety net: `pollInterval`.
+    package init(
+        latest: @escaping @Sendable () -> UInt64?, settle: @escaping @Sendable () -> Void = {},
+        pollInterval: Duration = ChangeNotifier.defaultPollInterval
+    ) {
         self.latest = latest
         self.settle = settle
+        self.pollInterval = pollInterval
     }
 
     /// The current version: wake-ups after it make `wait(after:)` return.
     package var version: UInt64 { state.withLock { $0.version } }
 
-    /// After a commit of this process that added entry `sequence` to the log.
+    /// After a commit (of this process; or of another, as a server announced it) that added
+    /// entry `sequence` to the log.
     package func committed(_ sequence: UInt64) {
         wake { $0.lastSequence = max($0.lastSequence, sequence) }
     }
@@ -100,19 +109,20 @@ package final class ChangeNotifier: Sendable {
 
     // MARK: Subscribers
 
-    /// One more observer: the poller runs while there is any.
+    /// One more observer: the poller runs while there is any. It polls first at once, on its
+    /// own thread (a server's `latest` waits for an answer, which the subscriber's thread must
+    /// not): a commit made before it started is then found, and at worst wakes observers once
+    /// more than needed.
     func subscribe() {
-        let current = latest() ?? 0  // Read outside the lock: commits' wake-ups take it.
         let start = state.withLock { state -> Poller? in
             state.subscribers += 1
             guard state.poller == nil else { return nil }
-            state.lastSequence = max(state.lastSequence, current)
             let poller = Poller()
             state.poller = poller
             return poller
         }
         // A thread of its own, not a task: a starved cooperative pool must not delay it.
-        start?.start { [weak self] in self?.poll() }
+        start?.start(every: pollInterval) { [weak self] in self?.poll() }
     }
 
     /// One observer fewer: the last one stops the poller.
@@ -157,18 +167,19 @@ package final class ChangeSubscription: Sendable {
     }
 }
 
-/// A thread that calls a function every `ChangeNotifier.pollInterval` until stopped.
+/// A thread that calls a function at once, then at an interval, until stopped.
 ///
 /// Unchecked: `stopped` is only touched with `condition` locked.
 package final class Poller: @unchecked Sendable {
     private let condition = NSCondition()
     private var stopped = false
 
-    func start(_ body: @escaping @Sendable () -> Void) {
+    func start(every interval: Duration, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread { [self] in
+            body()
             while true {
                 condition.lock()
-                if !stopped { _ = condition.wait(until: Date(timeIntervalSinceNow: ChangeNotifier.pollInterval.timeInterval)) }
+                if !stopped { _ = condition.wait(until: Date(timeIntervalSinceNow: interval.timeInterval)) }
                 let stop = stopped
                 condition.unlock()
                 if stop { return }

@@ -83,7 +83,8 @@ extension PostgresEngine {
     }
 
     /// Writes the change log's entry for `changes` (and takes the next sequence number, which
-    /// orders commits: see `StoreSchema`), then commits. Returns the entry's sequence number; nil
+    /// orders commits: see `StoreSchema`; the server announces it on the store's channel when
+    /// the transaction commits: see `ChangeListener`), then commits. Returns the entry's sequence number; nil
     /// when nothing changed.
     func logAndCommit(_ changes: ChangeSet, on connection: PostgresConnection) throws(DatabaseError) -> UInt64? {
         var sequence: UInt64?
@@ -91,9 +92,10 @@ extension PostgresEngine {
             let entry = ByteBuffer(bytes: ChangeLog.encode(changes))
             let result = try run(
                 PostgresQuery(unsafeSQL: """
-                    WITH next AS (UPDATE locallmdb_stores SET sequence = sequence + 1 WHERE name = $1 RETURNING sequence)
-                    INSERT INTO \(schema.log) (sequence, changes) SELECT sequence, $2 FROM next RETURNING sequence
-                    """, binds: binds(schema.nameBytes, entry)),
+                    WITH next AS (UPDATE locallmdb_stores SET sequence = sequence + 1 WHERE name = $1 RETURNING sequence),
+                    logged AS (INSERT INTO \(schema.log) (sequence, changes) SELECT sequence, $2 FROM next RETURNING sequence)
+                    SELECT logged.sequence FROM logged CROSS JOIN LATERAL pg_notify($3, logged.sequence::text) AS announced
+                    """, binds: binds(schema.nameBytes, entry, schema.prefix)),
                 on: connection, "committing")
             guard let row = result.rows.first, let number = try? row.decode(Int64.self) else {
                 throw .server(operation: "committing", message: "the store is no longer listed on the server")

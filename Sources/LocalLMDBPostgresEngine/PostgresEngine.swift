@@ -50,6 +50,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     /// LMDB's key limit, so that a record's key is the same bytes on both engines.
     package let maxKeySize = 511
     package let notifier: ChangeNotifier
+    /// Hears other processes' commits announced (`LISTEN`/`NOTIFY`).
+    let listener: ChangeListener
     package let path: String
     package let configuration: EngineConfiguration
     package var busyTimeout: Duration { configuration.busyTimeout }
@@ -101,11 +103,17 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
             serial += 1
             return serial
         }
-        // Other processes' commits are found by polling the store's last sequence number, on the
+        // Other processes' commits are announced by the server (`ChangeListener`), and found by
+        // polling the store's last sequence number every second as a safety net, on the
         // notifier's own thread, while anyone observes.
-        notifier = ChangeNotifier(latest: { [pool, schema, logger] in
-            try? Self.lastSequence(pool: pool, schema: schema, logger: logger)
-        })
+        let listener = ChangeListener(
+            configuration: pool.configuration, channel: schema.prefix, eventLoopGroup: pool.eventLoopGroup, logger: options.logger)
+        self.listener = listener
+        notifier = ChangeNotifier(
+            latest: { [pool, schema, logger] in try? Self.lastSequence(pool: pool, schema: schema, logger: logger) },
+            settle: { listener.ensureListening() },
+            pollInterval: .seconds(1))
+        listener.wake(notifier)
     }
 
     /// Connects to the server, creates or migrates the store `store`, and returns its engine.
@@ -401,6 +409,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         }
         guard !alreadyClosed else { return }
         drain()
+        listener.close()
         _ = try? pool.close().wait()
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import LocalLMDB
-import LocalLMDBPostgres
+@testable import LocalLMDBPostgres
+@testable import LocalLMDBPostgresEngine
+import LocalLMDBEngine
 import LocalLMDBTestSupport
 import Testing
 
@@ -39,6 +41,35 @@ extension PostgresTests {
                     } catch let error as LocalDatabaseError {
                         guard case .changesUnavailable = error else { throw error }
                     }
+                }
+            }
+        }
+    
+
+        @Test("The server announces each commit (NOTIFY) and a listener wakes its notifier with no poll at all")
+        func notificationsWake() async throws {
+            let name = PostgresServer.uniqueStore()
+            try await PostgresServer.withDatabase(store: name) { store in
+                try await PostgresServer.withDatabase(store: name) { other in
+                    // A notifier no one subscribes to never polls: only the listener can wake it.
+                    let notifier = ChangeNotifier(latest: { nil })
+                    let engine = store.engine
+                    let listener = ChangeListener(
+                        configuration: engine.pool.configuration, channel: engine.schema.prefix,
+                        eventLoopGroup: engine.pool.eventLoopGroup, logger: engine.logger)
+                    defer { listener.close() }
+                    listener.wake(notifier)
+                    listener.ensureListening()
+                    let version = notifier.version
+                    let waiting = Task { await notifier.wait(after: version) }
+                    let bound = Task {
+                        try await Task.sleep(for: .seconds(30))
+                        waiting.cancel()
+                    }
+                    try await other.write(Record(id: "n", data: Note(text: "announced")))
+                    #expect(await waiting.value)
+                    bound.cancel()
+                    #expect(notifier.version > version)
                 }
             }
         }

@@ -1,0 +1,75 @@
+import LocalLMDBLMDB
+import LocalLMDBEngine
+import PostgresNIO
+
+/// Hears the server announce a store's commits (`LISTEN`/`NOTIFY`) and wakes the engine's
+/// notifier at once: every commit's log statement notifies the store's channel with its
+/// sequence number, which the server delivers when (and only if) the transaction commits.
+///
+/// Notifications are not durable: a listener that was disconnected misses those sent
+/// meanwhile. So they only wake; observers read the change log themselves, and the notifier
+/// still polls the store's last sequence number, less often, as a safety net.
+///
+/// The listener's connection is its own (not the pool's), opened by the notifier's poller thread
+/// while anyone observes (`ensureListening`, blocking only that thread, for at most the
+/// connection's connect timeout), and closed with the engine.
+final class ChangeListener: Sendable {
+    private struct State {
+        var connection: PostgresConnection?
+        var closed = false
+        /// Not retained: the notifier owns the closure that owns this listener.
+        weak var notifier: ChangeNotifier?
+    }
+
+    private let state = Locked(State())
+    private let configuration: PostgresConnection.Configuration
+    private let eventLoopGroup: any EventLoopGroup
+    private let logger: Logger
+    /// The store's channel: its tables' prefix.
+    let channel: String
+
+    init(configuration: PostgresConnection.Configuration, channel: String, eventLoopGroup: any EventLoopGroup, logger: Logger) {
+        self.configuration = configuration
+        self.channel = channel
+        self.eventLoopGroup = eventLoopGroup
+        self.logger = logger
+    }
+
+    /// The notifier to wake.
+    func wake(_ notifier: ChangeNotifier) {
+        state.withLock { $0.notifier = notifier }
+    }
+
+    /// Connects and listens when not listening already (on the poller's thread only). A failure
+    /// is left to the next poll: meanwhile the poll finds commits.
+    func ensureListening() {
+        let current = state.withLock { $0.closed ? nil : Optional($0.connection) }
+        guard let current, current?.isClosed ?? true else { return }
+        let connection: PostgresConnection
+        do {
+            connection = try PostgresConnection.connect(on: eventLoopGroup.any(), configuration: configuration, id: 0, logger: logger).wait()
+        } catch {
+            return
+        }
+        connection.addListener(channel: channel) { [weak self] _, notification in
+            guard let sequence = UInt64(notification.payload) else { return }
+            self?.state.withLock { $0.notifier }?.committed(sequence)
+        }
+        let kept = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.connection = connection
+            return true
+        }
+        if !kept { _ = try? connection.close().wait() }
+    }
+
+    /// Stops listening, for good.
+    func close() {
+        let connection = state.withLock { state -> PostgresConnection? in
+            state.closed = true
+            defer { state.connection = nil }
+            return state.connection
+        }
+        _ = try? connection?.close().wait()
+    }
+}
