@@ -150,6 +150,63 @@ public final class PostgresStore: ObjectDatabase {
 
     public var transactionActive: Bool { face.transactionActive }
 
+    // MARK: Queries
+
+    /// The objects `query` selects (`LocalDatabase.read(_:)`): answered from the store's
+    /// indexes on the server (`IndexDefinition`'s tuples, compared as bytes: the same results
+    /// and order as on LMDB), declared by the model and built at its first use.
+    public nonisolated(nonsending) func read<T: Persistable>(_ query: Query<T>) async throws -> [T] {
+        try await face.read(query)
+    }
+
+    /// The first object `query` selects.
+    public nonisolated(nonsending) func first<T: Persistable>(_ query: Query<T>) async throws -> T? {
+        try await face.first(query)
+    }
+
+    /// The ids of the records `query` selects, in its order.
+    public nonisolated(nonsending) func readIDs<T: Persistable>(_ query: Query<T>) async throws -> [String] {
+        try await face.readIDs(query)
+    }
+
+    /// The number of records `query` selects, counted by the server.
+    public nonisolated(nonsending) func count<T: Persistable>(_ query: Query<T>) async throws -> Int {
+        try await face.count(query)
+    }
+
+    /// Whether `query` selects any record.
+    public nonisolated(nonsending) func exists<T: Persistable>(_ query: Query<T>) async throws -> Bool {
+        try await face.exists(query)
+    }
+
+    /// One page of `query`'s results and the cursor to continue after it (`LocalDatabase.readPage(_:)`).
+    public nonisolated(nonsending) func readPage<T: Persistable>(_ query: Query<T>) async throws -> QueryPage<T> {
+        try await face.readPage(query)
+    }
+
+    /// Every object `query` selects, in batches (`LocalDatabase.stream(_:batchSize:)`).
+    public nonisolated func stream<T: Persistable>(_ query: Query<T>, batchSize: Int = 256) -> QueryStream<T> {
+        face.stream(query, batchSize: batchSize)
+    }
+
+    /// The objects `query` selects, then again after each commit that changed them.
+    public nonisolated func observe<T: Persistable>(_ query: Query<T>) -> DatabaseObservation<[T]> {
+        face.observe(query)
+    }
+
+    /// Removes a stored index of `T` and its entries.
+    @discardableResult
+    public nonisolated(nonsending) func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) async throws -> Bool {
+        try await face.dropIndex(index, of: type)
+    }
+
+    /// Stores and builds `T`'s declared indexes now, telling `progress` as each is built.
+    public nonisolated(nonsending) func prepareIndexes<T: Persistable>(
+        of type: T.Type, progress: @escaping @Sendable (IndexBuildProgress) -> Void
+    ) async throws {
+        try await face.prepareIndexes(of: type, progress: progress)
+    }
+
     // MARK: Changes and observation
 
     /// The object stored under `id`, then again after each commit (of any server process) that

@@ -140,12 +140,68 @@ extension PostgresEngine {
         if wanted.count {
             parts.append("SELECT 3::int4, NULL::bytea, NULL::bytea, int8send(count(*)) FROM \(schema.records)")
         }
+        if wanted.catalog {
+            parts.append("SELECT 4::int4, catalog_key, NULL::bytea, catalog_value FROM \(schema.indexes)")
+        }
+        // Index walks: rows `(16 + 2 × ordinal, key, tuple, value)`, counts `(17 + 2 × ordinal, …, count)`,
+        // ordinals in the order of `Array(wanted.scans)`, as `fill` reads them back.
+        for (ordinal, scan) in Array(wanted.scans).enumerated() {
+            let (condition, order) = Self.entryCondition(scan, &bindings)
+            let limit = scan.limit.map { " LIMIT \($0)" } ?? ""
+            parts.append(
+                "(SELECT \(16 + 2 * ordinal)::int4, e.key, e.tuple, r.value FROM \(schema.entries) e LEFT JOIN \(schema.records) r ON r.key = e.key"
+                    + " WHERE \(condition) ORDER BY \(order)\(limit))")
+        }
+        for (ordinal, scan) in Array(wanted.scanCounts).enumerated() {
+            let (condition, _) = Self.entryCondition(scan, &bindings)
+            parts.append("SELECT \(17 + 2 * ordinal)::int4, NULL::bytea, NULL::bytea, int8send(count(DISTINCT e.key)) FROM \(schema.entries) e WHERE \(condition)")
+        }
         return PostgresQuery(unsafeSQL: parts.joined(separator: " UNION ALL "), binds: bindings)
+    }
+
+    /// The condition an entry `e` of `scan` meets, and the order of its walk, with the values
+    /// bound as parameters. The B-tree orders `head` (a tuple's first 1,024 bytes): each bound
+    /// on `tuple` comes with the bound it implies on `head`, which the B-tree can use.
+    static func entryCondition(_ scan: EntryScan, _ bindings: inout PostgresBindings) -> (condition: String, order: String) {
+        func bind(_ bytes: [UInt8]) -> String {
+            bindings.append(ByteBuffer(bytes: bytes))
+            return "$\(bindings.count)::bytea"
+        }
+        bindings.append(scan.numbers.map { Int32(bitPattern: $0) })
+        var condition = "e.number = ANY($\(bindings.count)::int4[])"
+        var ranges: [String] = []
+        for range in scan.ranges {
+            guard let (from, to) = range.byteBounds else { continue }
+            var bounds: [String] = []
+            if let from {
+                let bound = bind(from)
+                bounds.append("e.head >= substring(\(bound) from 1 for 1024) AND e.tuple >= \(bound)")
+            }
+            if let to {
+                let bound = bind(to)
+                bounds.append("e.head <= substring(\(bound) from 1 for 1024) AND e.tuple < \(bound)")
+            }
+            ranges.append(bounds.isEmpty ? "true" : bounds.joined(separator: " AND "))
+        }
+        condition += ranges.isEmpty ? " AND false" : " AND ((" + ranges.joined(separator: ") OR (") + "))"
+        if let after = scan.after {
+            let tuple = bind(after.tuple)
+            let key = bind(after.recordKey)
+            condition += scan.descending
+                ? " AND e.head <= substring(\(tuple) from 1 for 1024) AND (e.tuple, e.key) < (\(tuple), \(key))"
+                : " AND e.head >= substring(\(tuple) from 1 for 1024) AND (e.tuple, e.key) > (\(tuple), \(key))"
+        }
+        let direction = scan.descending ? "DESC" : "ASC"
+        return (condition, "e.head \(direction), e.tuple \(direction), e.key \(direction)")
     }
 
     /// Adds the rows `result` fetched for `wanted` to `fetched`.
     func fill(_ fetched: FetchedRecords, _ wanted: FetchedRecords.Wanted, _ result: PostgresQueryResult) throws(DatabaseError) {
         var members: [[UInt8]: [[UInt8]]] = [:]
+        var catalog: [(key: [UInt8], value: [UInt8])] = []
+        let scans = Array(wanted.scans)
+        let scanCounts = Array(wanted.scanCounts)
+        var walked = [[(tuple: [UInt8], key: [UInt8])]](repeating: [], count: scans.count)
         for row in result.rows {
             let columns: (Int32, ByteBuffer?, ByteBuffer?, ByteBuffer?)
             do {
@@ -164,10 +220,27 @@ extension PostgresEngine {
                 value?.withUnsafeReadableBytes { fetched.addClassRow($0) }
             case 3:
                 if var value, let count = value.readInteger(as: Int64.self) { fetched.setCount(Int(count)) }
+            case 4:
+                if let key, let value { catalog.append((Array(buffer: key), Array(buffer: value))) }
+            case 16...:
+                let ordinal = Int(kind - 16) / 2
+                if kind % 2 == 0, ordinal < scans.count, let key, let tuple = classKey {
+                    let keyBytes = Array(buffer: key)
+                    if let value {
+                        value.withUnsafeReadableBytes { fetched.add(key: keyBytes, value: $0) }
+                    } else {
+                        fetched.add(key: keyBytes, value: nil)
+                    }
+                    walked[ordinal].append((Array(buffer: tuple), keyBytes))
+                } else if kind % 2 == 1, ordinal < scanCounts.count, var value, let count = value.readInteger(as: Int64.self) {
+                    fetched.setScanCount(scanCounts[ordinal], Int(count))
+                }
             default:
                 continue
             }
         }
+        if wanted.catalog { fetched.setCatalog(catalog) }
+        for (ordinal, scan) in scans.enumerated() { fetched.addScan(scan, walked[ordinal]) }
         for key in wanted.keys where !fetched.hasFetched(key: key) { fetched.add(key: key, value: nil) }
         for classKey in wanted.classKeys { fetched.setMembers(ofClassKey: classKey, members[classKey] ?? []) }
     }

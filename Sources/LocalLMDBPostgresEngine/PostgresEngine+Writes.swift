@@ -51,7 +51,11 @@ extension PostgresEngine {
     /// Group commit makes one such transaction carry many writes.
     func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
         _ = try run("BEGIN", on: connection, operation)
-        _ = try run(schema.sequenceQuery(locking: true), on: connection, operation)
+        let locked = try run(schema.lockQuery, on: connection, operation)
+        guard let row = locked.rows.first, let (_, version) = try? row.decode((Int64, Int64).self) else {
+            throw .server(operation: operation, message: "the store is no longer listed on the server")
+        }
+        if catalog?.version != version { try loadCatalog(version: version, on: connection, operation) }
     }
 
     /// Whether `error` is the server (or a rule) refusing a statement, as opposed to the server
@@ -78,6 +82,12 @@ extension PostgresEngine {
             return count
         } catch {
             _ = try? run("ROLLBACK TO SAVEPOINT locallmdb_write", on: connection, "writing")
+            // The write may have changed the index catalog (declared an index) before it was
+            // refused: read it again as the transaction now sees it.
+            if let locked = try? run(schema.lockQuery, on: connection, "writing"),
+               let (_, version) = try? locked.rows.first?.decode((Int64, Int64).self) {
+                try? loadCatalog(version: version, on: connection, "writing")
+            }
             throw error
         }
     }
@@ -122,6 +132,7 @@ extension PostgresEngine {
                 PostgresQuery(unsafeSQL: "DELETE FROM \(schema.records) WHERE key = $1 RETURNING class_name", binds: binds(ByteBuffer(bytes: key.bytes))),
                 on: connection, "deleting")
             guard let row = result.rows.first, let className = try? row.decode(ByteBuffer.self) else { return 0 }
+            try deleteEntries(keys: [ByteBuffer(bytes: key.bytes)], on: connection)
             changes.append(.deleted(id: key.id, className: String(buffer: className)))
             return 1
         case let .deleteTypes(typeKeys, names, owner):
@@ -131,17 +142,21 @@ extension PostgresEngine {
                 PostgresQuery(unsafeSQL: "DELETE FROM \(schema.records) WHERE class_key = ANY($1)", binds: binds(typeKeys.map { ByteBuffer(bytes: $0.bytes) })),
                 on: connection, "deleting")
             let deleted = result.metadata.rows ?? 0
+            try deleteEntries(classNames: names, on: connection)
             if deleted > 0 { for name in names { changes.append(.typeDeleted(className: name)) } }
             return deleted
         case .clear:
             let result = try run(PostgresQuery(unsafeSQL: "DELETE FROM \(schema.records)"), on: connection, "clearing")
+            try deleteAllEntries(on: connection)
             let deleted = result.metadata.rows ?? 0
             if deleted > 0 { changes.append(.cleared) }
             return deleted
         case .deleteReaching:
             throw .unsupported(operation: "Deleting with includingReferenced", reason: "the PostgreSQL engine does not follow references yet; delete each record")
-        case .defineIndexes, .dropIndex:
-            throw .unsupported(operation: "Declaring indexes", reason: "the PostgreSQL engine does not keep secondary indexes yet")
+        case let .defineIndexes(className, definitions, progress):
+            return try define(definitions, className: className, progress: progress, on: connection)
+        case let .dropIndex(className, name):
+            return try dropIndex(className: className, name: name, on: connection) ? 1 : 0
         case .setMember:
             throw .unsupported(operation: "Setting one member of stored records", reason: "the PostgreSQL engine does not patch records yet; write the models")
         case .reseal, .finishResealing:
@@ -274,6 +289,7 @@ extension PostgresEngine {
             current[key] = batchClasses[index]
         }
         changes.append(written: records, leaving: left)
+        try replaceEntries(of: keys.indices.map { (Array(buffer: keys[$0]), String(buffer: classNames[$0]), values[$0]) }, on: connection)
         return records.count
     }
 

@@ -85,6 +85,9 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     let shared = Locked(Shared())
     /// Confined to `thread`.
     nonisolated(unsafe) var transaction: OpenTransaction?
+    /// The index catalog as the thread's last write transaction saw it, with its version
+    /// (`StoreSchema`): current once `begin` has compared the version. Confined to `thread`.
+    nonisolated(unsafe) var catalog: (version: Int64, byClass: [String: [StoredIndex]])?
 
     /// Serials of server engines start high, apart from LMDB's engines' (which count from 1).
     private static let serials = Locked<UInt64>(1 << 62)

@@ -20,15 +20,24 @@ import PostgresNIO
 ///   commit, written in the commit (`ChangeLog.encode`).
 /// - `<prefix>_replication (source text primary key, position text)`: where each replicator
 ///   writing into this store has got to, written in the transaction that applies its commits.
+/// - `<prefix>_indexes (catalog_key bytea primary key, catalog_value bytea)`: the secondary
+///   indexes, as LMDB's `indexes` database holds them (`StoredIndex`); `index_version` in
+///   `locallmdb_stores` changes with every change of it (a random number), so a writer that
+///   took the store's row knows at once whether the catalog it holds is current.
+/// - `<prefix>_entries (number int4, tuple bytea, key bytea, head bytea)`: each record's entries in
+///   each index of its class: the index's number, the whole `IndexKey` tuple and the record's key
+///   (LMDB's `entries`, with no tuple ever shortened); `head`, the tuple's first 1,024 bytes
+///   (generated), is what the B-tree orders, as a whole tuple may be longer than a B-tree entry.
 ///
 /// Invariant: a store's sequence numbers are consecutive and in commit order: every write
 /// transaction locks its store's row in `locallmdb_stores` first (`PostgresEngine.begin`) and
 /// increments it as its last statement, so write transactions on a store run one at a time and
 /// each commit's number is taken after the previous commit.
 struct StoreSchema: Sendable {
-    /// The schema version this library writes. Version 1 lacked the index of records by class;
-    /// opening such a store adds it.
-    static let version = 2
+    /// The schema version this library writes. Version 1 lacked the index of records by class,
+    /// version 2 the secondary indexes' tables; opening such a store adds them. (A store of
+    /// version 3 is refused by versions that would write it without keeping its indexes.)
+    static let version = 3
 
     /// The store's name.
     let name: String
@@ -41,6 +50,8 @@ struct StoreSchema: Sendable {
     var classes: String { prefix + "_classes" }
     var log: String { prefix + "_log" }
     var replication: String { prefix + "_replication" }
+    var indexes: String { prefix + "_indexes" }
+    var entries: String { prefix + "_entries" }
 
     /// The statement that reads the store's last sequence number (`locking` its row until the
     /// transaction ends: how write transactions take their turn, see `PostgresEngine.begin`).
@@ -48,6 +59,12 @@ struct StoreSchema: Sendable {
         PostgresQuery(
             unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1" + (locking ? " FOR UPDATE" : ""),
             binds: binds(nameBytes))
+    }
+
+    /// The statement a write transaction begins with: takes the store's row until the
+    /// transaction ends (see `PostgresEngine.begin`), and reads its index catalog's version.
+    var lockQuery: PostgresQuery {
+        PostgresQuery(unsafeSQL: "SELECT sequence, index_version FROM locallmdb_stores WHERE name = $1 FOR UPDATE", binds: binds(nameBytes))
     }
 
     /// The store's name as the bytes it is listed under.
@@ -81,6 +98,7 @@ struct StoreSchema: Sendable {
                         name bytea PRIMARY KEY, prefix text NOT NULL UNIQUE, version integer NOT NULL,
                         log_id text NOT NULL, sequence bigint NOT NULL DEFAULT 0)
                     """)
+                _ = try await run("ALTER TABLE locallmdb_stores ADD COLUMN IF NOT EXISTS index_version bigint NOT NULL DEFAULT 0")
                 var found: (prefix: String, version: Int, logID: String)?
                 for row in try await run("SELECT prefix, version, log_id FROM locallmdb_stores WHERE name = \(nameBytes)").rows {
                     let (storedPrefix, version, logID) = try row.decode((String, Int, String).self)
@@ -131,6 +149,20 @@ struct StoreSchema: Sendable {
     private static func migrate(prefix: String, from version: Int, _ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
         if version < 2 {
             _ = try await run(PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(prefix)_records_class ON \(prefix)_records (class_key, key)"))
+        }
+        if version < 3 {
+            for statement in [
+                "CREATE TABLE IF NOT EXISTS \(prefix)_indexes (catalog_key bytea PRIMARY KEY, catalog_value bytea NOT NULL)",
+                """
+                CREATE TABLE IF NOT EXISTS \(prefix)_entries (
+                    number integer NOT NULL, tuple bytea NOT NULL, key bytea NOT NULL,
+                    head bytea GENERATED ALWAYS AS (substring(tuple from 1 for 1024)) STORED)
+                """,
+                "CREATE INDEX IF NOT EXISTS \(prefix)_entries_order ON \(prefix)_entries (number, head, key)",
+                "CREATE INDEX IF NOT EXISTS \(prefix)_entries_key ON \(prefix)_entries (key)",
+            ] {
+                _ = try await run(PostgresQuery(unsafeSQL: statement))
+            }
         }
     }
 }

@@ -23,8 +23,14 @@ import LocalLMDBJSON
         package var classKeys: Set<[UInt8]> = []
         /// The number of records.
         package var count = false
+        /// The stored indexes (`StoredIndex` catalog rows).
+        package var catalog = false
+        /// Walks of index entries, with the records they name.
+        package var scans: Set<EntryScan> = []
+        /// Counts of the distinct records index walks name.
+        package var scanCounts: Set<EntryScan> = []
 
-        package var isEmpty: Bool { keys.isEmpty && classKeys.isEmpty && !count }
+        package var isEmpty: Bool { keys.isEmpty && classKeys.isEmpty && !count && !catalog && scans.isEmpty && scanCounts.isEmpty }
 
         package init() {}
 
@@ -33,6 +39,9 @@ import LocalLMDBJSON
             keys.formUnion(other.keys)
             classKeys.formUnion(other.classKeys)
             count = count || other.count
+            catalog = catalog || other.catalog
+            scans.formUnion(other.scans)
+            scanCounts.formUnion(other.scanCounts)
         }
     }
 
@@ -46,8 +55,15 @@ import LocalLMDBJSON
     private var total: Int?
     /// Every class row, by name (always fetched with the first records).
     private var classRows: [String: StoredClass] = [:]
+    /// The stored indexes by class name, once fetched.
+    var catalog: [String: [StoredIndex]]?
+    /// The entries each walk found (tuple and record key, in the walk's order), and whether it
+    /// found all there are (fewer than it asked for).
+    var scans: [EntryScan: (entries: [(tuple: [UInt8], key: [UInt8])], complete: Bool)] = [:]
+    /// The distinct records each counted walk names.
+    var scanCounts: [EntryScan: Int] = [:]
     /// What the current run asked for and did not find.
-    package private(set) var wanted = Wanted()
+    package internal(set) var wanted = Wanted()
 
     package init(maxKeySize: Int) {
         self.maxKeySize = maxKeySize
@@ -74,6 +90,8 @@ import LocalLMDBJSON
     /// would want them forever (the engine stops it with an error instead).
     package func hasFetched(_ wanted: Wanted) -> Bool {
         wanted.keys.allSatisfy(hasFetched(key:)) && wanted.classKeys.allSatisfy(hasFetched(classKey:)) && (!wanted.count || hasCount)
+            && (!wanted.catalog || catalog != nil) && wanted.scans.allSatisfy { scans[$0] != nil }
+            && wanted.scanCounts.allSatisfy { scanCounts[$0] != nil }
     }
 
     /// Notes that `keys` (already added) are every record of the class key `classKey`.
@@ -106,6 +124,12 @@ import LocalLMDBJSON
     package var hasCount: Bool { total != nil }
 
     // MARK: Answering (the snapshot)
+
+    /// The value fetched under `key`: nil when not fetched, `.some(nil)` when absent.
+    func value(fetchedUnder key: [UInt8]) -> UnsafeRawBufferPointer?? {
+        guard let fetched = values[key] else { return nil }
+        return .some(fetched.map { UnsafeRawBufferPointer($0) })
+    }
 
     /// The record under `key`; nil (and wanted) when not fetched.
     func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord? {
@@ -148,8 +172,8 @@ import LocalLMDBJSON
 }
 
 /// A server engine's `RecordSnapshot`: the records one read fetched (`FetchedRecords`). The
-/// reads the faces make of every engine are served; the LMDB-only ones (secondary indexes, the
-/// integrity walk, exports) throw `unsupported`.
+/// reads the faces make of every engine are served (queries: `FetchedRecords+Queries`); the
+/// LMDB-only ones (the integrity walk, exports) throw `unsupported`.
 package struct FetchedSnapshot: RecordSnapshot {
     package let fetched: FetchedRecords
     package let classes: ClassLookup
@@ -186,7 +210,7 @@ package struct FetchedSnapshot: RecordSnapshot {
     package func count() throws(DatabaseError) -> Int { fetched.count() }
 
     /// The id of the record stored under `key` with `value`.
-    private static func id(key: [UInt8], value: UnsafeRawBufferPointer) -> String {
+    static func id(key: [UInt8], value: UnsafeRawBufferPointer) -> String {
         key.withBytes { key in (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) }
     }
 
@@ -196,25 +220,10 @@ package struct FetchedSnapshot: RecordSnapshot {
 
     package func verify() throws(DatabaseError) -> IntegrityCheck { throw unsupported("Verifying integrity") }
 
-    package func records<R>(
-        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
-    ) throws(DatabaseError) -> [R] { throw unsupported("A query") }
-
-    package func page<R>(
-        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
-    ) throws(DatabaseError) -> (records: [R], last: IndexCursor?) { throw unsupported("A query") }
-
-    package func ids(matching query: IndexQuery) throws(DatabaseError) -> [String] { throw unsupported("A query") }
-
-    package func count(matching query: IndexQuery) throws(DatabaseError) -> Int { throw unsupported("A query") }
-
-    package func classNames(indexedBy definition: IndexDefinition) throws(DatabaseError) -> [String] { [] }
-
     package func forEachDocument(
         ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
     ) throws(DatabaseError) { throw unsupported("An export") }
 
-    package func indexDefinitions(ofClassNamed className: String) throws(DatabaseError) -> [IndexDefinition] { [] }
 
     package func classCounts() throws(DatabaseError) -> [(className: String, records: Int)] { throw unsupported("Counting records by class") }
 

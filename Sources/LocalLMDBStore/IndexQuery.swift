@@ -231,7 +231,7 @@ extension RecordStore {
         return Self.page(matches, query)
     }
 
-    private static func page(_ matches: [(tuple: [UInt8], key: [UInt8])], _ query: IndexQuery) -> IndexQuery.Page {
+    static func page(_ matches: [(tuple: [UInt8], key: [UInt8])], _ query: IndexQuery) -> IndexQuery.Page {
         var sorted = matches.sorted { left, right in
             left.tuple != right.tuple ? left.tuple.lexicographicallyPrecedes(right.tuple) : left.key.lexicographicallyPrecedes(right.key)
         }

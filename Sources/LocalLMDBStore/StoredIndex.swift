@@ -19,22 +19,22 @@ package struct StoredIndex: Sendable, Hashable {
     package let definition: IndexDefinition
 
     /// The `indexes` key: the class name, a zero byte, the index's name.
-    static func catalogKey(className: String, name: String) -> [UInt8] {
+    package static func catalogKey(className: String, name: String) -> [UInt8] {
         Array(className.utf8) + [0] + Array(name.utf8)
     }
 
-    var catalogValue: [UInt8] {
+    package var catalogValue: [UInt8] {
         withUnsafeBytes(of: number.bigEndian, Array.init) + definition.encoded
     }
 
-    init(number: UInt32, className: String, definition: IndexDefinition) {
+    package init(number: UInt32, className: String, definition: IndexDefinition) {
         self.number = number
         self.className = className
         self.definition = definition
     }
 
     /// Parses an `indexes` pair; nil when it is not one this version reads.
-    init?(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    package init?(key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         guard let separator = key.firstIndex(of: 0), value.count > 4 else { return nil }
         let number = value.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         guard let definition = IndexDefinition(parsing: UnsafeRawBufferPointer(rebasing: value[4...])) else { return nil }

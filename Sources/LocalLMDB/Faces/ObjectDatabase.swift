@@ -62,6 +62,31 @@ public protocol ObjectDatabase: AnyObject, Sendable {
     /// Every object stored as `T`, then again after each commit (of any process) that changed
     /// records of `T`; see `DatabaseObservation`.
     func observeAll<T: Persistable>(_ type: T.Type) -> DatabaseObservation<[T]>
+
+    // Queries (see `Query`): the same results, in the same order, on every engine.
+
+    /// The objects `query` selects, in its order, after its offset, at most its limit.
+    nonisolated(nonsending) func read<T: Persistable>(_ query: Query<T>) async throws -> [T]
+    /// The first object `query` selects; nil when it selects none.
+    nonisolated(nonsending) func first<T: Persistable>(_ query: Query<T>) async throws -> T?
+    /// The ids of the records `query` selects, in its order.
+    nonisolated(nonsending) func readIDs<T: Persistable>(_ query: Query<T>) async throws -> [String]
+    /// The number of records `query` selects, without decoding them.
+    nonisolated(nonsending) func count<T: Persistable>(_ query: Query<T>) async throws -> Int
+    /// Whether `query` selects any record.
+    nonisolated(nonsending) func exists<T: Persistable>(_ query: Query<T>) async throws -> Bool
+    /// One page of `query`'s results (its limit, 100 when it has none) and the cursor to continue after it.
+    nonisolated(nonsending) func readPage<T: Persistable>(_ query: Query<T>) async throws -> QueryPage<T>
+    /// Every object `query` selects, read in batches of `batchSize` from consistent snapshots.
+    func stream<T: Persistable>(_ query: Query<T>, batchSize: Int) -> QueryStream<T>
+    /// The objects `query` selects, then again after each commit that changed them.
+    func observe<T: Persistable>(_ query: Query<T>) -> DatabaseObservation<[T]>
+    /// Removes a stored index of `T` (declared again, it is built again at its next use).
+    @discardableResult nonisolated(nonsending) func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) async throws -> Bool
+    /// Stores and builds `T`'s declared indexes now, telling `progress` as each is built.
+    nonisolated(nonsending) func prepareIndexes<T: Persistable>(
+        of type: T.Type, progress: @escaping @Sendable (IndexBuildProgress) -> Void
+    ) async throws
 }
 
 extension ObjectDatabase {

@@ -1,0 +1,183 @@
+import LocalLMDB
+
+/// A model for the query oracle: a compound index, a multi-entry one, one on doubles.
+public struct OracleItem: Codable, Persistable, Equatable, Sendable {
+    public static let indexes: [Index] = [.on("group", "rank"), .each("labels"), .on("weight")]
+    public var group: String
+    public var rank: Int?
+    public var labels: [String]
+    public var weight: Double
+
+    public init(group: String, rank: Int?, labels: [String], weight: Double) {
+        self.group = group
+        self.rank = rank
+        self.labels = labels
+        self.weight = weight
+    }
+}
+
+/// Another class, written over items' ids (a record rewritten as another class).
+public struct OracleOther: Codable, Persistable, Sendable {
+    public var note: String
+
+    public init(note: String) {
+        self.note = note
+    }
+}
+
+/// SplitMix64: a small generator whose runs a seed repeats.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    public var state: UInt64
+
+    public init(state: UInt64) {
+        self.state = state
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// The queries' correctness oracle, on any engine: random histories of writes, batches,
+/// deletes, class changes, type deletes, transactions and rollbacks, after each step every
+/// query kind's results (content and order, a page of them) compared with the same filter
+/// applied in memory to what the history left. Returns the disagreements, each naming the seed.
+public enum QueryOracle {
+    static let groups = ["a", "b", "é", "e\u{301}", "e\u{301}x"]  // "é" precomposed and decomposed: one group
+    static let labels = ["red", "green", "blue", "", "x\u{0}y"]
+
+    static func randomItem(_ random: inout SeededGenerator) -> OracleItem {
+        let weights: [Double] = [-1.5, 0, -0.0, 2, 2.0000001, 1e300, -1e-300, 42, .infinity, -.infinity]
+        return OracleItem(
+            group: groups.randomElement(using: &random) ?? "a",
+            rank: Bool.random(using: &random) ? nil : Int.random(in: -3...3, using: &random),
+            labels: (0..<Int.random(in: 0...3, using: &random)).map { _ in labels.randomElement(using: &random) ?? "" },
+            weight: weights.randomElement(using: &random) ?? 0)
+    }
+
+    /// The oracle's order: by the values (nil first, numbers by value), then by id.
+    static func ordered(_ items: [(id: String, item: OracleItem)], by key: (OracleItem) -> Double?, descending: Bool) -> [String] {
+        let sorted = items.sorted { left, right in
+            let (l, r) = (key(left.item), key(right.item))
+            if l != r {
+                guard let l else { return true }
+                guard let r else { return false }
+                return l < r
+            }
+            return Array(left.id.utf8).lexicographicallyPrecedes(Array(right.id.utf8))
+        }.map(\.id)
+        return descending ? sorted.reversed() : sorted
+    }
+
+    /// Runs the history of `seed` (`steps` steps) on `database`, which must hold no records.
+    public static func run(seed: UInt64, steps: Int = 60, on database: some ObjectDatabase) async throws -> [String] {
+        var random = SeededGenerator(state: seed)
+        var problems: [String] = []
+        var model: [String: OracleItem] = [:]
+        var pending: [String: OracleItem]?  // the model inside an open transaction
+        for _ in 0..<steps {
+            let id = "i\(Int.random(in: 0..<25, using: &random))"
+            var current = pending ?? model
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<45:
+                let item = randomItem(&random)
+                try await database.write(Record(id: id, data: item))
+                current[id] = item
+            case 45..<55:
+                let batch = (0..<Int.random(in: 1...6, using: &random)).map { _ in
+                    ("i\(Int.random(in: 0..<25, using: &random))", randomItem(&random))
+                }
+                _ = try await database.write(contentsOf: batch.map { Record(id: $0.0, data: $0.1) })
+                for (batchID, item) in batch { current[batchID] = item }
+            case 55..<70:
+                _ = try await database.delete(id: id)
+                current[id] = nil
+            case 70..<78:
+                try await database.write(Record(id: id, data: OracleOther(note: "over \(id)")))
+                current[id] = nil
+            case 78..<80:
+                _ = try await database.delete(OracleItem.self)
+                current = [:]
+            case 80..<90 where pending == nil:
+                try await database.startTransaction()
+                pending = model
+                continue
+            case 90..<100 where pending != nil:
+                if Bool.random(using: &random) {
+                    try await database.commitTransaction()
+                    model = current
+                } else {
+                    try await database.rollbackTransaction()
+                }
+                pending = nil
+                continue
+            default:
+                continue
+            }
+            if pending != nil { pending = current } else { model = current }
+            problems += try await compare(database, pending ?? model, &random, seed: seed)
+        }
+        if let open = pending {
+            try await database.commitTransaction()
+            model = open
+        }
+        problems += try await compare(database, model, &random, seed: seed)
+        return problems
+    }
+
+    static func compare(
+        _ database: some ObjectDatabase, _ model: [String: OracleItem], _ random: inout SeededGenerator, seed: UInt64
+    ) async throws -> [String] {
+        var problems: [String] = []
+        func check(_ agrees: Bool, _ what: String) {
+            if !agrees { problems.append("seed \(seed): \(what)") }
+        }
+        let items = model.map { (id: $0.key, item: $0.value) }
+        // A group, ordered by rank, one page of it.
+        let group = groups.randomElement(using: &random) ?? "a"
+        let descending = Bool.random(using: &random)
+        let offset = Int.random(in: 0...3, using: &random)
+        let limit = Int.random(in: 1...5, using: &random)
+        let inGroup = items.filter { $0.item.group == group }
+        let expected = Array(ordered(inGroup, by: { $0.rank.map(Double.init) }, descending: descending).dropFirst(offset).prefix(limit))
+        let query = Query(OracleItem.self).filter("group", .equals(group)).sorted(by: "rank", descending: descending).offset(offset).limit(limit)
+        let found = try await database.readIDs(query)
+        check(found == expected, "group \(group) by rank, descending \(descending), offset \(offset), limit \(limit)")
+        let read = try await database.read(query)
+        check(read == expected.compactMap { model[$0] }, "the records of the page")
+        check(try await database.count(Query(OracleItem.self).filter("group", .equals(group))) == inGroup.count, "count of group \(group)")
+        // Keyset paging through the whole group, two at a time: each record once, in order.
+        let byRank = Query(OracleItem.self).filter("group", .equals(group)).sorted(by: "rank", descending: descending).limit(2)
+        var paged: [OracleItem] = []
+        var cursor: QueryCursor?
+        for _ in 0...(inGroup.count / 2 + 1) {
+            let page = try await database.readPage(byRank.after(cursor))
+            paged += page.records
+            cursor = page.next
+            if cursor == nil { break }
+        }
+        let wholeGroup = ordered(inGroup, by: { $0.rank.map(Double.init) }, descending: descending)
+        check(paged == wholeGroup.compactMap { model[$0] }, "keyset pages of group \(group), descending \(descending)")
+        check(try await database.exists(byRank) == !inGroup.isEmpty, "exists in group \(group)")
+        check(try await database.first(byRank) == wholeGroup.first.flatMap { model[$0] }, "first of group \(group)")
+        // A rank range within a group.
+        let low = Int.random(in: -3...3, using: &random)
+        let ranged = inGroup.filter { ($0.item.rank ?? .min) >= low && $0.item.rank != nil }
+        let foundRange = try await database.readIDs(Query(OracleItem.self).filter("group", .equals(group)).filter("rank", .atLeast(low)))
+        check(foundRange == ordered(ranged, by: { $0.rank.map(Double.init) }, descending: false), "rank ≥ \(low)")
+        // A label: each record once, by id.
+        let label = labels.randomElement(using: &random) ?? ""
+        let labelled = items.filter { $0.item.labels.contains(label) }.map(\.id).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        check(try await database.readIDs(Query(OracleItem.self).filter("labels", .equals(label))) == labelled, "label \(label.debugDescription)")
+        // A weight range, ordered by weight (-0.0 is 0).
+        let bounds = [Double.random(in: -2...3, using: &random), Double.random(in: -2...50, using: &random)].sorted()
+        let weighed = items.filter { $0.item.weight >= bounds[0] && $0.item.weight <= bounds[1] }
+        let foundWeights = try await database.readIDs(Query(OracleItem.self).filter("weight", .between(bounds[0], bounds[1])).sorted(by: "weight", descending: descending))
+        check(foundWeights == ordered(weighed, by: { $0.weight == 0 ? 0 : $0.weight }, descending: descending), "weight in \(bounds)")
+        return problems
+    }
+}
