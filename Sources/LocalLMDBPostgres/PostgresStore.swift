@@ -207,6 +207,39 @@ public final class PostgresStore: ObjectDatabase {
         try await face.prepareIndexes(of: type, progress: progress)
     }
 
+    // MARK: References
+
+    /// Deletes the record of `T` under `id`, and with `includingReferenced` every record its
+    /// references reach (`LocalDatabase.delete(_:id:includingReferenced:)`), in one transaction.
+    @discardableResult
+    public nonisolated(nonsending) func delete<T: Persistable>(_ type: T.Type, id: String, includingReferenced: Bool) async throws -> Int {
+        try await face.delete(type, id: id, includingReferenced: includingReferenced)
+    }
+
+    // MARK: Sync status
+
+    /// Sets the stored sync status of the records of `T` under `ids`, in their stored bytes
+    /// (`LocalDatabase.setSyncStatus(_:forIDs:of:)`). Returns the number of records changed.
+    @discardableResult
+    public nonisolated(nonsending) func setSyncStatus<T: Syncable>(_ status: SyncStatus, forIDs ids: [String], of type: T.Type) async throws -> Int {
+        try await face.setSyncStatus(status, forIDs: ids, of: type)
+    }
+
+    /// The stored sync status of the record of `T` under `id`; nil when there is none.
+    public nonisolated(nonsending) func syncStatus<T: Syncable>(of type: T.Type, id: String) async throws -> SyncStatus? {
+        try await face.syncStatus(of: type, id: id)
+    }
+
+    /// The records of `T` with the stored sync status `status`, from the status's index.
+    public nonisolated(nonsending) func read<T: Syncable>(withStatus status: SyncStatus) async throws -> [T] {
+        try await face.read(withStatus: status)
+    }
+
+    /// The ids of the records with the stored sync status `status`, by class name.
+    public nonisolated(nonsending) func readIDs(withStatus status: SyncStatus) async throws -> [String: [String]] {
+        try await face.readIDs(withStatus: status)
+    }
+
     // MARK: Changes and observation
 
     /// The object stored under `id`, then again after each commit (of any server process) that

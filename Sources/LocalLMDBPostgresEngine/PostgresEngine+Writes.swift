@@ -151,19 +151,78 @@ extension PostgresEngine {
             let deleted = result.metadata.rows ?? 0
             if deleted > 0 { changes.append(.cleared) }
             return deleted
-        case .deleteReaching:
-            throw .unsupported(operation: "Deleting with includingReferenced", reason: "the PostgreSQL engine does not follow references yet; delete each record")
+        case let .deleteReaching(key, following):
+            return try deleteReaching(key, following: following, on: connection, changes: &changes)
         case let .defineIndexes(className, definitions, progress):
             return try define(definitions, className: className, progress: progress, on: connection)
         case let .dropIndex(className, name):
             return try dropIndex(className: className, name: name, on: connection) ? 1 : 0
-        case .setMember:
-            throw .unsupported(operation: "Setting one member of stored records", reason: "the PostgreSQL engine does not patch records yet; write the models")
+        case let .setMember(keys, classNames, member, json):
+            // The records are locked and read, patched in their bytes, and put back.
+            let rows = try run(
+                PostgresQuery(
+                    unsafeSQL: "SELECT key, value FROM \(schema.records) WHERE key = ANY($1::bytea[]) ORDER BY key FOR UPDATE",
+                    binds: binds(keys.map { ByteBuffer(bytes: $0.bytes) })),
+                on: connection, "writing"
+            ).rows
+            var values: [[UInt8]: ByteBuffer] = [:]
+            for row in rows {
+                if let (key, value) = try? row.decode((ByteBuffer, ByteBuffer).self) { values[Array(buffer: key)] = value }
+            }
+            var batch = RecordBatch()
+            for key in keys {
+                guard let value = values[key.bytes] else { continue }
+                try value.withUnsafeReadableBytes { value throws(DatabaseError) in
+                    try RecordStore.patch(
+                        value, key: key, classNames: classNames, member: member, json: json, encryption: nil, into: &batch, maxKeySize: maxKeySize)
+                }
+            }
+            guard !batch.isEmpty else { return 0 }
+            return try put(batch, on: connection, changes: &changes)
         case .reseal, .finishResealing:
             throw .unsupported(operation: "Encryption", reason: "the PostgreSQL engine does not encrypt values")
         case .replicate, .detachReplica:
             throw .unsupported(operation: "Replicating into a PostgreSQL store", reason: "a PostgreSQL store is followed by replicas, never one itself")
         }
+    }
+
+    /// Deletes the record under `key` and every record its stored references reach among
+    /// `following` (as LMDB's store does: `WriteOperation.deleteReaching`), a level of the graph
+    /// per statement. Returns the records deleted.
+    private func deleteReaching(
+        _ key: StorageKey, following: Set<String>, on connection: PostgresConnection, changes: inout ChangeSet
+    ) throws(DatabaseError) -> Int {
+        var level = [key]
+        var seen: Set<String> = [key.id]
+        var deleted = 0
+        while !level.isEmpty {
+            let result = try run(
+                PostgresQuery(
+                    unsafeSQL: "DELETE FROM \(schema.records) WHERE key = ANY($1::bytea[]) RETURNING key, class_name, value",
+                    binds: binds(level.map { ByteBuffer(bytes: $0.bytes) })),
+                on: connection, "deleting")
+            var found: [[UInt8]: (className: String, value: ByteBuffer)] = [:]
+            for row in result.rows {
+                if let (key, className, value) = try? row.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+                    found[Array(buffer: key)] = (String(buffer: className), value)
+                }
+            }
+            try deleteEntries(keys: level.map { ByteBuffer(bytes: $0.bytes) }, on: connection)
+            var next: [StorageKey] = []
+            for key in level {
+                guard let (className, value) = found[key.bytes] else { continue }
+                let referenced = try value.withUnsafeReadableBytes { value throws(DatabaseError) in
+                    RecordReference.referencedIDs(in: try RecordDecoding.decode(value: value, id: key.id, encryption: nil).object)
+                }
+                for id in referenced where following.contains(id) && seen.insert(id).inserted {
+                    next.append(StorageKey(id, maxKeySize: maxKeySize))
+                }
+                changes.append(.deleted(id: key.id, className: className))
+                deleted += 1
+            }
+            level = next
+        }
+        return deleted
     }
 
     /// The stored class rows for the class keys `keys` (absent ones left out), optionally

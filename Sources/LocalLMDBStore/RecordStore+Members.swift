@@ -7,38 +7,51 @@ extension RecordStore {
     /// which keeps the indexes and the change log as for any write.
     func patched(_ keys: [StorageKey], classNames: [String], member: String, json: [UInt8], in transaction: Transaction) throws(DatabaseError) -> RecordBatch {
         var batch = RecordBatch()
-        let maxKeySize = self.maxKeySize
         for key in keys {
             try key.withBytes { recordKey throws(DatabaseError) in
                 guard let value = try transaction.get(records, recordKey) else { return }
-                let stored: RecordValue
-                do throws(RecordValueError) {
-                    stored = try RecordValue(parsing: value)
-                } catch {
-                    throw .corruptRecord(id: RecordDecoding.displayID(recordKey), reason: error.description)
-                }
-                let className = stored.classNameString
-                guard classNames.contains(className) else { return }
-                let current = try stored.document(key: recordKey, encryption: encryption)
-                let document = try Self.document(current.bytes, withMember: member, setTo: json, id: stored.id(key: recordKey))
-                var newValue: [UInt8] = []
-                let fullID = stored.fullID.isEmpty ? nil : String(decoding: stored.fullID, as: UTF8.self)
-                if let encryption {
-                    newValue = try document.withBytes { document throws(DatabaseError) in
-                        try encryption.sealedValue(json: document, className: stored.className, fullID: stored.fullID, id: stored.idBytes(key: recordKey))
-                    }
-                } else {
-                    RecordValue.appendHeader(className: className, fullID: fullID, to: &newValue)
-                    let headerSize = newValue.count
-                    newValue.append(contentsOf: document)
-                    RecordValue.sealChecksum(in: &newValue, headerSize: headerSize)
-                }
-                newValue.withBytes { bytes in
-                    batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: bytes)
-                }
+                try Self.patch(
+                    value, key: key, classNames: classNames, member: member, json: json, encryption: encryption, into: &batch, maxKeySize: maxKeySize)
             }
         }
         return batch
+    }
+
+    /// Appends to `batch` the record stored under `key` with the value `value`, its top-level
+    /// member `member` set to `json`, when it is stored as one of `classNames` (for every
+    /// engine: the value is checked, opened and sealed again as `encryption` says).
+    /// - Throws: `corruptRecord` when the value is not a record, or its document not an object.
+    package static func patch(
+        _ value: UnsafeRawBufferPointer, key: StorageKey, classNames: [String], member: String, json: [UInt8], encryption: StoreEncryption?,
+        into batch: inout RecordBatch, maxKeySize: Int
+    ) throws(DatabaseError) {
+        try key.withBytes { recordKey throws(DatabaseError) in
+            let stored: RecordValue
+            do throws(RecordValueError) {
+                stored = try RecordValue(parsing: value)
+            } catch {
+                throw .corruptRecord(id: RecordDecoding.displayID(recordKey), reason: error.description)
+            }
+            let className = stored.classNameString
+            guard classNames.contains(className) else { return }
+            let current = try stored.document(key: recordKey, encryption: encryption)
+            let document = try Self.document(current.bytes, withMember: member, setTo: json, id: stored.id(key: recordKey))
+            var newValue: [UInt8] = []
+            let fullID = stored.fullID.isEmpty ? nil : String(decoding: stored.fullID, as: UTF8.self)
+            if let encryption {
+                newValue = try document.withBytes { document throws(DatabaseError) in
+                    try encryption.sealedValue(json: document, className: stored.className, fullID: stored.fullID, id: stored.idBytes(key: recordKey))
+                }
+            } else {
+                RecordValue.appendHeader(className: className, fullID: fullID, to: &newValue)
+                let headerSize = newValue.count
+                newValue.append(contentsOf: document)
+                RecordValue.sealChecksum(in: &newValue, headerSize: headerSize)
+            }
+            newValue.withBytes { bytes in
+                batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: bytes)
+            }
+        }
     }
 
     /// `json` (an object's document) with its member `member` set to the JSON value `value`.

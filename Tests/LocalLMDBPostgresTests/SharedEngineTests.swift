@@ -4,6 +4,26 @@ import LocalLMDBPostgres
 import LocalLMDBTestSupport
 import Testing
 
+/// Identified models that refer to each other, for the shared suite.
+final class PgPerson: Codable, Persistable, Identifiable {
+    let id: String
+    var name: String
+    var friend: Reference<PgPerson>?
+    init(id: String, name: String, friend: Reference<PgPerson>? = nil) { (self.id, self.name, self.friend) = (id, name, friend) }
+}
+
+struct PgTeam: Codable, Persistable {
+    var members: [Reference<PgPerson>]
+    var captain: Reference<PgPerson>
+}
+
+/// A syncable model for the shared suite.
+struct PgReading: Codable, Syncable, Identifiable, Equatable {
+    var id: String
+    var value: Double
+    var syncStatus: SyncStatus = .notSynced
+}
+
 /// A `Codable` model for the shared suite, identified by its own id.
 struct Course: Codable, Persistable, Identifiable, Equatable {
     var id: String
@@ -202,6 +222,44 @@ extension PostgresTests {
                 #expect(texts.last == ["first", "second"])
                 try await database.write(Record(id: "a", data: Note(text: "changed")))
                 #expect(try await single.next()??.text == "changed")
+            }
+        }
+    
+
+        @Test("Sync status: written with the model, set in the stored bytes, read through its index", arguments: TestEngine.allCases)
+        func syncStatus(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                try await database.write(contentsOf: [PgReading(id: "r1", value: 1), PgReading(id: "r2", value: 2, syncStatus: .syncing)])
+                #expect(try await database.syncStatus(of: PgReading.self, id: "r2") == .syncing)
+                #expect(try await database.syncStatus(of: PgReading.self, id: "nobody") == nil)
+                let notSynced: [PgReading] = try await database.read(withStatus: .notSynced)
+                #expect(notSynced.map(\.id) == ["r1"])
+                #expect(try await database.setSyncStatus(.synced, forIDs: ["r1", "r2", "nobody"], of: PgReading.self) == 2)
+                #expect(try await database.readIDs(withStatus: .synced) == ["PgReading": ["r1", "r2"]])
+                let r1: PgReading? = try await database.read(id: "r1")
+                #expect(r1 == PgReading(id: "r1", value: 1, syncStatus: .synced))
+            }
+        }
+    
+
+        @Test("References: children stored as records, one instance per id, cycles linked, cascading deletes", arguments: TestEngine.allCases)
+        func references(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                let ada = PgPerson(id: "ada", name: "Ada")
+                let bob = PgPerson(id: "bob", name: "Bob", friend: Reference(ada))
+                ada.friend = Reference(bob)
+                try await database.write(Record(id: "team", data: PgTeam(members: [Reference(ada), Reference(bob)], captain: Reference(ada))))
+                #expect(try await database.count(PgPerson.self) == 2)
+                let team: PgTeam? = try await database.read(id: "team")
+                let captain = try #require(team?.captain.model)
+                #expect(captain === team?.members.first?.model)
+                #expect(captain.friend?.model?.friend?.model === captain)
+                // A child changed alone is seen through the parent.
+                try await database.write(PgPerson(id: "bob", name: "Robert", friend: Reference(id: "ada")))
+                let again: PgTeam? = try await database.read(id: "team")
+                #expect(again?.members.last?.model?.name == "Robert")
+                #expect(try await database.delete(PgTeam.self, id: "team", includingReferenced: true) == 3)
+                #expect(try await database.count() == 0)
             }
         }
     }

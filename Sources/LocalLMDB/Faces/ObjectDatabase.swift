@@ -87,6 +87,21 @@ public protocol ObjectDatabase: AnyObject, Sendable {
     nonisolated(nonsending) func prepareIndexes<T: Persistable>(
         of type: T.Type, progress: @escaping @Sendable (IndexBuildProgress) -> Void
     ) async throws
+
+    /// Deletes the record of `T` under `id`, and with `includingReferenced` every record its
+    /// references reach, in one write. Returns the number of records deleted.
+    @discardableResult nonisolated(nonsending) func delete<T: Persistable>(_ type: T.Type, id: String, includingReferenced: Bool) async throws -> Int
+
+    // Sync status (`Syncable`), GarageStorage's way.
+
+    /// Sets the stored sync status of the records of `T` under `ids`, without decoding them.
+    @discardableResult nonisolated(nonsending) func setSyncStatus<T: Syncable>(_ status: SyncStatus, forIDs ids: [String], of type: T.Type) async throws -> Int
+    /// The stored sync status of the record of `T` under `id`; nil when there is none.
+    nonisolated(nonsending) func syncStatus<T: Syncable>(of type: T.Type, id: String) async throws -> SyncStatus?
+    /// The records of `T` with the stored sync status `status`, from the status's index.
+    nonisolated(nonsending) func read<T: Syncable>(withStatus status: SyncStatus) async throws -> [T]
+    /// The ids of the records with the stored sync status `status`, by class name.
+    nonisolated(nonsending) func readIDs(withStatus status: SyncStatus) async throws -> [String: [String]]
 }
 
 extension ObjectDatabase {
