@@ -23,9 +23,11 @@ import PostgresNIO
 /// - a transaction holds one connection and is PostgreSQL's (read committed). As on LMDB, write
 ///   transactions on a store run one at a time, from every process: an open transaction makes
 ///   other writers wait (for at most their busy timeout, then `busy`); reads are never held up;
-/// - secondary indexes and queries, cascading deletes, one-member updates (`Syncable`),
-///   encryption at rest, backups and the synchronous face are not offered yet
-///   (`LocalDatabaseError.unsupported`).
+/// - queries run on the store's indexes on the server (the same definitions, tuples, results and
+///   order as LMDB's), which every write keeps in its transaction; a unique index's check is made
+///   on a batch's final state (the last write of each id);
+/// - encryption at rest, backups and exports, integrity checks, per-class statistics and the
+///   synchronous face are not offered (`LocalDatabaseError.unsupported`).
 ///
 /// Connections: the database opens at most `connections` connections from `configuration`, on
 /// SwiftNIO's event loops, and closes them in `close()`.
