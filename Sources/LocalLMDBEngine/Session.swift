@@ -189,6 +189,8 @@ import Foundation
     /// The job applying `operation` after the buffered records (under the state lock).
     private func performing(_ operation: WriteOperation, _ state: inout State) throws(DatabaseError) -> WriterJob<Int> {
         try Self.checkWritable(state, engine)
+        // A replicated run commits alone: never as part of a transaction the session's user may roll back.
+        if case .replicate = operation, state.inTransaction { throw .transactionAlreadyActive }
         let (owner, busyTimeout, generation) = (owner, busyTimeout, state.generation)
         let buffered = state.buffer.take()
         let classes: [StoredClass]

@@ -30,8 +30,12 @@ import LocalLMDBPostgresEngine
 /// - **Full copies**: the replica's first run, and a run whose position the server's log no
 ///   longer reaches (`PostgresStore.trimChangeLog(keeping:)`, or a store dropped and made again),
 ///   copies every record of the store from one snapshot and replaces the replica's records with
-///   them, in one local transaction, reporting its progress (`progress.fullCopy`). A database that
-///   holds records and is no replica is never made one (`unsupported`): its records would be lost.
+///   them, in one local transaction, reporting its progress (`progress.fullCopy`); the copy is held
+///   in memory until it is applied. A database that holds records and is no replica is never made
+///   one (`unsupported`): its records would be lost.
+/// - **Mirroring**: a replica's own unique indexes do not refuse what the server stored, and a run
+///   never joins a transaction the app has open on the replica (`transactionAlreadyActive`
+///   until it ends; `run()` retries).
 public final class PullReplicator: Sendable {
     /// Where a replicator has got to.
     public struct Progress: Sendable, Equatable {
@@ -95,9 +99,11 @@ public final class PullReplicator: Sendable {
     }
 
     /// Follows the store until the task is cancelled: catches up, then applies the server's
-    /// commits as they are made (within about 50 ms). A pass that fails for a while (the server
-    /// restarting, a lost connection: `server`; `busy`; `storage`) is retried after a pause that
-    /// doubles from 50 ms up to 5 s; the error is in `progress.lastError` meanwhile.
+    /// commits as they are made (at once: the server announces each commit; or within a second,
+    /// the store's poll). A pass that fails for a while (the server restarting, a lost
+    /// connection: `server`; `busy`; a transaction open on the replica; a full disk or map) is
+    /// retried after a pause that doubles from 50 ms up to 5 s; the error is in
+    /// `progress.lastError` meanwhile.
     /// - Throws: `LocalDatabaseError` for any other error, which no retry would change.
     public nonisolated(nonsending) func run() async throws {
         let notifier = store.engine.notifier

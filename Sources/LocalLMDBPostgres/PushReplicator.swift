@@ -90,8 +90,8 @@ public final class PushReplicator: Sendable {
 
     /// Follows the local database until the task is cancelled: catches up, then applies each new
     /// commit as it is made (this process's at once, other processes' within 50 ms). A pass that
-    /// fails for a while (the server restarting, a lost connection: `server`; `busy`; `storage`)
-    /// is retried after a pause that doubles from 50 ms up to 5 s; the error is in
+    /// fails for a while (the server restarting, a lost connection: `server`; `busy`; a full disk
+    /// or map) is retried after a pause that doubles from 50 ms up to 5 s; the error is in
     /// `progress.lastError` meanwhile.
     /// - Throws: `LocalDatabaseError` for any other error, which no retry would change (the
     ///   local database closed, a second replicator of the same source, an encrypted database).

@@ -1,3 +1,4 @@
+import Foundation
 import LocalLMDBLMDB
 import LocalLMDBStore
 
@@ -41,12 +42,17 @@ struct ReplicatedRun {
     }
 }
 
-/// Whether a replicator's `run()` retries after `error` (the server or the disk may come back,
-/// a lock be released) or stops with it (a closed database, a second replicator, a refusal
-/// that no retry changes).
+/// Whether a replicator's `run()` retries after `error` (the server may come back, a lock or a
+/// transaction end, space be freed) or stops with it (a closed database, a second replicator, a
+/// damaged file, a refusal that no retry changes).
 func isTransient(_ error: DatabaseError) -> Bool {
     switch error {
-    case .server, .busy, .storage: true
-    default: false
+    case .server, .busy, .transactionAlreadyActive:
+        return true
+    case let .storage(_, code, _):
+        // A full disk or map, too many readers, an interrupted or busy call.
+        return [ENOSPC, EAGAIN, EINTR, EBUSY, -30792 /* MDB_MAP_FULL */, -30790 /* MDB_READERS_FULL */].contains(code)
+    default:
+        return false
     }
 }

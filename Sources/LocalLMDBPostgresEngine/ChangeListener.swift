@@ -16,6 +16,8 @@ import PostgresNIO
 final class ChangeListener: Sendable {
     private struct State {
         var connection: PostgresConnection?
+        /// A poller thread is connecting: another (after the observers came and went) leaves it.
+        var connecting = false
         var closed = false
         /// Not retained: the notifier owns the closure that owns this listener.
         weak var notifier: ChangeNotifier?
@@ -43,23 +45,30 @@ final class ChangeListener: Sendable {
     /// Connects and listens when not listening already (on the poller's thread only). A failure
     /// is left to the next poll: meanwhile the poll finds commits.
     func ensureListening() {
-        let current = state.withLock { $0.closed ? nil : Optional($0.connection) }
-        guard let current, current?.isClosed ?? true else { return }
+        let mustConnect = state.withLock { state -> Bool in
+            guard !state.closed, !state.connecting, state.connection?.isClosed ?? true else { return false }
+            state.connecting = true
+            return true
+        }
+        guard mustConnect else { return }
         let connection: PostgresConnection
         do {
             connection = try PostgresConnection.connect(on: eventLoopGroup.any(), configuration: configuration, id: 0, logger: logger).wait()
         } catch {
+            state.withLock { $0.connecting = false }
             return
         }
         connection.addListener(channel: channel) { [weak self] _, notification in
             guard let sequence = UInt64(notification.payload) else { return }
             self?.state.withLock { $0.notifier }?.committed(sequence)
         }
-        let kept = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            state.connection = connection
-            return true
+        let (kept, replaced) = state.withLock { state -> (Bool, PostgresConnection?) in
+            state.connecting = false
+            guard !state.closed else { return (false, nil) }
+            defer { state.connection = connection }
+            return (true, state.connection)
         }
+        _ = try? replaced?.close().wait()
         if !kept { _ = try? connection.close().wait() }
     }
 

@@ -24,7 +24,16 @@ extension PostgresEngine {
     }
 
     /// The stored indexes by class name, as the current write transaction sees them.
-    var storedIndexes: [String: [StoredIndex]] { catalog?.byClass ?? [:] }
+    /// - Throws: `transactionFailed` when the transaction could not read them again after a
+    ///   refused write (its writes would not keep the indexes).
+    var storedIndexes: [String: [StoredIndex]] {
+        get throws(DatabaseError) {
+            guard let catalog else {
+                throw .transactionFailed(reason: "the store's index catalog could not be read again after a refused write")
+            }
+            return catalog.byClass
+        }
+    }
 
     /// Gives the catalog a new version, after changing it in the current transaction.
     private func catalogChanged(_ byClass: [String: [StoredIndex]], on connection: PostgresConnection) throws(DatabaseError) {
@@ -43,7 +52,7 @@ extension PostgresEngine {
     func define(
         _ definitions: [IndexDefinition], className: String, progress: IndexBuildListener?, on connection: PostgresConnection
     ) throws(DatabaseError) -> Int {
-        var byClass = storedIndexes
+        var byClass = try storedIndexes
         var made = 0
         for definition in definitions where !(byClass[className] ?? []).contains(where: { $0.definition.name == definition.name }) {
             let numbers = byClass.values.joined().map(\.number)
@@ -86,7 +95,7 @@ extension PostgresEngine {
 
     /// Removes the index of `className` named `name` and its entries; false when there is none.
     func dropIndex(className: String, name: String, on connection: PostgresConnection) throws(DatabaseError) -> Bool {
-        var byClass = storedIndexes
+        var byClass = try storedIndexes
         guard let index = byClass[className]?.first(where: { $0.definition.name == name }) else { return false }
         _ = try run(
             PostgresQuery(unsafeSQL: "DELETE FROM \(schema.entries) WHERE number = $1", binds: binds(Int32(bitPattern: index.number))),
@@ -106,7 +115,7 @@ extension PostgresEngine {
     /// After records were put: replaces the entries of `keys` (the batch's keys, each once, with
     /// the class name and value each holds now).
     func replaceEntries(of records: [(key: [UInt8], className: String, value: ByteBuffer)], on connection: PostgresConnection) throws(DatabaseError) {
-        let byClass = storedIndexes
+        let byClass = try storedIndexes
         guard !byClass.isEmpty else { return }
         _ = try run(
             PostgresQuery(
@@ -121,7 +130,7 @@ extension PostgresEngine {
 
     /// Deletes the entries of the records under `keys`.
     func deleteEntries(keys: [ByteBuffer], on connection: PostgresConnection) throws(DatabaseError) {
-        guard !storedIndexes.isEmpty else { return }
+        guard !(try storedIndexes).isEmpty else { return }
         _ = try run(
             PostgresQuery(unsafeSQL: "DELETE FROM \(schema.entries) WHERE key = ANY($1::bytea[])", binds: binds(keys)),
             on: connection, "deleting")
@@ -129,7 +138,8 @@ extension PostgresEngine {
 
     /// Deletes every entry of the indexes of `classNames`.
     func deleteEntries(classNames: [String], on connection: PostgresConnection) throws(DatabaseError) {
-        let numbers = classNames.flatMap { storedIndexes[$0] ?? [] }.map { Int32(bitPattern: $0.number) }
+        let byClass = try storedIndexes
+        let numbers = classNames.flatMap { byClass[$0] ?? [] }.map { Int32(bitPattern: $0.number) }
         guard !numbers.isEmpty else { return }
         _ = try run(
             PostgresQuery(unsafeSQL: "DELETE FROM \(schema.entries) WHERE number = ANY($1::int4[])", binds: binds(numbers)),
@@ -138,7 +148,7 @@ extension PostgresEngine {
 
     /// Deletes every entry.
     func deleteAllEntries(on connection: PostgresConnection) throws(DatabaseError) {
-        guard !storedIndexes.isEmpty else { return }
+        guard !(try storedIndexes).isEmpty else { return }
         _ = try run(PostgresQuery(unsafeSQL: "DELETE FROM \(schema.entries)"), on: connection, "clearing")
     }
 

@@ -59,6 +59,15 @@ extension PostgresEngine {
                                 classRows.map { ByteBuffer(bytes: $0.encoded) })),
                         on: connection, "replicating")
                 }
+                // The entries of every record the run writes go first, so that its unique indexes
+                // are checked against the run's final state, whichever part a record is in.
+                var written: [ByteBuffer] = []
+                for case let .put(records, _) in operations {
+                    records.forEachRecord { (key: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, _: String, _: StorageKey) in
+                        written.append(ByteBuffer(bytes: key))
+                    }
+                }
+                if !written.isEmpty { try deleteEntries(keys: written, on: connection) }
                 var changes = ChangeSet()
                 for operation in operations { _ = try apply(operation, on: connection, changes: &changes) }
                 _ = try run(

@@ -52,8 +52,13 @@ extension PostgresEngine {
     func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
         _ = try run("BEGIN", on: connection, operation)
         let locked = try run(schema.lockQuery, on: connection, operation)
-        guard let row = locked.rows.first, let (_, version) = try? row.decode((Int64, Int64).self) else {
+        guard let row = locked.rows.first, let (_, version, schemaVersion) = try? row.decode((Int64, Int64, Int32).self) else {
             throw .server(operation: operation, message: "the store is no longer listed on the server")
+        }
+        // A newer version of LocalLMDB migrated the store since it was opened: this one would
+        // write it without keeping what the newer one added.
+        guard schemaVersion <= StoreSchema.version else {
+            throw .unsupportedFormat(found: Int(schemaVersion), supported: StoreSchema.version)
         }
         if catalog?.version != version { try loadCatalog(version: version, on: connection, operation) }
     }
@@ -84,8 +89,11 @@ extension PostgresEngine {
             _ = try? run("ROLLBACK TO SAVEPOINT locallmdb_write", on: connection, "writing")
             // The write may have changed the index catalog (declared an index) before it was
             // refused: read it again as the transaction now sees it.
+            // When it cannot be read, the transaction's later writes fail (`storedIndexes`) rather
+            // than keep entries of an index that is not there.
+            catalog = nil
             if let locked = try? run(schema.lockQuery, on: connection, "writing"),
-               let (_, version) = try? locked.rows.first?.decode((Int64, Int64).self) {
+               let (_, version, _) = try? locked.rows.first?.decode((Int64, Int64, Int32).self) {
                 try? loadCatalog(version: version, on: connection, "writing")
             }
             throw error

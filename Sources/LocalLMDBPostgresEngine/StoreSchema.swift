@@ -64,7 +64,7 @@ struct StoreSchema: Sendable {
     /// The statement a write transaction begins with: takes the store's row until the
     /// transaction ends (see `PostgresEngine.begin`), and reads its index catalog's version.
     var lockQuery: PostgresQuery {
-        PostgresQuery(unsafeSQL: "SELECT sequence, index_version FROM locallmdb_stores WHERE name = $1 FOR UPDATE", binds: binds(nameBytes))
+        PostgresQuery(unsafeSQL: "SELECT sequence, index_version, version FROM locallmdb_stores WHERE name = $1 FOR UPDATE", binds: binds(nameBytes))
     }
 
     /// The store's name as the bytes it is listed under.

@@ -120,8 +120,9 @@ extension FetchedSnapshot {
         guard !ranges.isEmpty else { return IndexQuery.Page(query) }
         // Enough entries for the page; a multi-entry index may name a record more than once,
         // so it asks for more, and more again while the page is short.
-        var limit = query.limit.map { max(0, query.offset) + max(0, $0) }
-        if query.definition.isMultiEntry { limit = limit.map { $0 * 2 + 16 } }
+        // (Sums past `Int.max` ask for every entry.)
+        var limit = query.limit.flatMap { Self.sum(max(0, query.offset), max(0, $0)) }
+        if query.definition.isMultiEntry { limit = limit.flatMap { Self.sum($0, $0).flatMap { Self.sum($0, 16) } } }
         while true {
             let scan = EntryScan(numbers: numbers, ranges: ranges, descending: query.descending, after: query.after, limit: limit)
             guard let found = fetched.entries(scan) else { return nil }
@@ -130,8 +131,14 @@ extension FetchedSnapshot {
                 guard entry.key.withBytes({ page.take(entry.tuple, $0) }) else { break }
             }
             if page.isFull || found.complete { return page }
-            limit = limit.map { $0 * 4 }
+            limit = limit.flatMap { Self.sum($0, $0).flatMap { Self.sum($0, $0) } }
         }
+    }
+
+    /// `a + b`; nil past `Int.max`.
+    private static func sum(_ a: Int, _ b: Int) -> Int? {
+        let (total, overflow) = a.addingReportingOverflow(b)
+        return overflow ? nil : total
     }
 
     /// The numbers of the stored indexes of `query`'s definition, one per class name; nil when
@@ -206,7 +213,7 @@ extension FetchedSnapshot {
             guard !numbers.isEmpty else { return 0 }
             let ranges = query.rangesAfterCursor.filter { $0.byteBounds != nil }
             guard !ranges.isEmpty else { return 0 }
-            return fetched.entryCount(EntryScan(numbers: numbers, ranges: ranges, descending: false, after: query.after, limit: nil)) ?? 0
+            return fetched.entryCount(EntryScan(numbers: numbers, ranges: ranges, descending: query.descending, after: query.after, limit: nil)) ?? 0
         }
         return try page(query)?.keys.count ?? 0
     }

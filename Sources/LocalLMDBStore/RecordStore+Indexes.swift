@@ -61,11 +61,14 @@ extension RecordStore {
 
     /// Adds `entries` for the record under `recordKey`, refusing a second record under a key of
     /// a unique index.
-    func addEntries(_ newEntries: [(key: [UInt8], isUnique: Bool)], of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+    func addEntries(
+        _ newEntries: [(key: [UInt8], isUnique: Bool)], of index: StoredIndex, record recordKey: UnsafeRawBufferPointer,
+        checkingUniqueness: Bool = true, in transaction: Transaction
+    ) throws(DatabaseError) {
         guard let entries else { return }
         for (key, isUnique) in newEntries {
             try key.withBytes { key throws(DatabaseError) in
-                if isUnique {
+                if isUnique && checkingUniqueness {
                     try transaction.withCursor(entries) { cursor throws(DatabaseError) in
                         guard var entry = try cursor.get(.key, key: key) else { return }
                         while true {

@@ -293,8 +293,11 @@ import Foundation
         }
     }
 
-    /// `apply`, without the replica check.
-    func applyUnchecked(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
+    /// `apply`, without the replica check. Without `checkingUniqueness`, unique indexes take a
+    /// second record under one value (a replica's: its source decided what is stored).
+    func applyUnchecked(
+        _ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet, checkingUniqueness: Bool = true
+    ) throws(DatabaseError) -> Int {
         switch operation {
         case .replicate, .detachReplica:
             return try apply(operation, in: transaction, changes: &changes)
@@ -307,7 +310,8 @@ import Foundation
             var left: [(index: Int, className: String)] = []
             for index in Self.keyOrder(records) {
                 try records.withRecord(at: index) { record throws(DatabaseError) in
-                    if let previous = try put(record, of: records.types[record.type], indexes: indexes, in: transaction) {
+                    if let previous = try put(
+                        record, of: records.types[record.type], indexes: indexes, checkingUniqueness: checkingUniqueness, in: transaction) {
                         left.append((index, previous))
                     }
                 }
@@ -388,7 +392,8 @@ import Foundation
     /// Puts `record` of the class `type`; returns the class name it was stored under before,
     /// when that was another.
     private func put(
-        _ record: RecordBatch.Record, of type: RecordBatch.RecordClass, indexes: [String: [StoredIndex]], in transaction: Transaction
+        _ record: RecordBatch.Record, of type: RecordBatch.RecordClass, indexes: [String: [StoredIndex]], checkingUniqueness: Bool,
+        in transaction: Transaction
     ) throws(DatabaseError) -> String? {
         let key = record.key
         var previousClass: String?
@@ -436,12 +441,12 @@ import Foundation
                     try removeEntries(oldEntries[old].keys, record: key, in: transaction)
                     oldEntries.remove(at: old)
                 }
-                try addEntries(newEntries, of: index, record: key, in: transaction)
+                try addEntries(newEntries, of: index, record: key, checkingUniqueness: checkingUniqueness, in: transaction)
             }
             for (_, keys) in oldEntries { try removeEntries(keys, record: key, in: transaction) }
         } else if !newIndexes.isEmpty, let object = indexedObject(record.value, key: key, verified: false) {
             for index in newIndexes {
-                try addEntries(entries(of: object, in: index), of: index, record: key, in: transaction)
+                try addEntries(entries(of: object, in: index), of: index, record: key, checkingUniqueness: checkingUniqueness, in: transaction)
             }
         }
         try type.key.withBytes { typeKey throws(DatabaseError) in

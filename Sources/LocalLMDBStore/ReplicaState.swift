@@ -80,7 +80,9 @@ extension RecordStore {
         var count = 0
         for operation in operations {
             assert(!operation.isReplication, "a run of replicated changes holds no replication")
-            count += try applyUnchecked(operation, in: transaction, changes: &changes)
+            // A replica mirrors: its unique indexes do not refuse what its source stored (a source's
+            // run may move a value from one record to another in an order a check would refuse).
+            count += try applyUnchecked(operation, in: transaction, changes: &changes, checkingUniqueness: false)
         }
         try Self.write(state.encoded, at: ReplicaState.metaKey, meta, in: transaction)
         return count

@@ -154,10 +154,15 @@ public enum QueryOracle {
         let byRank = Query(OracleItem.self).filter("group", .equals(group)).sorted(by: "rank", descending: descending).limit(2)
         var paged: [OracleItem] = []
         var cursor: QueryCursor?
-        for _ in 0...(inGroup.count / 2 + 1) {
+        for pageNumber in 0...(inGroup.count / 2 + 1) {
             let page = try await database.readPage(byRank.after(cursor))
             paged += page.records
             cursor = page.next
+            // What is left after the first page, counted from its cursor.
+            if pageNumber == 0, let next = page.next {
+                let rest = Query(OracleItem.self).filter("group", .equals(group)).sorted(by: "rank", descending: descending).after(next)
+                check(try await database.count(rest) == max(0, inGroup.count - 2), "count after the first page of group \(group), descending \(descending)")
+            }
             if cursor == nil { break }
         }
         let wholeGroup = ordered(inGroup, by: { $0.rank.map(Double.init) }, descending: descending)

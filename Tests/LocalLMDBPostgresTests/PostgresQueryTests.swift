@@ -80,6 +80,10 @@ extension PostgresTests {
                 #expect(try await store.readIDs(Query(PgAccount.self).filter("bio", .equals("\(stem)a"))) == ["r1"])
                 #expect(try await store.count(Query(PgAccount.self).filter("bio", .hasPrefix(stem))) == 3)
                 #expect(try await store.readIDs(Query(PgAccount.self).filter("tags", .equals(bios[3]))) == ["r3"])
+                // Limits and offsets as large as they come (no sum of them may overflow).
+                #expect(try await store.readIDs(Query(PgAccount.self).sorted(by: "bio").offset(1).limit(Int.max)) == ["r1", "r0", "r2", "r3"])
+                #expect(try await store.readIDs(Query(PgAccount.self).sorted(by: "tags").offset(Int.max).limit(Int.max)).isEmpty)
+                #expect(try await store.count(Query(PgAccount.self).sorted(by: "tags").offset(Int.max - 1).limit(Int.max)) == 0)
                 // Keyset paging through the long values.
                 var ids: [String] = []
                 var cursor: QueryCursor?

@@ -223,7 +223,21 @@ extension PostgresTests {
                 let indexes = try await connection.query(
                     "SELECT count(*) FROM pg_indexes WHERE indexname = \(prefix + "_records_class")", logger: logger)
                 for try await count in indexes.decode(Int.self) { #expect(count == 1) }
-                try await connection.query("UPDATE locallmdb_stores SET version = 99 WHERE name = \(name)", logger: logger)
+                // Version 2: no secondary indexes' tables.
+                try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE \(prefix)_indexes, \(prefix)_entries"), logger: logger)
+                try await connection.query("UPDATE locallmdb_stores SET version = 2 WHERE name = \(name)", logger: logger)
+            }
+            try await PostgresServer.withDatabase(store: store) { database in
+                try await database.write(Record(id: "t", data: Ticket(queue: "q", priority: 1, title: "")))
+                #expect(try await database.readIDs(Query(Ticket.self).filter("queue", .equals("q"))) == ["t"])
+                // A newer version migrating the store while this one has it open: this one's writes
+                // are refused from then on (they would not keep what the newer one added).
+                _ = try await PostgresServer.withConnection { connection in
+                    try await connection.query("UPDATE locallmdb_stores SET version = 99 WHERE name = \(name)", logger: Logger(label: "tests"))
+                }
+                await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.version)) {
+                    try await database.write(Record(id: "late", data: Note(text: "refused")))
+                }
             }
             await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.version)) {
                 _ = try await PostgresStore(configuration: PostgresServer.configuration(), name: store)

@@ -181,6 +181,50 @@ extension PostgresTests {
             }
         }
 
+        @Test("A replica's unique index does not refuse what its source stored: values swapped in one run arrive")
+        func replicaUniqueIndexFollowsTheSource() async throws {
+            try await withReplica { replica, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await store.write(contentsOf: [
+                        Record(id: "a", data: PgAccount(email: "x", bio: "", tags: [])), Record(id: "b", data: PgAccount(email: "y", bio: "", tags: [])),
+                    ])
+                    let replicator = PullReplicator(from: store, to: replica)
+                    try await replicator.catchUp()
+                    #expect(try await replica.readIDs(Query(PgAccount.self).filter("email", .equals("x"))) == ["a"])
+                    // One batch on the server swaps them (its check is on the batch's final state).
+                    try await store.write(contentsOf: [
+                        Record(id: "a", data: PgAccount(email: "y", bio: "", tags: [])), Record(id: "b", data: PgAccount(email: "x", bio: "", tags: [])),
+                    ])
+                    try await replicator.catchUp()
+                    #expect(try await replica.readIDs(Query(PgAccount.self).filter("email", .equals("x"))) == ["b"])
+                    #expect(try await storedBytes(local: replica) == storedBytes(store: store))
+                    #expect(try await replica.verifyIntegrity().isConsistent)
+                }
+            }
+        }
+
+        @Test("A replicated run never joins a transaction open on the replica: it is refused until the transaction ends")
+        func replicaTransactionOpen() async throws {
+            try await withReplica { replica, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await store.write(Record(id: "a", data: Note(text: "1")))
+                    let replicator = PullReplicator(from: store, to: replica)
+                    try await replicator.catchUp()
+                    try await store.write(Record(id: "b", data: Note(text: "2")))
+                    try await replica.startTransaction()
+                    do {
+                        try await replicator.catchUp()
+                        Issue.record("a run was applied inside the replica's open transaction")
+                    } catch let error as LocalDatabaseError {
+                        guard case .transactionAlreadyActive = error else { throw error }
+                    }
+                    try await replica.rollbackTransaction()
+                    #expect(try await replicator.catchUp() == 1)
+                    #expect(try await replica.count() == 2)
+                }
+            }
+        }
+
         @Test("A replica behind a trimmed log is copied afresh: records deleted meanwhile go, the copy reports progress")
         func trimmedLogFullCopy() async throws {
             try await withReplica { replica, _ in

@@ -6,7 +6,7 @@ import PostgresNIO
 
 // The PostgreSQL comparison (scripts/postgres-benchmark): LocalLMDB's PostgreSQL store against
 // hand-written postgres-nio statements doing the same work, and against LocalLMDB on LMDB, on the
-// student model; then the push replicator's throughput and lag.
+// student model; then the push and pull replicators' throughput and lag.
 //
 //   PostgresComparison [--records N] [--reads N] [--repetitions R] [--results DIR]
 //
@@ -300,6 +300,118 @@ for writers in [1, 8] {
 let (p50, p99, count) = try await lag(rate: 1000, duration: .seconds(5))
 say("")
 say(String(format: "Lag at a steady 1,000 commits/s (%d commits, one record each): p50 %.1f ms, p99 %.1f ms, from the local write's return to the server's commit of it.", count, p50 * 1000, p99 * 1000))
+
+// MARK: Pull replication
+
+/// Records/s pulled into a replica while `writers` tasks write `total` records, one write each,
+/// through another connection pool to the store (another app server: the replica hears of its
+/// commits from the server's notifications).
+func pullThroughput(writers: Int, total: Int) async throws -> (server: Double, pulled: Double) {
+    let directory = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let replica = try LocalDatabase(directory: directory)
+    let name = "bench-pull-" + UUID().uuidString
+    let store = try await PostgresStore(configuration: configuration, name: name)
+    let writer = try await PostgresStore(configuration: configuration, name: name)
+    let replicator = PullReplicator(from: store, to: replica)
+    try await replicator.catchUp()
+    let task = Task { try await replicator.run() }
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for index in 0..<writers {
+            group.addTask {
+                for record in stride(from: index, to: total, by: writers) {
+                    try await writer.write(Record(id: ids[record % ids.count] + "-\(record)", data: BenchStudent(index: record)))
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let written = ContinuousClock.now
+    let target = try await writer.changeToken().description
+    while replicator.progress.position != target { try await Task.sleep(for: .milliseconds(1)) }
+    let pulled = ContinuousClock.now
+    task.cancel()
+    _ = await task.result
+    await writer.close()
+    await store.close()
+    await replica.close()
+    return (Double(total) / seconds(written - start), Double(total) / seconds(pulled - start))
+}
+
+/// Lag from each server commit's return (written through another pool) to the replica holding
+/// it, at a steady `rate` commits/s.
+func pullLag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Double, commits: Int) {
+    let directory = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let replica = try LocalDatabase(directory: directory)
+    let name = "bench-pull-lag-" + UUID().uuidString
+    let store = try await PostgresStore(configuration: configuration, name: name)
+    let writer = try await PostgresStore(configuration: configuration, name: name)
+    let replicator = PullReplicator(from: store, to: replica)
+    try await replicator.catchUp()
+    let task = Task { try await replicator.run() }
+    let clock = ContinuousClock()
+    let begin = clock.now
+    var commits: [(UInt64, ContinuousClock.Instant)] = []
+    let sightings = Task { () -> [(UInt64, ContinuousClock.Instant)] in
+        var seen: [(UInt64, ContinuousClock.Instant)] = []
+        var last: UInt64 = 0
+        while !Task.isCancelled {
+            if let position = replicator.progress.position, let sequence = position.split(separator: ":").dropFirst().first.flatMap({ UInt64($0) }),
+               sequence != last {
+                seen.append((sequence, clock.now))
+                last = sequence
+            }
+            try? await Task.sleep(for: .microseconds(200))
+        }
+        return seen
+    }
+    var index = 0
+    let interval = Duration.seconds(1) / rate
+    while clock.now - begin < duration {
+        let due = begin + interval * index
+        if clock.now < due { try await Task.sleep(until: due, clock: clock) }
+        try await writer.write(Record(id: "lag-\(index)", data: BenchStudent(index: index)))
+        commits.append((UInt64(index + 1), clock.now))
+        index += 1
+    }
+    let target = try await writer.changeToken().description
+    while replicator.progress.position != target { try await Task.sleep(for: .milliseconds(1)) }
+    try await Task.sleep(for: .milliseconds(5))
+    sightings.cancel()
+    let seen = await sightings.value
+    task.cancel()
+    _ = await task.result
+    await writer.close()
+    await store.close()
+    await replica.close()
+    var lags: [Double] = []
+    var cursor = 0
+    for (sequence, time) in commits {
+        while cursor < seen.count && seen[cursor].0 < sequence { cursor += 1 }
+        guard cursor < seen.count else { break }
+        lags.append(max(0, seconds(seen[cursor].1 - time)))
+    }
+    return (percentile(lags, 0.5), percentile(lags, 0.99), commits.count)
+}
+
+say("")
+say("## Pull replication (PostgresStore → a LocalDatabase replica)")
+say("")
+say("Writes made through a second connection pool (another app server), so the replica learns of them from the server's notifications.")
+say("")
+say("| Server writers | Server writes/s | Records/s pulled (until the replica holds the last) |")
+say("|---:|---:|---:|")
+for writers in [1, 8] {
+    let (serverRate, pulled) = try await pullThroughput(writers: writers, total: 4000)
+    say(String(format: "| %d | %.0f | %.0f |", writers, serverRate, pulled))
+}
+let pull = try await pullLag(rate: 1000, duration: .seconds(5))
+say("")
+say(String(
+    format: "Lag with one writer committing one record at a time, paced at up to 1,000 commits/s (%d commits in 5 s: %.0f/s, as each server commit waits for its flush): p50 %.1f ms, p99 %.1f ms, from the server write's return to the replica's commit of it.",
+    pull.commits, Double(pull.commits) / 5, pull.p50 * 1000, pull.p99 * 1000))
 
 if let results = options.results {
     try? FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
