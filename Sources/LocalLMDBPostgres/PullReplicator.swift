@@ -51,6 +51,9 @@ public final class PullReplicator: Sendable {
         public var fullCopy: FullCopy?
         /// The server position the replica holds, as of the last look.
         public var position: String?
+        /// Server commits not yet applied, as of the last look (the server's last commit when
+        /// the pass began, less the replica's position).
+        public var lag: UInt64 = 0
         /// The last error `run()` retried after; nil once a pass succeeds.
         public var lastError: LocalDatabaseError?
     }
@@ -106,24 +109,10 @@ public final class PullReplicator: Sendable {
     /// `progress.lastError` meanwhile.
     /// - Throws: `LocalDatabaseError` for any other error, which no retry would change.
     public nonisolated(nonsending) func run() async throws {
-        let notifier = store.engine.notifier
-        let subscription = ChangeSubscription(notifier)
-        defer { withExtendedLifetime(subscription) {} }
-        var pause = Duration.milliseconds(50)
-        while !Task.isCancelled {
-            let version = notifier.version
-            do throws(DatabaseError) {
-                _ = try await catchUpTyped()
-                state.withLock { $0.lastError = nil }
-                pause = .milliseconds(50)
-            } catch {
-                guard isTransient(error) else { throw LocalDatabaseError(error) }
-                state.withLock { $0.lastError = LocalDatabaseError(error) }
-                try? await Task.sleep(for: pause)
-                pause = min(pause * 2, .seconds(5))
-                continue
-            }
-            guard await notifier.wait(after: version) else { break }
+        try await follow(store.engine.notifier) { () throws(DatabaseError) in
+            _ = try await catchUpTyped()
+        } failed: { error in
+            state.withLock { $0.lastError = error }
         }
     }
 
@@ -144,12 +133,16 @@ public final class PullReplicator: Sendable {
             throw .transactionFailed(reason: "the database is a replica of '\(recorded.source)', not of '\(source)'")
         }
         var applied = 0
+        let serverLast = try await store.engine.currentChangeToken()
         while true {
             guard let current = recorded, let position = PushReplicator.position(parsing: current.position) else {
                 recorded = try await fullCopy(expected: recorded?.position)
                 continue
             }
-            state.withLock { $0.position = current.position }
+            state.withLock {
+                $0.position = current.position
+                $0.lag = position.logID == serverLast.logID && serverLast.sequence > position.sequence ? serverLast.sequence - position.sequence : 0
+            }
             let feed: LoggedCommits
             do throws(DatabaseError) {
                 feed = try await store.engine.changeFeed(since: position, limit: commitsPerTransaction)
@@ -158,7 +151,10 @@ public final class PullReplicator: Sendable {
                 recorded = try await fullCopy(expected: current.position)
                 continue
             }
-            guard !feed.commits.isEmpty else { return applied }
+            guard !feed.commits.isEmpty else {
+                state.withLock { $0.lag = 0 }
+                return applied
+            }
             recorded = try await apply(feed, expected: current.position)
             applied += feed.commits.count
         }

@@ -96,24 +96,10 @@ public final class PushReplicator: Sendable {
     /// - Throws: `LocalDatabaseError` for any other error, which no retry would change (the
     ///   local database closed, a second replicator of the same source, an encrypted database).
     public nonisolated(nonsending) func run() async throws {
-        let notifier = local.changeNotifier
-        let subscription = ChangeSubscription(notifier)
-        defer { withExtendedLifetime(subscription) {} }
-        var pause = Duration.milliseconds(50)
-        while !Task.isCancelled {
-            let version = notifier.version
-            do throws(DatabaseError) {
-                _ = try await catchUpTyped()
-                state.withLock { $0.lastError = nil }
-                pause = .milliseconds(50)
-            } catch {
-                guard isTransient(error) else { throw LocalDatabaseError(error) }
-                state.withLock { $0.lastError = LocalDatabaseError(error) }
-                try? await Task.sleep(for: pause)
-                pause = min(pause * 2, .seconds(5))
-                continue
-            }
-            guard await notifier.wait(after: version) else { break }
+        try await follow(local.changeNotifier) { () throws(DatabaseError) in
+            _ = try await catchUpTyped()
+        } failed: { error in
+            state.withLock { $0.lastError = error }
         }
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import LocalLMDBLMDB
 import LocalLMDBStore
+import LocalLMDBEngine
+import LocalLMDB
 
 /// How both replicators apply a run of a source's commits to a target, in one transaction: the
 /// run's deletions, in order, then the records it wrote, with the values they hold at the source
@@ -54,5 +56,33 @@ func isTransient(_ error: DatabaseError) -> Bool {
         return [ENOSPC, EAGAIN, EINTR, EBUSY, -30792 /* MDB_MAP_FULL */, -30790 /* MDB_READERS_FULL */].contains(code)
     default:
         return false
+    }
+}
+
+/// What both replicators' `run()` do: a pass (`pass`), then another after each commit `notifier`
+/// announces, until the task is cancelled. A pass that fails with a transient error
+/// (`isTransient`) is retried after a pause that doubles from 50 ms up to 5 s, with `failed`
+/// told the error meanwhile (and nil once a pass succeeds); any other error is thrown.
+nonisolated(nonsending) func follow(
+    _ notifier: ChangeNotifier, pass: nonisolated(nonsending) () async throws(DatabaseError) -> Void,
+    failed: (LocalDatabaseError?) -> Void
+) async throws {
+    let subscription = ChangeSubscription(notifier)
+    defer { withExtendedLifetime(subscription) {} }
+    var pause = Duration.milliseconds(50)
+    while !Task.isCancelled {
+        let version = notifier.version
+        do throws(DatabaseError) {
+            try await pass()
+            failed(nil)
+            pause = .milliseconds(50)
+        } catch {
+            guard isTransient(error) else { throw LocalDatabaseError(error) }
+            failed(LocalDatabaseError(error))
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, .seconds(5))
+            continue
+        }
+        guard await notifier.wait(after: version) else { break }
     }
 }

@@ -74,10 +74,12 @@ extension PostgresTests {
                     #expect(try await replica.count() == 1)
                     #expect(replicator.progress.fullCopies == 1)
                     #expect(try await replicator.catchUp() == 0)
+                    #expect(replicator.progress.lag == 0)
                     // A new replicator resumes from the position the replica holds.
-                    try await store.write(Record(id: "resumed", data: Note(text: "r")))
-                    let second = PullReplicator(from: store, to: replica)
-                    #expect(try await second.catchUp() == 1)
+                    for index in 0..<3 { try await store.write(Record(id: "resumed\(index)", data: Note(text: "r"))) }
+                    let second = PullReplicator(from: store, to: replica, commitsPerTransaction: 1)
+                    #expect(try await second.catchUp() == 3)
+                    #expect(second.progress.lag == 0)
                     #expect(second.progress.fullCopies == 0)
                     #expect(try await storedBytes(local: replica) == storedBytes(store: store))
                 }
@@ -218,6 +220,8 @@ extension PostgresTests {
                     } catch let error as LocalDatabaseError {
                         guard case .transactionAlreadyActive = error else { throw error }
                     }
+                    // The server's commit not yet applied is the lag.
+                    #expect(replicator.progress.lag == 1)
                     try await replica.rollbackTransaction()
                     #expect(try await replicator.catchUp() == 1)
                     #expect(try await replica.count() == 2)
@@ -325,7 +329,6 @@ extension PostgresTests {
                 Issue.record("LocalLMDBPostgresHelper is not built")
                 return
             }
-            let address = try PostgresServer.address.get()
             try await withReplica { _, directory in
                 let storeName = PostgresServer.uniqueStore()
                 try await PostgresServer.withDatabase(store: storeName) { store in
@@ -346,28 +349,7 @@ extension PostgresTests {
                             try await group.waitForAll()
                         }
                     }
-                    var generator = SplitMix(seed: 21)
-                    var positions: [String] = []
-                    for _ in 0..<20 {
-                        let process = Process()
-                        process.executableURL = helper
-                        process.arguments = ["pull", directory.path, storeName]
-                        var environment = ProcessInfo.processInfo.environment
-                        environment["LOCALLMDB_POSTGRES_HOST"] = address.host
-                        environment["LOCALLMDB_POSTGRES_PORT"] = String(address.port)
-                        environment["LOCALLMDB_POSTGRES_USER"] = address.user
-                        environment["LOCALLMDB_POSTGRES_PASSWORD"] = address.password
-                        environment["LOCALLMDB_POSTGRES_DATABASE"] = address.database
-                        process.environment = environment
-                        let output = Pipe()
-                        process.standardOutput = output
-                        try process.run()
-                        try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280)))
-                        kill(process.processIdentifier, SIGKILL)
-                        process.waitUntilExit()
-                        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
-                        positions += lines.filter { $0.hasPrefix("position ") }.map { String($0.dropFirst("position ".count)) }
-                    }
+                    let positions = try await runKilledHelper(helper, mode: "pull", directory: directory, store: storeName, seed: 21)
                     writing.cancel()
                     _ = await writing.result
                     // The replica, opened afresh, is whole, and a last replicator catches it up.

@@ -45,6 +45,35 @@ private func withLocal<R>(_ body: (LocalDatabase, URL) async throws -> R) async 
     }
 }
 
+/// Runs the replication helper (`mode DIR STORE`) 20 times, each killed with SIGKILL at a random
+/// moment 20 to 300 ms after it started (from `seed`); returns the positions it printed.
+func runKilledHelper(_ helper: URL, mode: String, directory: URL, store: String, seed: UInt64) async throws -> [String] {
+    let address = try PostgresServer.address.get()
+    var generator = SplitMix(seed: seed)
+    var positions: [String] = []
+    for _ in 0..<20 {
+        let process = Process()
+        process.executableURL = helper
+        process.arguments = [mode, directory.path, store]
+        var environment = ProcessInfo.processInfo.environment
+        environment["LOCALLMDB_POSTGRES_HOST"] = address.host
+        environment["LOCALLMDB_POSTGRES_PORT"] = String(address.port)
+        environment["LOCALLMDB_POSTGRES_USER"] = address.user
+        environment["LOCALLMDB_POSTGRES_PASSWORD"] = address.password
+        environment["LOCALLMDB_POSTGRES_DATABASE"] = address.database
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280)))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        positions += lines.filter { $0.hasPrefix("position ") }.map { String($0.dropFirst("position ".count)) }
+    }
+    return positions
+}
+
 extension PostgresTests {
     @Suite("Push replication", .serialized)
     struct PushReplicatorTests {
@@ -141,7 +170,6 @@ extension PostgresTests {
                 Issue.record("LocalLMDBPostgresHelper is not built")
                 return
             }
-            let address = try PostgresServer.address.get()
             try await withLocal { local, directory in
                 let storeName = PostgresServer.uniqueStore()
                 try await PostgresServer.withDatabase(store: storeName) { store in
@@ -161,29 +189,7 @@ extension PostgresTests {
                             try await group.waitForAll()
                         }
                     }
-                    var generator = SplitMix(seed: 20)
-                    var positions: [String] = []
-                    for _ in 0..<20 {
-                        let process = Process()
-                        process.executableURL = helper
-                        process.arguments = ["push", directory.path, storeName]
-                        var environment = ProcessInfo.processInfo.environment
-                        environment["LOCALLMDB_POSTGRES_HOST"] = address.host
-                        environment["LOCALLMDB_POSTGRES_PORT"] = String(address.port)
-                        environment["LOCALLMDB_POSTGRES_USER"] = address.user
-                        environment["LOCALLMDB_POSTGRES_PASSWORD"] = address.password
-                        environment["LOCALLMDB_POSTGRES_DATABASE"] = address.database
-                        process.environment = environment
-                        let output = Pipe()
-                        process.standardOutput = output
-                        try process.run()
-                        // Killed at a random moment of its work: 20 to 300 ms after it started.
-                        try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280)))
-                        kill(process.processIdentifier, SIGKILL)
-                        process.waitUntilExit()
-                        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
-                        positions += lines.filter { $0.hasPrefix("position ") }.map { String($0.dropFirst("position ".count)) }
-                    }
+                    let positions = try await runKilledHelper(helper, mode: "push", directory: directory, store: storeName, seed: 20)
                     writing.cancel()
                     _ = await writing.result
                     // A last replicator catches up with the writers' final state.

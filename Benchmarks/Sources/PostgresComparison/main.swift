@@ -234,6 +234,36 @@ func pushThroughput(writers: Int, total: Int) async throws -> (local: Double, pu
     return (Double(total) / seconds(written - start), Double(total) / seconds(pushed - start))
 }
 
+/// Each new sequence number a replicator's `position` reaches, with when it was seen (looked at
+/// every 200 µs), until the task is cancelled.
+func watch(_ position: @escaping @Sendable () -> String?) -> Task<[(UInt64, ContinuousClock.Instant)], Never> {
+    Task {
+        var seen: [(UInt64, ContinuousClock.Instant)] = []
+        var last: UInt64 = 0
+        while !Task.isCancelled {
+            if let position = position(), let sequence = position.split(separator: ":").dropFirst().first.flatMap({ UInt64($0) }),
+               sequence != last {
+                seen.append((sequence, ContinuousClock.now))
+                last = sequence
+            }
+            try? await Task.sleep(for: .microseconds(200))
+        }
+        return seen
+    }
+}
+
+/// Each commit's lag: from its time to the first sighting of its sequence number or a later one.
+func lags(_ commits: [(UInt64, ContinuousClock.Instant)], _ seen: [(UInt64, ContinuousClock.Instant)]) -> [Double] {
+    var lags: [Double] = []
+    var cursor = 0
+    for (sequence, time) in commits {
+        while cursor < seen.count && seen[cursor].0 < sequence { cursor += 1 }
+        guard cursor < seen.count else { break }
+        lags.append(max(0, seconds(seen[cursor].1 - time)))
+    }
+    return lags
+}
+
 /// Lag from each local commit's return to the server holding it, at a steady `rate` commits/s.
 func lag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Double, commits: Int) {
     let directory = temporaryDirectory()
@@ -247,19 +277,7 @@ func lag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Doubl
     let begin = clock.now
     // (sequence, time the write returned)
     var commits: [(UInt64, ContinuousClock.Instant)] = []
-    let sightings = Task { () -> [(UInt64, ContinuousClock.Instant)] in
-        var seen: [(UInt64, ContinuousClock.Instant)] = []
-        var last: UInt64 = 0
-        while !Task.isCancelled {
-            if let position = replicator.progress.position, let sequence = position.split(separator: ":").dropFirst().first.flatMap({ UInt64($0) }),
-               sequence != last {
-                seen.append((sequence, clock.now))
-                last = sequence
-            }
-            try? await Task.sleep(for: .microseconds(200))
-        }
-        return seen
-    }
+    let sightings = watch { replicator.progress.position }
     var index = 0
     let interval = Duration.seconds(1) / rate
     while clock.now - begin < duration {
@@ -278,14 +296,8 @@ func lag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Doubl
     _ = await task.result
     await store.close()
     await local.close()
-    var lags: [Double] = []
-    var cursor = 0
-    for (sequence, time) in commits {
-        while cursor < seen.count && seen[cursor].0 < sequence { cursor += 1 }
-        guard cursor < seen.count else { break }
-        lags.append(max(0, seconds(seen[cursor].1 - time)))
-    }
-    return (percentile(lags, 0.5), percentile(lags, 0.99), commits.count)
+    let measured = lags(commits, seen)
+    return (percentile(measured, 0.5), percentile(measured, 0.99), commits.count)
 }
 
 say("")
@@ -354,19 +366,7 @@ func pullLag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: D
     let clock = ContinuousClock()
     let begin = clock.now
     var commits: [(UInt64, ContinuousClock.Instant)] = []
-    let sightings = Task { () -> [(UInt64, ContinuousClock.Instant)] in
-        var seen: [(UInt64, ContinuousClock.Instant)] = []
-        var last: UInt64 = 0
-        while !Task.isCancelled {
-            if let position = replicator.progress.position, let sequence = position.split(separator: ":").dropFirst().first.flatMap({ UInt64($0) }),
-               sequence != last {
-                seen.append((sequence, clock.now))
-                last = sequence
-            }
-            try? await Task.sleep(for: .microseconds(200))
-        }
-        return seen
-    }
+    let sightings = watch { replicator.progress.position }
     var index = 0
     let interval = Duration.seconds(1) / rate
     while clock.now - begin < duration {
@@ -386,14 +386,8 @@ func pullLag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: D
     await writer.close()
     await store.close()
     await replica.close()
-    var lags: [Double] = []
-    var cursor = 0
-    for (sequence, time) in commits {
-        while cursor < seen.count && seen[cursor].0 < sequence { cursor += 1 }
-        guard cursor < seen.count else { break }
-        lags.append(max(0, seconds(seen[cursor].1 - time)))
-    }
-    return (percentile(lags, 0.5), percentile(lags, 0.99), commits.count)
+    let measured = lags(commits, seen)
+    return (percentile(measured, 0.5), percentile(measured, 0.99), commits.count)
 }
 
 say("")
