@@ -46,8 +46,20 @@ extension IndexRange {
     }
 }
 
+extension FetchedRecords.Wanted {
+    /// Wanting the index catalog and nothing else: a query's first fetch.
+    package static let catalogAlone: Self = {
+        var wanted = Self()
+        wanted.catalog = true
+        return wanted
+    }()
+}
+
 // What a read found of a server's indexes (filled by the engine).
 extension FetchedRecords {
+    /// Whether the index catalog was fetched.
+    package var hasCatalog: Bool { catalog != nil }
+
     /// Sets the stored indexes, from the server's rows of `StoredIndex`'s catalog (key, value);
     /// rows this version does not read are left out.
     package func setCatalog(_ rows: [(key: [UInt8], value: [UInt8])]) {
