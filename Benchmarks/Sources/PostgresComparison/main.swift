@@ -203,37 +203,6 @@ say(String(format: "What shared data costs: on PostgreSQL a batch write takes %.
 
 // MARK: Replication
 
-/// Records/s pushed while `writers` tasks write `total` records one write each.
-func pushThroughput(writers: Int, total: Int) async throws -> (local: Double, pushed: Double) {
-    let directory = temporaryDirectory()
-    defer { try? FileManager.default.removeItem(at: directory) }
-    let local = try LocalDatabase(directory: directory)
-    let store = try await PostgresStore(configuration: configuration, name: "bench-push-" + UUID().uuidString)
-    let replicator = PushReplicator(from: local, to: store)
-    try await replicator.catchUp()
-    let task = Task { try await replicator.run() }
-    let start = ContinuousClock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        for writer in 0..<writers {
-            group.addTask {
-                for index in stride(from: writer, to: total, by: writers) {
-                    try await local.write(Record(id: ids[index % ids.count] + "-\(index)", data: BenchStudent(index: index)))
-                }
-            }
-        }
-        try await group.waitForAll()
-    }
-    let written = ContinuousClock.now
-    let target = try local.changeToken().description
-    while replicator.progress.position != target { try await Task.sleep(for: .milliseconds(1)) }
-    let pushed = ContinuousClock.now
-    task.cancel()
-    _ = await task.result
-    await store.close()
-    await local.close()
-    return (Double(total) / seconds(written - start), Double(total) / seconds(pushed - start))
-}
-
 /// Each new sequence number a replicator's `position` reaches, with when it was seen (looked at
 /// every 200 µs), until the task is cancelled.
 func watch(_ position: @escaping @Sendable () -> String?) -> Task<[(UInt64, ContinuousClock.Instant)], Never> {
@@ -264,6 +233,79 @@ func lags(_ commits: [(UInt64, ContinuousClock.Instant)], _ seen: [(UInt64, Cont
     return lags
 }
 
+/// Times a replicator following `writers` tasks that make `total` writes between them
+/// (`write(index)`): the writes/s, and the records/s replicated, until `position()` reaches
+/// `target()`.
+func timeFollowing(
+    writers: Int, total: Int, write: @escaping @Sendable (Int) async throws -> Void,
+    target: () async throws -> String, position: @escaping @Sendable () -> String?
+) async throws -> (written: Double, replicated: Double) {
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for writer in 0..<writers {
+            group.addTask {
+                for index in stride(from: writer, to: total, by: writers) { try await write(index) }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let written = ContinuousClock.now
+    let goal = try await target()
+    while position() != goal { try await Task.sleep(for: .milliseconds(1)) }
+    let replicated = ContinuousClock.now
+    return (Double(total) / seconds(written - start), Double(total) / seconds(replicated - start))
+}
+
+/// The lag of a replicator behind one writer paced at up to `rate` writes/s for `duration`:
+/// from each write's return (`write(index)` gives its commit's sequence number) to `position()`
+/// first reaching it.
+func timeLag(
+    rate: Int, duration: Duration, write: (Int) async throws -> UInt64, target: () async throws -> String,
+    position: @escaping @Sendable () -> String?
+) async throws -> (p50: Double, p99: Double, commits: Int) {
+    let clock = ContinuousClock()
+    let begin = clock.now
+    var commits: [(UInt64, ContinuousClock.Instant)] = []
+    let sightings = watch(position)
+    var index = 0
+    let interval = Duration.seconds(1) / rate
+    while clock.now - begin < duration {
+        let due = begin + interval * index
+        if clock.now < due { try await Task.sleep(until: due, clock: clock) }
+        commits.append((try await write(index), clock.now))
+        index += 1
+    }
+    let goal = try await target()
+    while position() != goal { try await Task.sleep(for: .milliseconds(1)) }
+    try await Task.sleep(for: .milliseconds(5))
+    sightings.cancel()
+    let measured = lags(commits, await sightings.value)
+    return (percentile(measured, 0.5), percentile(measured, 0.99), commits.count)
+}
+
+/// Records/s pushed while `writers` tasks write `total` records one write each.
+func pushThroughput(writers: Int, total: Int) async throws -> (local: Double, pushed: Double) {
+    let directory = temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let local = try LocalDatabase(directory: directory)
+    let store = try await PostgresStore(configuration: configuration, name: "bench-push-" + UUID().uuidString)
+    let replicator = PushReplicator(from: local, to: store)
+    try await replicator.catchUp()
+    let task = Task { try await replicator.run() }
+    let rates = try await timeFollowing(writers: writers, total: total) { index in
+        try await local.write(Record(id: ids[index % ids.count] + "-\(index)", data: BenchStudent(index: index)))
+    } target: {
+        try local.changeToken().description
+    } position: {
+        replicator.progress.position
+    }
+    task.cancel()
+    _ = await task.result
+    await store.close()
+    await local.close()
+    return (rates.written, rates.replicated)
+}
+
 /// Lag from each local commit's return to the server holding it, at a steady `rate` commits/s.
 func lag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Double, commits: Int) {
     let directory = temporaryDirectory()
@@ -273,31 +315,19 @@ func lag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Doubl
     let replicator = PushReplicator(from: local, to: store)
     try await replicator.catchUp()
     let task = Task { try await replicator.run() }
-    let clock = ContinuousClock()
-    let begin = clock.now
-    // (sequence, time the write returned)
-    var commits: [(UInt64, ContinuousClock.Instant)] = []
-    let sightings = watch { replicator.progress.position }
-    var index = 0
-    let interval = Duration.seconds(1) / rate
-    while clock.now - begin < duration {
-        let due = begin + interval * index
-        if clock.now < due { try await Task.sleep(until: due, clock: clock) }
+    let result = try await timeLag(rate: rate, duration: duration) { index in
         try await local.write(Record(id: "lag-\(index)", data: BenchStudent(index: index)))
-        commits.append((try local.changeToken().sequence, clock.now))
-        index += 1
+        return try local.changeToken().sequence
+    } target: {
+        try local.changeToken().description
+    } position: {
+        replicator.progress.position
     }
-    let target = try local.changeToken().description
-    while replicator.progress.position != target { try await Task.sleep(for: .milliseconds(1)) }
-    try await Task.sleep(for: .milliseconds(5))
-    sightings.cancel()
-    let seen = await sightings.value
     task.cancel()
     _ = await task.result
     await store.close()
     await local.close()
-    let measured = lags(commits, seen)
-    return (percentile(measured, 0.5), percentile(measured, 0.99), commits.count)
+    return result
 }
 
 say("")
@@ -328,31 +358,23 @@ func pullThroughput(writers: Int, total: Int) async throws -> (server: Double, p
     let replicator = PullReplicator(from: store, to: replica)
     try await replicator.catchUp()
     let task = Task { try await replicator.run() }
-    let start = ContinuousClock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        for index in 0..<writers {
-            group.addTask {
-                for record in stride(from: index, to: total, by: writers) {
-                    try await writer.write(Record(id: ids[record % ids.count] + "-\(record)", data: BenchStudent(index: record)))
-                }
-            }
-        }
-        try await group.waitForAll()
+    let rates = try await timeFollowing(writers: writers, total: total) { index in
+        try await writer.write(Record(id: ids[index % ids.count] + "-\(index)", data: BenchStudent(index: index)))
+    } target: {
+        try await writer.changeToken().description
+    } position: {
+        replicator.progress.position
     }
-    let written = ContinuousClock.now
-    let target = try await writer.changeToken().description
-    while replicator.progress.position != target { try await Task.sleep(for: .milliseconds(1)) }
-    let pulled = ContinuousClock.now
     task.cancel()
     _ = await task.result
     await writer.close()
     await store.close()
     await replica.close()
-    return (Double(total) / seconds(written - start), Double(total) / seconds(pulled - start))
+    return (rates.written, rates.replicated)
 }
 
 /// Lag from each server commit's return (written through another pool) to the replica holding
-/// it, at a steady `rate` commits/s.
+/// it, one writer paced at up to `rate` commits/s.
 func pullLag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: Double, commits: Int) {
     let directory = temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -363,31 +385,21 @@ func pullLag(rate: Int, duration: Duration) async throws -> (p50: Double, p99: D
     let replicator = PullReplicator(from: store, to: replica)
     try await replicator.catchUp()
     let task = Task { try await replicator.run() }
-    let clock = ContinuousClock()
-    let begin = clock.now
-    var commits: [(UInt64, ContinuousClock.Instant)] = []
-    let sightings = watch { replicator.progress.position }
-    var index = 0
-    let interval = Duration.seconds(1) / rate
-    while clock.now - begin < duration {
-        let due = begin + interval * index
-        if clock.now < due { try await Task.sleep(until: due, clock: clock) }
+    // A fresh store: one write after another, the index-th write is commit index + 1.
+    let result = try await timeLag(rate: rate, duration: duration) { index in
         try await writer.write(Record(id: "lag-\(index)", data: BenchStudent(index: index)))
-        commits.append((UInt64(index + 1), clock.now))
-        index += 1
+        return UInt64(index + 1)
+    } target: {
+        try await writer.changeToken().description
+    } position: {
+        replicator.progress.position
     }
-    let target = try await writer.changeToken().description
-    while replicator.progress.position != target { try await Task.sleep(for: .milliseconds(1)) }
-    try await Task.sleep(for: .milliseconds(5))
-    sightings.cancel()
-    let seen = await sightings.value
     task.cancel()
     _ = await task.result
     await writer.close()
     await store.close()
     await replica.close()
-    let measured = lags(commits, seen)
-    return (percentile(measured, 0.5), percentile(measured, 0.99), commits.count)
+    return result
 }
 
 say("")
