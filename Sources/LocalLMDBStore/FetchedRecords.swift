@@ -209,9 +209,9 @@ package struct FetchedSnapshot: RecordSnapshot {
 
     package func count() throws(DatabaseError) -> Int { fetched.count() }
 
-    /// The id of the record stored under `key` with `value`.
+    /// The id of the record stored under `key` with `value` (`RecordDecoding.id`).
     static func id(key: [UInt8], value: UnsafeRawBufferPointer) -> String {
-        key.withBytes { key in (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) }
+        key.withBytes { key in RecordDecoding.id(key: key, value: value) }
     }
 
     private func unsupported(_ operation: String) -> DatabaseError {

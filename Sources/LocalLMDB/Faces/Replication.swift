@@ -18,6 +18,37 @@ package struct ReplicatedRecords: Sendable {
     package var absent: Set<String> = []
 }
 
+/// Records encoded for another engine's store (or a replica), in parts of at most 10,000 records
+/// or about 16 MB each: a server takes one statement's parameters whole.
+struct ReplicatedParts {
+    private(set) var parts: [RecordBatch] = []
+    private var part = RecordBatch()
+    private var header: [UInt8] = []
+    let maxKeySize: Int
+    let encryption: StoreEncryption?
+
+    init(maxKeySize: Int, encryption: StoreEncryption?) {
+        self.maxKeySize = maxKeySize
+        self.encryption = encryption
+    }
+
+    /// Encodes the record `id` (`document`, stored as `className`) into the current part.
+    mutating func append(id: String, className: String, document: UnsafeRawBufferPointer) throws(DatabaseError) {
+        if part.count >= 10_000 || part.valueBytes >= 16 << 20 {
+            parts.append(part)
+            part = RecordBatch()
+        }
+        try RecordEncoding.encode(
+            id: id, className: className, document: document, into: &part, header: &header, maxKeySize: maxKeySize, encryption: encryption)
+    }
+
+    /// Every part, the last one included.
+    consuming func finished() -> [RecordBatch] {
+        if !part.isEmpty { parts.append(part) }
+        return parts
+    }
+}
+
 /// The read behind `replicatedRecords`: the records `ids` (every record when nil), re-encoded
 /// from their documents as they are.
 struct ReadReplicatedRecords: PlainRead {
@@ -26,16 +57,10 @@ struct ReadReplicatedRecords: PlainRead {
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> ReplicatedRecords {
         var records = ReplicatedRecords()
-        var part = RecordBatch()
-        var header: [UInt8] = []
+        var parts = ReplicatedParts(maxKeySize: maxKeySize, encryption: nil)
         var classNames = Set<String>()
         func add(id: String, className: String, document: UnsafeRawBufferPointer) throws(DatabaseError) {
-            if part.count >= 10_000 || part.valueBytes >= 16 << 20 {
-                records.parts.append(part)
-                part = RecordBatch()
-            }
-            try RecordEncoding.encode(
-                id: id, className: className, document: document, into: &part, header: &header, maxKeySize: maxKeySize, encryption: nil)
+            try parts.append(id: id, className: className, document: document)
             classNames.insert(className)
         }
         if let ids {
@@ -51,7 +76,7 @@ struct ReadReplicatedRecords: PlainRead {
                 try add(id: id, className: className, document: document)
             }
         }
-        if !part.isEmpty { records.parts.append(part) }
+        records.parts = parts.finished()
         for name in classNames.sorted() {
             if let row = try snapshot.classes.row(named: name) { records.classRows.append(row) }
         }
@@ -106,23 +131,13 @@ extension LocalDatabase {
     /// (its key size; sealed when it is encrypted); and the ids found.
     /// - Throws: `corruptRecord` for a source record that is not one.
     package nonisolated func replicaParts(_ source: SourceRecords) throws(DatabaseError) -> (parts: [RecordBatch], ids: Set<String>) {
-        var parts: [RecordBatch] = []
-        var part = RecordBatch()
-        var header: [UInt8] = []
+        var parts = ReplicatedParts(maxKeySize: engine.maxKeySize, encryption: engine.encryption)
         var ids = Set<String>()
-        let maxKeySize = engine.maxKeySize
-        let encryption = engine.encryption
         try source.forEachRecord { id, className, document throws(DatabaseError) in
-            if part.count >= 10_000 || part.valueBytes >= 16 << 20 {
-                parts.append(part)
-                part = RecordBatch()
-            }
-            try RecordEncoding.encode(
-                id: id, className: className, document: document, into: &part, header: &header, maxKeySize: maxKeySize, encryption: encryption)
+            try parts.append(id: id, className: className, document: document)
             ids.insert(id)
         }
-        if !part.isEmpty { parts.append(part) }
-        return (parts, ids)
+        return (parts.finished(), ids)
     }
 
     /// For pull replicators: applies `operations` (a run of the source's changes) in one write
