@@ -209,7 +209,7 @@ public final class PullReplicator: Sendable {
 
     private func replicaState(at position: LogPosition) throws(DatabaseError) -> ReplicaState {
         guard let next = ReplicaState(source: source, position: position.description) else {
-            throw .unsupported(operation: "Replicating the store '\(source)'", reason: "a source name with a zero byte cannot be recorded")
+            throw .changesUnavailable(token: position.description, reason: "the server's change log position holds a zero byte")
         }
         return next
     }

@@ -2,8 +2,9 @@ import LocalLMDBLMDB
 
 /// What makes a database a read replica: the source it follows (a server store's name, as the
 /// pull replicator gives it) and the position in the source's change log its records reflect.
-/// Stored in `meta` under `"replica"` as `source \0 position` (neither holds a zero byte:
-/// `ReplicaState.init` refuses one).
+/// Stored in `meta` under `"replica"` as `source \0 position`: the position (a change log
+/// position's text) holds no zero byte (`ReplicaState.init` refuses one), so the last zero byte
+/// ends the source, which may hold any (a server store's name may).
 ///
 /// Invariant (kept by `RecordStore.apply`): while a database holds a replica state, its records
 /// change only through `.replicate`, which checks and advances the position in the same
@@ -19,16 +20,16 @@ import LocalLMDBLMDB
 
     static let metaKey = Array("replica".utf8)
 
-    /// A state; nil when either text holds a zero byte (it could not be stored unambiguously).
+    /// A state; nil when the position holds a zero byte (it could not be stored unambiguously).
     package init?(source: String, position: String) {
-        guard !source.utf8.contains(0), !position.utf8.contains(0) else { return nil }
+        guard !position.utf8.contains(0) else { return nil }
         self.source = source
         self.position = position
     }
 
     /// Parses a stored state; nil when it is not one.
     init?(parsing bytes: UnsafeRawBufferPointer) {
-        guard let zero = bytes.firstIndex(of: 0) else { return nil }
+        guard let zero = bytes.lastIndex(of: 0) else { return nil }
         self.init(
             source: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<zero]), as: UTF8.self),
             position: String(decoding: UnsafeRawBufferPointer(rebasing: bytes[(zero + 1)...]), as: UTF8.self))

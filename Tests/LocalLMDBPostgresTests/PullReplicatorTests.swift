@@ -112,6 +112,15 @@ extension PostgresTests {
                     let other = try LocalDatabase(directory: directory)
                     #expect(await refusedAsReplica { try await other.write(Record(id: "c", data: Note(text: "other"))) })
                     await other.close()
+                    // The synchronous face, and a JSON Lines import (streamed in parts).
+                    let serialization = try SerializationDatabase(directory: directory)
+                    #expect(!serialization.write(Record(id: "s", data: Note(text: "sync"))))
+                    #expect(serialization.lastError == .readOnlyReplica(source: store.name))
+                    serialization.close()
+                    let lines = directory.deletingLastPathComponent().appendingPathComponent("replica-\(UUID().uuidString).jsonl")
+                    defer { try? FileManager.default.removeItem(at: lines) }
+                    try Data(#"{"id":"imported","class":"Note","value":{"text":"line"}}"#.utf8).write(to: lines)
+                    #expect(await refusedAsReplica { _ = try await replica.importLines(from: lines) })
                     #expect(try await storedBytes(local: replica) == before)
 
                     // The server's writes still arrive.
@@ -160,6 +169,24 @@ extension PostgresTests {
                         await #expect(throws: LocalDatabaseError.self) { try await PullReplicator(from: second, to: replica).catchUp() }
                         #expect(try await storedBytes(local: replica) == storedBytes(store: first))
                     }
+                }
+            }
+        }
+
+        @Test("A store whose name holds NUL, quotes and SQL is pulled, and the replica resumes from the state it recorded")
+        func oddSourceName() async throws {
+            try await withReplica { replica, _ in
+                let name = "nul\u{0}inside'; DROP TABLE locallmdb_stores; --\u{0}" + UUID().uuidString
+                try await PostgresServer.withDatabase(store: name) { store in
+                    try await store.write(Record(id: "a", data: Note(text: "1")))
+                    try await PullReplicator(from: store, to: replica).catchUp()
+                    try await store.write(Record(id: "b", data: Note(text: "2")))
+                    let resumed = PullReplicator(from: store, to: replica)
+                    #expect(try await resumed.catchUp() == 1)
+                    #expect(resumed.progress.fullCopies == 0)
+                    #expect(try await storedBytes(local: replica) == storedBytes(store: store))
+                    #expect(await refusedAsReplica { try await replica.write(Record(id: "c", data: Note(text: "3"))) })
+                    #expect(try await resumed.detach())
                 }
             }
         }

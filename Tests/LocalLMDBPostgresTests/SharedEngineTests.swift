@@ -17,6 +17,14 @@ struct PgTeam: Codable, Persistable {
     var captain: Reference<PgPerson>
 }
 
+/// Odd values in indexed fields, for the shared suite.
+struct PgOddValue: Codable, Persistable {
+    static let indexes: [Index] = [.on("number"), .on(.date("when")), .on("label")]
+    var number: Double
+    var when: Date
+    var label: String
+}
+
 /// A syncable model for the shared suite.
 struct PgReading: Codable, Syncable, Identifiable, Equatable {
     var id: String
@@ -260,6 +268,37 @@ extension PostgresTests {
                 #expect(again?.members.last?.model?.name == "Robert")
                 #expect(try await database.delete(PgTeam.self, id: "team", includingReferenced: true) == 3)
                 #expect(try await database.count() == 0)
+            }
+        }
+    
+
+        @Test("Odd values order alike on both engines: NaN, ±0, ±∞, far dates, strings that read as numbers", arguments: TestEngine.allCases)
+        func oddValues(engine: TestEngine) async throws {
+            try await engine.withDatabase { database in
+                let values: [(String, Double, Date, String)] = [
+                    ("nan", .nan, Date(timeIntervalSince1970: 253_402_300_800), "10"),  // year 10000
+                    ("negzero", -0.0, Date(timeIntervalSince1970: -62_200_000_000), "9"),  // before year 1
+                    ("zero", 0, Date(timeIntervalSince1970: 0.000_001), "1e3"),
+                    ("inf", .infinity, Date(timeIntervalSince1970: 0), "-1"),
+                    ("neginf", -.infinity, Date(timeIntervalSince1970: 1_700_000_000.5), "NaN"),
+                    ("huge", 1e300, Date(timeIntervalSince1970: -1), "0010"),
+                ]
+                for (id, number, when, label) in values {
+                    try await database.write(Record(id: id, data: PgOddValue(number: number, when: when, label: label)))
+                }
+                // NaN after every number; -0.0 equal to 0 (then by id).
+                #expect(try await database.readIDs(Query(PgOddValue.self).sorted(by: "number")) == ["neginf", "negzero", "zero", "huge", "inf", "nan"])
+                #expect(try await database.readIDs(Query(PgOddValue.self).filter("number", .equals(0.0))) == ["negzero", "zero"])
+                // As documented: NaN sorts after every number, so a range upward takes it (unlike Swift's >=).
+                #expect(try await database.readIDs(Query(PgOddValue.self).filter("number", .atLeast(1.0))) == ["huge", "inf", "nan"])
+                #expect(try await database.count(Query(PgOddValue.self).filter("number", .atLeast(1.0))) == 3)
+                // Dates in time order, whatever the year.
+                #expect(try await database.readIDs(Query(PgOddValue.self).sorted(by: "when")) == ["negzero", "huge", "inf", "zero", "neginf", "nan"])
+                // Strings by their UTF-8 bytes, never as numbers.
+                #expect(try await database.readIDs(Query(PgOddValue.self).sorted(by: "label")) == ["inf", "huge", "nan", "zero", "negzero", "neginf"])
+                #expect(try await database.readIDs(Query(PgOddValue.self).filter("label", .equals("10"))) == ["nan"])
+                let nan: PgOddValue? = try await database.read(id: "nan")
+                #expect(nan?.number.isNaN == true)
             }
         }
     }
