@@ -66,6 +66,7 @@ import Darwin
             try LMDBStatus.check(mdb_env_set_mapsize(env, min(initialMapSize, maximumMapSize)), "set map size")
             let flags = UInt32(MDB_NOTLS | sync.environmentFlags | (readOnly ? MDB_RDONLY : 0))
             try LMDBStatus.check(mdb_env_open(env, path, flags, 0o600), "open '\(path)'")
+            try Self.closeDataFileOnExec(env)
             try DataFileCheck.check(env, path: path)
             writerLock = readOnly ? nil : try WriterLock(directory: path)
         } catch {
@@ -357,6 +358,22 @@ import Darwin
             _ = mdb_env_set_mapsize(handle, 0)
         }
         if adopted == nil { throw Self.resizeWithinTransaction }
+    }
+
+    /// Marks the data file's descriptor close-on-exec, as LMDB marks its others. LMDB leaves this
+    /// one open across `exec` (for `mdb_env_get_fd`), so every process a program started after
+    /// opening a database would hold the file open, writable, for its whole life: its space
+    /// kept after the database is deleted, its volume unable to be remounted read-only, its
+    /// pages writable by a program that never opened it. (A process started by another thread
+    /// in the moment between the open and this call still inherits it: LMDB offers no way to
+    /// open the file close-on-exec.)
+    private static func closeDataFileOnExec(_ env: OpaquePointer) throws(DatabaseError) {
+        var descriptor: mdb_filehandle_t = -1
+        try LMDBStatus.check(mdb_env_get_fd(env, &descriptor), "get the data file's descriptor")
+        let flags = fcntl(descriptor, F_GETFD)
+        guard flags >= 0, fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) == 0 else {
+            throw LMDBStatus.error(errno, "mark the data file close-on-exec")
+        }
     }
 
     /// The environment's flags (`MDB_NOSYNC`, `MDB_NOMETASYNC`, `MDB_NOTLS`, …).

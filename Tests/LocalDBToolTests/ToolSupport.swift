@@ -39,15 +39,14 @@ func runTool(_ arguments: [String], input: URL? = nil) throws -> ToolRun {
     let err = scratch.appendingPathComponent("err")
     _ = FileManager.default.createFile(atPath: out.path, contents: nil)
     _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-    let process = Process()
-    process.executableURL = try toolExecutable
-    process.arguments = arguments
-    process.standardOutput = try FileHandle(forWritingTo: out)
-    process.standardError = try FileHandle(forWritingTo: err)
-    process.standardInput = try input.map { try FileHandle(forReadingFrom: $0) } ?? FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
+    let process = try ChildProcess(
+        toolExecutable.path, arguments, input: input.map { .file($0.path) } ?? .null, output: .file(out.path), errors: .file(err.path))
+    let status: Int32
+    switch process.waitUntilExit() {
+    case let .exit(code): status = code
+    case let .signal(signal): status = 128 + signal
+    }
     return ToolRun(
-        status: process.terminationStatus, output: try Data(contentsOf: out),
+        status: status, output: try Data(contentsOf: out),
         errors: String(decoding: try Data(contentsOf: err), as: UTF8.self))
 }

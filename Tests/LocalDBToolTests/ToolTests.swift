@@ -2,6 +2,7 @@ import Foundation
 import LocalDBTool
 import LocalLMDB
 import LocalLMDBEncryption
+import LocalLMDBTestSupport
 import Testing
 
 /// A model the tool's tests store (the tool itself knows no model types).
@@ -284,18 +285,17 @@ struct ToolTests {
             let data = directory.appendingPathComponent("data")
             let database = try LocalDatabase(directory: data)
             try await database.write(Record(id: "first", data: Pet(name: "F", weight: 1, born: Date(), big: 1, tags: [])))
-            let process = Process()
-            process.executableURL = try toolExecutable
-            process.arguments = ["watch", data.path, "--type", "Pet"]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            defer { if process.isRunning { process.terminate() } }
+            let process = try ChildProcess(toolExecutable.path, ["watch", data.path, "--type", "Pet"], output: .pipe)
+            let output = try #require(process.output)
+            defer {
+                process.send(SIGTERM)
+                process.waitUntilExit()
+            }
             // Written until the watcher reports one (it may start after the first writes).
             let lines = Task.detached { () -> String in
                 var seen = Data()
-                while let chunk = try? output.fileHandleForReading.read(upToCount: 1), !chunk.isEmpty {
-                    seen.append(chunk)
+                while case let chunk = output.readSome(upToCount: 1), !chunk.isEmpty {
+                    seen.append(contentsOf: chunk)
                     if chunk.first == UInt8(ascii: "\n") { break }
                 }
                 return String(decoding: seen, as: UTF8.self)
@@ -310,7 +310,6 @@ struct ToolTests {
             }
             let line = await lines.value
             writer.cancel()
-            process.terminate()
             #expect(line.hasPrefix(#"{"change":"written","class":"Pet","id":"w"#))
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import LocalLMDB
 import LocalLMDBPostgres
+import LocalLMDBTestSupport
 import PostgresNIO
 import Testing
 
@@ -22,22 +23,16 @@ enum PostgresServer {
         if environment["LOCALLMDB_POSTGRES_PORT"] == nil {
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("scripts/postgres")
-            let process = Process()
-            process.executableURL = script
-            process.arguments = ["start"]
-            let output = Pipe()
-            process.standardOutput = output
+            let text: String
             do {
-                try process.run()
+                let process = try ChildProcess(script.path, ["start"], output: .pipe)
+                text = process.output?.readText() ?? ""
+                let ended = process.waitUntilExit()
+                guard ended.succeeded else { return .failure(ServerUnavailable(reason: "scripts/postgres start failed (\(ended))")) }
             } catch {
                 return .failure(ServerUnavailable(reason: "cannot run \(script.path): \(error)"))
             }
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                return .failure(ServerUnavailable(reason: "scripts/postgres start failed (\(process.terminationStatus))"))
-            }
-            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            for line in text.split(separator: "\n") {
                 let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
                 if parts.count == 2 { environment[parts[0]] = parts[1] }
             }
@@ -101,17 +96,13 @@ enum PostgresServer {
         }
         arguments.append(action)
         if getuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
-        // posix_spawn and waitpid: Foundation's Process missed runuser's exit here (left a zombie
-        // and waited forever).
-        var pid: pid_t = 0
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, arguments[0], nil, nil, argv, environ) == 0 else {
+        // Not Foundation's Process: it missed runuser's exit here (left a zombie and waited
+        // forever). The server started inherits none of this process's descriptors.
+        guard let process = try? ChildProcess(arguments[0], Array(arguments.dropFirst())) else {
             throw ServerUnavailable(reason: "cannot run pg_ctl \(action)")
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        guard status == 0 else { throw ServerUnavailable(reason: "pg_ctl \(action) failed (\(status))") }
+        let ended = process.waitUntilExit()
+        guard ended.succeeded else { throw ServerUnavailable(reason: "pg_ctl \(action) failed (\(ended))") }
     }
 }
 

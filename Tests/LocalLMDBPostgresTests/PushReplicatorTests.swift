@@ -52,23 +52,17 @@ func runKilledHelper(_ helper: URL, mode: String, directory: URL, store: String,
     var generator = SplitMix(seed: seed)
     var positions: [String] = []
     for _ in 0..<20 {
-        let process = Process()
-        process.executableURL = helper
-        process.arguments = [mode, directory.path, store]
-        var environment = ProcessInfo.processInfo.environment
+        var environment: [String: String] = [:]
         environment["LOCALLMDB_POSTGRES_HOST"] = address.host
         environment["LOCALLMDB_POSTGRES_PORT"] = String(address.port)
         environment["LOCALLMDB_POSTGRES_USER"] = address.user
         environment["LOCALLMDB_POSTGRES_PASSWORD"] = address.password
         environment["LOCALLMDB_POSTGRES_DATABASE"] = address.database
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let process = try ChildProcess(helper.path, [mode, directory.path, store], environment: environment, output: .pipe)
         try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280)))
-        kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
-        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        let lines = (process.output?.readText() ?? "").split(separator: "\n")
         positions += lines.filter { $0.hasPrefix("position ") }.map { String($0.dropFirst("position ".count)) }
     }
     return positions

@@ -117,7 +117,7 @@ struct EngineTests {
                 kill(holder.processIdentifier, SIGKILL)
                 holder.waitUntilExit()
             }
-            #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) == "holding\n")
+            #expect(String(decoding: output.readSome(), as: UTF8.self) == "holding\n")
             let readOnly = try LocalDatabase(directory: path, configuration: DatabaseConfiguration(readOnly: true))
             #expect(try await readOnly.count(Entry.self) == 5)
             let entries: [Entry] = try await readOnly.read()

@@ -66,34 +66,30 @@ var helperExecutable: URL {
 struct HelperNotFound: Error {}
 
 /// Starts the helper without waiting for it; its standard output is the returned pipe.
-func launchHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (process: Process, output: Pipe) {
-    let process = Process()
-    process.executableURL = try helperExecutable
-    process.arguments = arguments
-    if let environment {
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-    }
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
+func launchHelper(_ arguments: [String], environment: [String: String] = [:]) throws -> (process: ChildProcess, output: PipeReader) {
+    let process = try ChildProcess(helperExecutable.path, arguments, environment: environment, output: .pipe)
+    guard let output = process.output else { throw HelperNotFound() }
     return (process, output)
 }
 
 /// The complete lines a process wrote before it ended (a line cut short by a kill is left out).
-func completeLines(of output: Pipe) -> [Substring] {
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+func completeLines(of output: PipeReader) -> [Substring] {
+    var lines = output.readText().split(separator: "\n", omittingEmptySubsequences: false)
     lines.removeLast()  // after the last newline: empty, or an unfinished line
     return lines
 }
 
-/// Runs the helper to completion and returns its standard output lines.
-func runHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, lines: [String]) {
+/// Runs the helper to completion and returns its exit status (-1 when a signal killed it) and
+/// its standard output lines.
+func runHelper(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, lines: [String]) {
     let (process, output) = try launchHelper(arguments, environment: environment)
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-    return (process.terminationStatus, lines)
+    let text = output.readText()
+    let status: Int32
+    switch process.waitUntilExit() {
+    case let .exit(code): status = code
+    case .signal: status = -1
+    }
+    return (status, text.split(separator: "\n").map(String.init))
 }
 
 /// Runs `body`, which must throw a `LocalDatabaseError` that `matches` accepts.
@@ -126,14 +122,8 @@ extension LocalDatabaseError {
 /// Runs a system command quietly; true when it succeeded.
 @discardableResult
 func runCommand(_ path: String, _ arguments: [String]) -> Bool {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return false }
-    process.waitUntilExit()
-    return process.terminationReason == .exit && process.terminationStatus == 0
+    guard let process = try? ChildProcess(path, arguments, output: .null, errors: .null) else { return false }
+    return process.waitUntilExit().succeeded
 }
 
 /// Whether this process may mount file systems (root, with mount(8) present): the tests of full

@@ -28,12 +28,8 @@ struct HostileInputTests {
     /// Runs a command to completion; true when it succeeded.
     @discardableResult
     static func run(_ path: String, _ arguments: [String]) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        guard let process = try? ChildProcess(path, arguments) else { return false }
+        return process.waitUntilExit().succeeded
     }
 
     @Test(.enabled(if: canMount, "needs root to mount a small tmpfs"))

@@ -16,9 +16,8 @@ struct MultiProcessTests {
                 if index % 50 == 0 { _ = try await database.count(Entry.self) }
             }
             for (process, output) in [first, second] {
-                process.waitUntilExit()
-                #expect(process.terminationStatus == 0)
-                #expect(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "done\n")
+                #expect(output.readText() == "done\n")
+                #expect(process.waitUntilExit() == .exit(0))
             }
             #expect(try await database.count(Entry.self) == 1500)
             #expect(try await database.count() == 1500)
@@ -45,7 +44,7 @@ struct MultiProcessTests {
     /// Starts a helper that holds a read transaction, waits until it does, and kills it.
     func killReaderMidRead(_ url: URL) throws {
         let (reader, output) = try launchHelper(["hold-reader", url.path])
-        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) == "holding\n")
+        #expect(String(decoding: output.readSome(), as: UTF8.self) == "holding\n")
         kill(reader.processIdentifier, SIGKILL)
         reader.waitUntilExit()
     }
