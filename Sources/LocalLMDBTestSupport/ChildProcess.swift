@@ -68,10 +68,10 @@ public final class ChildProcess: @unchecked Sendable {
         _ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
         input: Stream = .null, output: Stream = .inherit, errors: Stream = .inherit, closingDescriptors: Bool = true
     ) throws {
-        var actions = posix_spawn_file_actions_t()
+        var actions = SpawnActions.empty
         try Self.check("posix_spawn_file_actions_init", posix_spawn_file_actions_init(&actions))
         defer { posix_spawn_file_actions_destroy(&actions) }
-        var attributes = posix_spawnattr_t()
+        var attributes = SpawnAttributes.empty
         try Self.check("posix_spawnattr_init", posix_spawnattr_init(&attributes))
         defer { posix_spawnattr_destroy(&attributes) }
 
@@ -124,9 +124,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Makes the child close every descriptor from 3 up as it starts.
-    private static func closeInheritedDescriptors(
-        _ actions: inout posix_spawn_file_actions_t, _ attributes: inout posix_spawnattr_t
-    ) throws {
+    private static func closeInheritedDescriptors(_ actions: inout SpawnActions, _ attributes: inout SpawnAttributes) throws {
         #if canImport(Darwin)
         try check("posix_spawnattr_setflags", posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT)))
         #else
@@ -183,6 +181,24 @@ public final class ChildProcess: @unchecked Sendable {
         return signal == 0 ? .exit((status >> 8) & 0xFF) : .signal(signal)
     }
 }
+
+// The spawn types: structs in glibc, opaque pointers on Apple platforms.
+#if canImport(Darwin)
+typealias SpawnActions = posix_spawn_file_actions_t?
+typealias SpawnAttributes = posix_spawnattr_t?
+extension Optional {
+    static var empty: Wrapped? { nil }
+}
+#else
+typealias SpawnActions = posix_spawn_file_actions_t
+typealias SpawnAttributes = posix_spawnattr_t
+extension posix_spawn_file_actions_t {
+    static var empty: Self { Self() }
+}
+extension posix_spawnattr_t {
+    static var empty: Self { Self() }
+}
+#endif
 
 /// The test process's end of a child's output pipe. Reads block until data or the end comes.
 public final class PipeReader: @unchecked Sendable {
