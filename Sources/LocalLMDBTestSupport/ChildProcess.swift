@@ -38,6 +38,8 @@ public final class ChildProcess: @unchecked Sendable {
         case exit(Int32)
         /// A signal killed it.
         case signal(Int32)
+        /// Its end could not be learnt (it was reaped by another part of the process).
+        case unknown
 
         /// Whether it exited with status 0.
         public var succeeded: Bool { self == .exit(0) }
@@ -83,7 +85,10 @@ public final class ChildProcess: @unchecked Sendable {
             for (index, (stream, target)) in [(input, Int32(0)), (output, 1), (errors, 2)].enumerated() {
                 switch stream {
                 case .inherit:
-                    break
+                    #if canImport(Darwin)
+                    // POSIX_SPAWN_CLOEXEC_DEFAULT closes what is not named here, standard streams too.
+                    if closingDescriptors { try Self.check("addinherit", posix_spawn_file_actions_addinherit_np(&actions, target)) }
+                    #endif
                 case .null:
                     try Self.check("addopen", posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_RDWR, 0))
                 case let .file(path):
@@ -100,7 +105,8 @@ public final class ChildProcess: @unchecked Sendable {
                     try Self.check("adddup2", posix_spawn_file_actions_adddup2(&actions, ends[1], target))
                 }
             }
-            if closingDescriptors { try Self.closeInheritedDescriptors(&actions, &attributes) }
+            try Self.startClean(&attributes, closingDescriptors: closingDescriptors)
+            if closingDescriptors { try Self.closeInheritedDescriptors(&actions) }
 
             let argumentList = [executable] + arguments
             var environmentList = ProcessInfo.processInfo.environment
@@ -123,11 +129,30 @@ public final class ChildProcess: @unchecked Sendable {
         guard result == 0 else { throw SpawnError(call: call, code: result) }
     }
 
-    /// Makes the child close every descriptor from 3 up as it starts.
-    private static func closeInheritedDescriptors(_ actions: inout SpawnActions, _ attributes: inout SpawnAttributes) throws {
+    /// Starts the child with no signal blocked and every signal's default action: a test
+    /// process's threads block signals (libdispatch's workers block SIGTERM, for one) and ignore
+    /// some (SIGPIPE), and a child would inherit both. On Apple platforms, closing descriptors
+    /// is a flag set here too (a second `setflags` would replace the first).
+    private static func startClean(_ attributes: inout SpawnAttributes, closingDescriptors: Bool) throws {
+        var none = sigset_t()
+        sigemptyset(&none)
+        try check("posix_spawnattr_setsigmask", posix_spawnattr_setsigmask(&attributes, &none))
+        var all = sigset_t()
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        try check("posix_spawnattr_setsigdefault", posix_spawnattr_setsigdefault(&attributes, &all))
+        var flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
         #if canImport(Darwin)
-        try check("posix_spawnattr_setflags", posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_CLOEXEC_DEFAULT)))
-        #else
+        if closingDescriptors { flags |= Int32(POSIX_SPAWN_CLOEXEC_DEFAULT) }
+        #endif
+        try check("posix_spawnattr_setflags", posix_spawnattr_setflags(&attributes, Int16(flags)))
+    }
+
+    /// Makes the child close every descriptor from 3 up as it starts (on Apple platforms:
+    /// `POSIX_SPAWN_CLOEXEC_DEFAULT`, set by `startClean`).
+    private static func closeInheritedDescriptors(_ actions: inout SpawnActions) throws {
+        #if !canImport(Darwin)
         // Declared by glibc only under _GNU_SOURCE, which Swift's Glibc module does not define.
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
         guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else {
@@ -138,23 +163,46 @@ public final class ChildProcess: @unchecked Sendable {
         #endif
     }
 
-    /// Waits for the child to end (once; later calls return the same answer).
+    /// Waits for the child to end (any number of times, from any thread: the same answer).
+    /// The wait itself holds no lock, so `send` and `isRunning` answer meanwhile.
     @discardableResult
     public func waitUntilExit() -> Termination {
-        lock.lock()
-        defer { lock.unlock() }
-        if let termination { return termination }
+        if let ended = lock.withLock({ termination }) { return ended }
+        // Until it has ended, without reaping it: only `reap`, under the lock, reaps, so that
+        // `send` never signals a reaped (perhaps reused) process id.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+        return lock.withLock {
+            if let termination { return termination }
+            return reap(options: 0) ?? .unknown
+        }
+    }
+
+    /// Reaps the child when it has ended (`options` 0: waits until it has); nil when it has not.
+    /// Called under the lock.
+    private func reap(options: Int32) -> Termination? {
         var status: Int32 = 0
-        while waitpid(processIdentifier, &status, 0) == -1 {
-            guard errno == EINTR else {
-                // Not our child any more (reaped elsewhere): nothing more can be learnt.
-                termination = .exit(-1)
-                return .exit(-1)
+        while true {
+            let result = waitpid(processIdentifier, &status, options)
+            if result == processIdentifier {
+                termination = Self.termination(status)
+                return termination
+            }
+            if result == 0 { return nil }
+            if errno != EINTR {
+                // Not this process's child any more: nothing more can be learnt.
+                termination = .unknown
+                return termination
             }
         }
-        let ended = Self.termination(status)
-        termination = ended
-        return ended
+    }
+
+    deinit {
+        // A test that ended early (a thrown error) leaves no child running, nor a zombie.
+        if termination == nil {
+            _ = kill(processIdentifier, SIGKILL)
+            _ = reap(options: 0)
+        }
     }
 
     /// Whether the child is still running (it is reaped if it has ended).
@@ -162,10 +210,7 @@ public final class ChildProcess: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard termination == nil else { return false }
-        var status: Int32 = 0
-        let result = waitpid(processIdentifier, &status, WNOHANG)
-        if result == processIdentifier { termination = Self.termination(status) }
-        return result == 0
+        return reap(options: WNOHANG) == nil
     }
 
     /// Sends `signal` to the child (unless it has been reaped, when its id may be another's).

@@ -45,6 +45,7 @@ func runTool(_ arguments: [String], input: URL? = nil) throws -> ToolRun {
     switch process.waitUntilExit() {
     case let .exit(code): status = code
     case let .signal(signal): status = 128 + signal
+    case .unknown: status = -1
     }
     return ToolRun(
         status: status, output: try Data(contentsOf: out),

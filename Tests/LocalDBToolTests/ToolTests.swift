@@ -288,7 +288,7 @@ struct ToolTests {
             let process = try ChildProcess(toolExecutable.path, ["watch", data.path, "--type", "Pet"], output: .pipe)
             let output = try #require(process.output)
             defer {
-                process.send(SIGTERM)
+                process.send(SIGKILL)
                 process.waitUntilExit()
             }
             // Written until the watcher reports one (it may start after the first writes).

@@ -295,7 +295,7 @@ struct EncryptionTests {
                 ["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)]), "HELPER_STOP_AFTER": "\(target)"])
             let collector = LineCollector(output)
             #expect(await collector.wait(seconds: 60) { $0.filter { $0.hasPrefix("progress ") }.count >= target })
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             process.waitUntilExit()
             #expect(collector.waitForEnd())
 

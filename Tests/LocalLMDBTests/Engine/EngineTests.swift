@@ -114,7 +114,7 @@ struct EngineTests {
             #expect(try runHelper(["write-count", path.path, "r", "5"]).lines == ["done"])
             let (holder, output) = try launchHelper(["hold-writer", path.path])
             defer {
-                kill(holder.processIdentifier, SIGKILL)
+                holder.send(SIGKILL)
                 holder.waitUntilExit()
             }
             #expect(String(decoding: output.readSome(), as: UTF8.self) == "holding\n")

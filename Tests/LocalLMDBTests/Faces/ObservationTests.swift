@@ -294,7 +294,7 @@ struct ObservationTests {
             // Killed once it has acknowledged some writes (lines of output).
             let lines = LineCollector(output)
             #expect(await lines.wait { $0.count >= 3 })
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             process.waitUntilExit()
             #expect(lines.waitForEnd())
             let acknowledged = lines.all.flatMap { $0.split(separator: " ").dropFirst().map(String.init) }

@@ -87,7 +87,7 @@ func runHelper(_ arguments: [String], environment: [String: String] = [:]) throw
     let status: Int32
     switch process.waitUntilExit() {
     case let .exit(code): status = code
-    case .signal: status = -1
+    case .signal, .unknown: status = -1
     }
     return (status, text.split(separator: "\n").map(String.init))
 }

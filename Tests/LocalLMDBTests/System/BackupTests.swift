@@ -167,7 +167,7 @@ struct BackupTests {
             let (process, output) = try launchHelper(["backup", source.path, copy.path], environment: ["HELPER_STOP_AFTER": "1"])
             let collector = LineCollector(output)
             #expect(await collector.wait(seconds: 60) { $0.contains { $0.hasPrefix("progress ") } })
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             process.waitUntilExit()
             #expect(collector.waitForEnd())
             #expect(!FileManager.default.fileExists(atPath: copy.path))

@@ -34,7 +34,7 @@ struct CrashHarnessTests {
                 let seed = UInt64(round + 1) &* 7919
                 let (process, output) = try launchHelper(["crash-loop", url.path, String(seed)])
                 try await Task.sleep(nanoseconds: UInt64.random(in: 20_000_000...120_000_000))
-                kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 process.waitUntilExit()
                 let acknowledged = completeLines(of: output)
                     .compactMap { $0.hasPrefix("ack ") ? Int($0.dropFirst(4)) : nil }

@@ -64,7 +64,7 @@ final class WritingChild: Sendable {
     /// Kills it and waits for it and its output to end (again: nothing).
     @discardableResult
     func stop() -> Bool {
-        kill(process.processIdentifier, SIGKILL)
+        process.send(SIGKILL)
         process.waitUntilExit()
         return lines.waitForEnd()
     }

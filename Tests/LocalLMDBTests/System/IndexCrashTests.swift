@@ -14,7 +14,7 @@ struct IndexCrashTests {
                 // Killed after some acknowledged operations, at no particular point of the next.
                 let target = Int.random(in: 3...25)
                 #expect(await collector.wait(seconds: 60) { $0.filter { $0.hasPrefix("ack ") }.count >= target })
-                kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 process.waitUntilExit()
                 #expect(collector.waitForEnd())
 

@@ -45,7 +45,7 @@ struct MultiProcessTests {
     func killReaderMidRead(_ url: URL) throws {
         let (reader, output) = try launchHelper(["hold-reader", url.path])
         #expect(String(decoding: output.readSome(), as: UTF8.self) == "holding\n")
-        kill(reader.processIdentifier, SIGKILL)
+        reader.send(SIGKILL)
         reader.waitUntilExit()
     }
 

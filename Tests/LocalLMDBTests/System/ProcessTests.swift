@@ -37,7 +37,7 @@ struct ProcessTests {
                 let (process, output) = try launchHelper(["write-loop", url.path, "r\(round)"])
                 // Let it write for a while, then kill it mid-write.
                 try await Task.sleep(nanoseconds: UInt64.random(in: 150_000_000...400_000_000))
-                kill(process.processIdentifier, SIGKILL)
+                process.send(SIGKILL)
                 #expect(process.waitUntilExit() == .signal(SIGKILL))
                 for line in completeLines(of: output) {
                     let words = line.split(separator: " ").map(String.init)
