@@ -51,3 +51,22 @@ extension UnsafeRawBufferPointer {
         return true
     }
 }
+
+extension UnsafeRawBufferPointer {
+    /// The order of the two buffers' bytes (as `memcmp`, then the shorter first): negative when
+    /// this one comes first, zero when equal, positive when it comes after.
+    @inlinable package func compareBytes(with other: UnsafeRawBufferPointer) -> Int {
+        let common = Swift.min(count, other.count)
+        if common > 0, let left = baseAddress, let right = other.baseAddress {
+            let order = memcmp(left, right, common)
+            if order != 0 { return Int(order) }
+        }
+        return count - other.count
+    }
+
+    /// Whether this buffer's bytes start with `prefix`'s.
+    @inlinable package func startsWithBytes(of prefix: UnsafeRawBufferPointer) -> Bool {
+        guard count >= prefix.count else { return false }
+        return UnsafeRawBufferPointer(rebasing: self[..<prefix.count]).hasSameBytes(as: prefix)
+    }
+}

@@ -20,28 +20,38 @@ import LocalLMDBJSON
         }
     }
 
-    package var fields: [Field]
+    package let fields: [Field]
     /// No two records of the class may have equal values (an entry key names one record).
-    package var isUnique: Bool
+    package let isUnique: Bool
     /// The first field holds an array, and each element is indexed (a record has one entry
     /// per distinct element; none for an empty array).
-    package var isMultiEntry: Bool
+    package let isMultiEntry: Bool
+    /// The index's name, unique within its class: its fields and options, spelt out. Two
+    /// declarations with one name are the same index. (Spelt once, here: every query and write
+    /// looks indexes up by it.)
+    package let name: String
 
     package init(fields: [Field], isUnique: Bool, isMultiEntry: Bool) {
         self.fields = fields
         self.isUnique = isUnique
         self.isMultiEntry = isMultiEntry
-    }
-
-    /// The index's name, unique within its class: its fields and options, spelt out. Two
-    /// declarations with one name are the same index.
-    package var name: String {
         var name = isMultiEntry ? "each " : ""
         name += fields.map { field in
             field.path.joined(separator: ".") + (field.kind == .date ? " (date)" : "")
         }.joined(separator: ", ")
         if isUnique { name += " unique" }
-        return name
+        self.name = name
+    }
+
+    // The name follows from the rest: left out of equality and hashing.
+    @usableFromInline package static func == (left: Self, right: Self) -> Bool {
+        left.isUnique == right.isUnique && left.isMultiEntry == right.isMultiEntry && left.fields == right.fields
+    }
+
+    @usableFromInline package func hash(into hasher: inout Hasher) {
+        hasher.combine(fields)
+        hasher.combine(isUnique)
+        hasher.combine(isMultiEntry)
     }
 
     // MARK: Stored form

@@ -172,16 +172,27 @@ package struct IndexRange: Sendable, Hashable {
         isAboveLower(tuple) && isBelowUpper(tuple)
     }
 
+    // The bounds compare bytes with `memcmp`: a count of a range compares every key it walks.
+
     func isAboveLower(_ tuple: UnsafeRawBufferPointer) -> Bool {
         guard let lower else { return true }
-        if tuple.starts(with: lower.bytes) { return lower.inclusive }
-        return !tuple.lexicographicallyPrecedes(lower.bytes)
+        return lower.bytes.withUnsafeBytes { bound in
+            let common = min(tuple.count, bound.count)
+            let order = UnsafeRawBufferPointer(rebasing: tuple[..<common]).compareBytes(with: UnsafeRawBufferPointer(rebasing: bound[..<common]))
+            // Equal over the bound's length: the tuple starts with it.
+            if order == 0 { return tuple.count >= bound.count ? lower.inclusive : false }
+            return order > 0
+        }
     }
 
     func isBelowUpper(_ tuple: UnsafeRawBufferPointer) -> Bool {
         guard let upper else { return true }
-        if tuple.starts(with: upper.bytes) { return upper.inclusive }
-        return tuple.lexicographicallyPrecedes(upper.bytes)
+        return upper.bytes.withUnsafeBytes { bound in
+            let common = min(tuple.count, bound.count)
+            let order = UnsafeRawBufferPointer(rebasing: tuple[..<common]).compareBytes(with: UnsafeRawBufferPointer(rebasing: bound[..<common]))
+            if order == 0 { return tuple.count >= bound.count ? upper.inclusive : true }
+            return order < 0
+        }
     }
 }
 
@@ -371,11 +382,11 @@ extension RecordStore {
         let counted: Bool = try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             for range in query.rangesAfterCursor {
                 var entry = try start(range, prefix: prefix, descending: false, cursor)
-                while let current = entry, current.key.starts(with: prefix) {
+                while let current = entry, prefix.withBytes({ current.key.startsWithBytes(of: $0) }) {
                     if StoredIndex.isTruncated(current.key, maxKeySize: maxKeySize) { return false }
                     let keyTuple = UnsafeRawBufferPointer(rebasing: current.key[prefix.count...])
                     if !range.isBelowUpper(keyTuple) { break }
-                    if range.contains(keyTuple) { total += try cursor.duplicateCount() }
+                    if range.isAboveLower(keyTuple) { total += try cursor.duplicateCount() }
                     entry = try cursor.get(.nextKey)
                 }
             }

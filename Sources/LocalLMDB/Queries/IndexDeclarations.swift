@@ -28,6 +28,18 @@ enum IndexDeclarations {
         return declared + [syncStatusIndex]
     }
 
+    private static let plannings = Locked<[ObjectIdentifier: QueryPlan.Declared]>([:])
+
+    /// `declared(T)` as planning reads it, worked out the first time (a type's `indexes` are
+    /// fixed for the process, as `ensure` assumes too).
+    static func planning<T: Persistable>(_ type: T.Type) -> QueryPlan.Declared {
+        let id = ObjectIdentifier(type)
+        if let known = plannings.withLock({ $0[id] }) { return known }
+        let planning = QueryPlan.Declared(declared(type))
+        plannings.withLock { $0[id] = planning }
+        return planning
+    }
+
     /// The operations that store `T`'s indexes; none when they are stored or it declares none.
     private static func pending<T: Persistable>(_ type: T.Type, _ engine: FaceEngine, progress: IndexBuildListener? = nil) -> (Key, [WriteOperation])? {
         guard !T.indexes.isEmpty || type is any Syncable.Type else { return nil }

@@ -12,7 +12,7 @@ enum QueryPlan {
     static func indexQuery<T: Persistable>(_ query: Query<T>) throws(DatabaseError) -> IndexQuery {
         try indexQuery(
             Shape(conditions: query.conditions, order: query.order, offset: query.offset, limit: query.limit, after: query.after),
-            classNames: RecordEncoding.classNames(T.self), declaredIndexes: IndexDeclarations.declared(T.self))
+            classNames: RecordEncoding.classNames(T.self), declared: IndexDeclarations.planning(T.self))
     }
 
     /// What a query asks, whatever its model type.
@@ -24,47 +24,82 @@ enum QueryPlan {
         var after: QueryCursor?
     }
 
+    /// What planning needs of the indexes a type declares, worked out once (`IndexDeclarations.planning`).
+    struct Declared {
+        let definitions: [IndexDefinition]
+        /// The fields some declared index takes element by element (`each`).
+        let elementFields: [[String]]
+        /// The fields some declared index compares as dates.
+        let dateFields: [[String]]
+
+        init(_ definitions: [IndexDefinition]) {
+            self.definitions = definitions
+            var elementFields: [[String]] = []
+            var dateFields: [[String]] = []
+            for definition in definitions {
+                if definition.isMultiEntry, let first = definition.fields.first, !elementFields.contains(first.path) {
+                    elementFields.append(first.path)
+                }
+                for field in definition.fields where field.kind == .date && !dateFields.contains(field.path) {
+                    dateFields.append(field.path)
+                }
+            }
+            self.elementFields = elementFields
+            self.dateFields = dateFields
+        }
+    }
+
+    /// A query's conditions, one per field in the order of their first mention: a handful, so
+    /// searched in turn.
+    typealias Conditions = [(path: [String], kind: QueryCondition.Kind)]
+
+    /// The condition on the field at `path`, if any.
+    static func condition(on path: [String], in conditions: Conditions) -> QueryCondition.Kind? {
+        conditions.first { $0.path == path }?.kind
+    }
+
     /// The store's query for `query` of the records stored under `classNames`, whose type
     /// declares `declaredIndexes` (for a query by class name alone: the indexes stored for it).
     static func indexQuery(_ query: Shape, classNames: [String], declaredIndexes: [IndexDefinition]) throws(DatabaseError) -> IndexQuery {
+        try indexQuery(query, classNames: classNames, declared: Declared(declaredIndexes))
+    }
+
+    static func indexQuery(_ query: Shape, classNames: [String], declared: Declared) throws(DatabaseError) -> IndexQuery {
         // Conditions by field, one per field (two ranges on a field make one).
-        var byField: [[String]: QueryCondition.Kind] = [:]
-        var fieldOrder: [[String]] = []
+        var byField: Conditions = []
+        byField.reserveCapacity(query.conditions.count)
         for (path, condition) in query.conditions {
             guard !path.contains(where: \.isEmpty) else { throw .invalidQuery(reason: "the field path '\(path.joined(separator: "."))' has an empty key") }
-            if let existing = byField[path] {
-                byField[path] = try combine(existing, condition.kind, path)
+            if let at = byField.firstIndex(where: { $0.path == path }) {
+                byField[at].kind = try combine(byField[at].kind, condition.kind, path)
             } else {
-                byField[path] = condition.kind
-                fieldOrder.append(path)
+                byField.append((path, condition.kind))
             }
         }
         // With no condition and no order, records come by id: no declared index is wanted.
         // Each field means one thing whatever index serves the query: a field some declared
         // index takes element by element (`each`) is matched so by every query, and one
         // declared a date is compared chronologically by every query.
-        let elementFields = Set(declaredIndexes.filter(\.isMultiEntry).compactMap { $0.fields.first?.path })
-        let dateFields = Set(declaredIndexes.flatMap(\.fields).filter { $0.kind == .date }.map(\.path))
-        let declared = byField.isEmpty && query.order == nil ? [] : declaredIndexes.filter { definition in
-            // An `each` index serves only a query with a condition on its elements.
-            !definition.isMultiEntry || definition.fields.first.map { byField[$0.path] != nil } == true
-        }
-        for definition in declared {
-            if let ranges = try ranges(serving: byField, order: query.order, with: definition) {
-                return try withCursor(IndexQuery(
-                    classNames: classNames, definition: definition, ranges: ranges,
-                    descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit), query)
+        if !byField.isEmpty || query.order != nil {
+            for definition in declared.definitions {
+                // An `each` index serves only a query with a condition on its elements.
+                if definition.isMultiEntry, !(definition.fields.first.map { field in byField.contains { $0.path == field.path } } ?? false) { continue }
+                if let ranges = try ranges(serving: byField, order: query.order, with: definition) {
+                    return try withCursor(IndexQuery(
+                        classNames: classNames, definition: definition, ranges: ranges,
+                        descending: query.order?.descending ?? false, offset: query.offset, limit: query.limit), query)
+                }
             }
         }
         // No declared index serves it: an index of the query's own fields, which the store
         // evaluates record by record (the same results, by a scan).
-        var equalities = fieldOrder.filter { byField[$0].map(isEquality) ?? false }
-        let others = fieldOrder.filter { !(byField[$0].map(isEquality) ?? false) }
+        var equalities = byField.filter { isEquality($0.kind) }.map(\.path)
+        let others = byField.filter { !isEquality($0.kind) }.map(\.path)
         guard others.count <= 1 else {
             throw .invalidQuery(reason: "ranges on two fields (\(others.map { $0.joined(separator: ".") }.joined(separator: ", "))) cannot be served by one index order")
         }
         // A field matched element by element comes first, where a tuple can take its elements.
-        let elementConditions = fieldOrder.filter(elementFields.contains)
+        let elementConditions = byField.map(\.path).filter(declared.elementFields.contains)
         guard elementConditions.count <= 1 else {
             throw .invalidQuery(reason: "conditions on the elements of two array fields cannot be served by one index order")
         }
@@ -88,7 +123,7 @@ enum QueryPlan {
         }
         let definition = IndexDefinition(
             fields: fields.map { path in
-                IndexDefinition.Field(path: path, kind: dateFields.contains(path) ? .date : kind(for: byField[path]))
+                IndexDefinition.Field(path: path, kind: declared.dateFields.contains(path) ? .date : kind(for: condition(on: path, in: byField)))
             },
             isUnique: false, isMultiEntry: elementConditions.first.map { fields.first == $0 } ?? false)
         guard let ranges = try ranges(serving: byField, order: query.order, with: definition) else {
@@ -142,7 +177,7 @@ enum QueryPlan {
     /// and `order`: equalities on its first fields, then at most a range, and the order on the
     /// field after the equalities (or none). Nil when it does not.
     static func ranges(
-        serving conditions: [[String]: QueryCondition.Kind], order: (path: [String], descending: Bool)?, with definition: IndexDefinition
+        serving conditions: Conditions, order: (path: [String], descending: Bool)?, with definition: IndexDefinition
     ) throws(DatabaseError) -> [IndexRange]? {
         var prefixes: [[UInt8]] = [[]]
         var used = 0
@@ -152,7 +187,7 @@ enum QueryPlan {
         var rangeField: Int?
         while fieldIndex < definition.fields.count, used < conditions.count {
             let field = definition.fields[fieldIndex]
-            guard let condition = conditions[field.path] else { break }
+            guard let condition = condition(on: field.path, in: conditions) else { break }
             // A value compared as a date needs a field declared a date, and the reverse.
             switch condition {
             case let .equals(value):
@@ -202,7 +237,7 @@ enum QueryPlan {
             // the only one with several values.
             let orderField = rangeField ?? fieldIndex
             let multiValued = (0..<(rangeField ?? fieldIndex)).filter { index in
-                if case let .isIn(values)? = conditions[definition.fields[index].path], values.count > 1 { return true }
+                if case let .isIn(values)? = condition(on: definition.fields[index].path, in: conditions), values.count > 1 { return true }
                 return false
             }
             if orderField < definition.fields.count, definition.fields[orderField].path == order.path {
