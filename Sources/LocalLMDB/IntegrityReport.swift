@@ -22,6 +22,10 @@ public struct IntegrityReport: Sendable, Equatable, CustomStringConvertible {
         /// A secondary index has an entry that no record's values give: queries on it would
         /// find the record `id` for a value it does not have.
         case orphanedSecondaryIndexEntry(index: String, id: String)
+        /// A counted index's numbers of entries (`Index.on(_:unique:counted:)`) are not what its
+        /// entries are, so counts of ranges on it may be wrong (its queries are not: they read the
+        /// entries). Dropping the index and declaring it again makes the numbers again.
+        case wrongIndexCounts(index: String)
 
         /// A sentence describing the problem.
         public var description: String {
@@ -32,6 +36,7 @@ public struct IntegrityReport: Sendable, Equatable, CustomStringConvertible {
             case let .undecodableRecord(id, reason): return "record '\(id)' cannot be decoded: \(reason)"
             case let .missingSecondaryIndexEntry(id, index): return "record '\(id)' is missing from the index \(index)"
             case let .orphanedSecondaryIndexEntry(index, id): return "the index \(index) lists '\(id)' for a value it does not have"
+            case let .wrongIndexCounts(index): return "the counts of the index \(index) do not match its entries"
             }
         }
     }
@@ -68,6 +73,7 @@ extension IntegrityReport {
             case let .undecodableRecord(id, reason): return .undecodableRecord(id: id, reason: reason)
             case let .missingSecondaryIndexEntry(id, index): return .missingSecondaryIndexEntry(id: id, index: index)
             case let .orphanedSecondaryIndexEntry(index, id): return .orphanedSecondaryIndexEntry(index: index, id: id)
+            case let .wrongIndexCounts(index): return .wrongIndexCounts(index: index)
             }
         }
     }

@@ -26,39 +26,48 @@ import LocalLMDBJSON
     /// The first field holds an array, and each element is indexed (a record has one entry
     /// per distinct element; none for an empty array).
     package let isMultiEntry: Bool
+    /// The store keeps how many entries each run of consecutive keys holds (`RangeCounts`), so
+    /// a count of a range reads a few numbers rather than every entry. Not for a multi-entry index.
+    package let isCounted: Bool
     /// The index's name, unique within its class: its fields and options, spelt out. Two
     /// declarations with one name are the same index. (Spelt once, here: every query and write
     /// looks indexes up by it.)
     package let name: String
 
-    package init(fields: [Field], isUnique: Bool, isMultiEntry: Bool) {
+    package init(fields: [Field], isUnique: Bool, isMultiEntry: Bool, isCounted: Bool = false) {
+        assert(!(isCounted && isMultiEntry), "a multi-entry index is not counted")
         self.fields = fields
         self.isUnique = isUnique
         self.isMultiEntry = isMultiEntry
+        self.isCounted = isCounted
         var name = isMultiEntry ? "each " : ""
         name += fields.map { field in
             field.path.joined(separator: ".") + (field.kind == .date ? " (date)" : "")
         }.joined(separator: ", ")
         if isUnique { name += " unique" }
+        if isCounted { name += " counted" }
         self.name = name
     }
 
     // The name follows from the rest: left out of equality and hashing.
     @usableFromInline package static func == (left: Self, right: Self) -> Bool {
-        left.isUnique == right.isUnique && left.isMultiEntry == right.isMultiEntry && left.fields == right.fields
+        left.isUnique == right.isUnique && left.isMultiEntry == right.isMultiEntry && left.isCounted == right.isCounted
+            && left.fields == right.fields
     }
 
     @usableFromInline package func hash(into hasher: inout Hasher) {
         hasher.combine(fields)
         hasher.combine(isUnique)
         hasher.combine(isMultiEntry)
+        hasher.combine(isCounted)
     }
 
     // MARK: Stored form
 
-    /// `[1, flags, field count, per field: kind, component count, per component: varint length, UTF-8]`.
+    /// `[1, flags, field count, per field: kind, component count, per component: varint length, UTF-8]`;
+    /// flags: 1 unique, 2 multi-entry, 4 counted.
     var encoded: [UInt8] {
-        var bytes: [UInt8] = [1, (isUnique ? 1 : 0) | (isMultiEntry ? 2 : 0), UInt8(clamping: fields.count)]
+        var bytes: [UInt8] = [1, (isUnique ? 1 : 0) | (isMultiEntry ? 2 : 0) | (isCounted ? 4 : 0), UInt8(clamping: fields.count)]
         for field in fields {
             bytes.append(field.kind.rawValue)
             bytes.append(UInt8(clamping: field.path.count))
@@ -89,7 +98,9 @@ import LocalLMDBJSON
             }
             fields.append(Field(path: path, kind: kind))
         }
-        self.init(fields: fields, isUnique: flags & 1 != 0, isMultiEntry: flags & 2 != 0)
+        // A counted multi-entry index is not one this version wrote.
+        guard flags & 6 != 6 else { return nil }
+        self.init(fields: fields, isUnique: flags & 1 != 0, isMultiEntry: flags & 2 != 0, isCounted: flags & 4 != 0)
     }
 
     // MARK: Entries

@@ -311,7 +311,7 @@ extension RecordStore {
     }
 
     /// Positions the cursor at the first entry of `range` in the scan's direction.
-    private func start(
+    func start(
         _ range: IndexRange, prefix: [UInt8], descending: Bool, _ cursor: Cursor
     ) throws(DatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
         // A seek key is at most as long as a truncated entry key's unhashed part: a longer one
@@ -376,6 +376,15 @@ extension RecordStore {
               query.offset == 0, query.limit == nil, query.after == nil,
               let index = try storedIndex(className: className, name: query.definition.name, in: transaction),
               index.definition == query.definition else { return nil }
+        if index.definition.isCounted {
+            // From the runs' numbers where they can tell (`RangeCounts`).
+            var total = 0
+            for range in query.rangesAfterCursor {
+                guard let counted = try countedEntries(of: index, in: range, in: transaction) else { total = -1; break }
+                total += counted
+            }
+            if total >= 0 { return total }
+        }
         let prefix = index.keyPrefix
         let maxKeySize = self.maxKeySize
         var total = 0

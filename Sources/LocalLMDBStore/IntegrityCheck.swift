@@ -12,6 +12,7 @@ import LocalLMDBLMDB
         case undecodableRecord(id: String, reason: String)
         case missingSecondaryIndexEntry(id: String, index: String)
         case orphanedSecondaryIndexEntry(index: String, id: String)
+        case wrongIndexCounts(index: String)
     }
 
     package let recordCount: Int
@@ -99,11 +100,43 @@ extension RecordStore {
                     entry = try cursor.get(.next)
                 }
             }
+            if index.definition.isCounted, try !runsAgree(with: index, in: transaction) {
+                problems.append(.wrongIndexCounts(index: name))
+            }
             for pair in expected.subtracting(found).sorted(by: { $0.lexicographicallyPrecedes($1) }) {
                 let recordKey = Array(pair[(((Int(pair[0]) << 8) | Int(pair[1])) + 2)...])
                 problems.append(.missingSecondaryIndexEntry(id: try recordKey.withBytes { key throws(DatabaseError) in try recordID(key, in: transaction) }, index: name))
             }
         }
+    }
+
+    /// Whether the runs of a counted index are what its entries are (see `RangeCounts`): a
+    /// first run when it has entries, each run's number the count of its entries, none empty
+    /// but the first.
+    private func runsAgree(with index: StoredIndex, in transaction: Transaction) throws(DatabaseError) -> Bool {
+        guard let entries else { return true }
+        let stored = try runs(of: index, in: transaction)
+        let prefix = index.keyPrefix
+        var lengths = [Int](repeating: 0, count: stored.count)
+        var entryCount = 0
+        var outside = false
+        try transaction.withCursor(entries) { cursor throws(DatabaseError) in
+            var entry = try prefix.withBytes { prefix throws(DatabaseError) in try cursor.get(.keyAtLeast, key: prefix) }
+            var run = -1
+            while let current = entry, prefix.withBytes({ current.key.startsWithBytes(of: $0) }) {
+                while run + 1 < stored.count, stored[run + 1].key.withBytes({ current.key.compareBytes(with: $0) >= 0 }) { run += 1 }
+                let duplicates = try cursor.duplicateCount()
+                entryCount += duplicates
+                if run >= 0 { lengths[run] += duplicates } else { outside = true }
+                entry = try cursor.get(.nextKey)
+            }
+        }
+        if entryCount == 0 { return stored.allSatisfy { $0.length == 0 } }
+        guard !outside, stored.first?.key == prefix else { return false }
+        for (offset, run) in stored.enumerated() {
+            guard run.length == lengths[offset], offset == 0 || lengths[offset] > 0 else { return false }
+        }
+        return true
     }
 
     /// An entry key and a record key as one value: the entry key's length (2 bytes), the entry key, the record key.

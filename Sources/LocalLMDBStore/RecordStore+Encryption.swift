@@ -136,7 +136,11 @@ extension RecordStore {
             }
             let entry = EncryptionEntry(acceptsUnencryptedValues: hasRecords, keys: [(sealingKey, try EncryptionEntry.check(sealingKey, cipher))])
             try write(entry.bytes, at: EncryptionEntry.metaKey, meta, in: transaction)
-            try write([encryptedLayoutVersion], at: Array("format".utf8), meta, in: transaction)
+            // Never lowers the layout (a database with counted indexes keeps its own).
+            let layout = try read(Array("format".utf8), meta, in: transaction)?.first ?? 0
+            if layout < encryptedLayoutVersion {
+                try write([encryptedLayoutVersion], at: Array("format".utf8), meta, in: transaction)
+            }
             encryption.setAcceptsUnencryptedValues(hasRecords)
             return
         }

@@ -82,16 +82,22 @@ extension RecordStore {
                         }
                     }
                 }
-                _ = try transaction.put(entries, key, recordKey, mode: .keepExistingPair)
+                if try transaction.put(entries, key, recordKey, mode: .keepExistingPair) {
+                    try countChange(of: index, entryKey: key, by: 1, in: transaction)
+                }
             }
         }
     }
 
-    /// Removes `keys` of the record under `recordKey`.
-    func removeEntries(_ keys: [[UInt8]], record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+    /// Removes `keys` of `index` of the record under `recordKey`.
+    func removeEntries(_ keys: [[UInt8]], of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
         guard let entries else { return }
         for key in keys {
-            _ = try key.withBytes { key throws(DatabaseError) in try transaction.delete(entries, key, value: recordKey) }
+            try key.withBytes { key throws(DatabaseError) in
+                if try transaction.delete(entries, key, value: recordKey) {
+                    try countChange(of: index, entryKey: key, by: -1, in: transaction)
+                }
+            }
         }
     }
 
@@ -99,17 +105,22 @@ extension RecordStore {
     /// stored bytes cannot be parsed. Walks the indexes, so only that rare path uses it.
     func removeAllEntries(record recordKey: UnsafeRawBufferPointer, of indexes: [StoredIndex], in transaction: Transaction) throws(DatabaseError) {
         guard let entries, !indexes.isEmpty else { return }
-        let prefixes = indexes.map(\.keyPrefix)
+        var removed: [(index: StoredIndex, key: [UInt8])] = []
         try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             var entry = try cursor.get(.first)
             while let current = entry {
-                if current.value.hasSameBytes(as: recordKey), prefixes.contains(where: { current.key.starts(with: $0) }) {
+                if current.value.hasSameBytes(as: recordKey),
+                   let index = indexes.first(where: { index in index.keyPrefix.withBytes { current.key.startsWithBytes(of: $0) } }) {
+                    removed.append((index, Array(current.key)))
                     try cursor.deleteCurrent()
                     entry = try cursor.get(.next)  // After a delete, the pair that moved under the cursor.
                 } else {
                     entry = try cursor.get(.next)
                 }
             }
+        }
+        for (index, key) in removed {
+            try key.withBytes { key throws(DatabaseError) in try countChange(of: index, entryKey: key, by: -1, in: transaction) }
         }
     }
 
@@ -124,9 +135,10 @@ extension RecordStore {
 
     // MARK: Whole indexes
 
-    /// Deletes every entry of `index`.
+    /// Deletes every entry of `index` (and its runs: `RangeCounts`).
     func dropEntries(of index: StoredIndex, in transaction: Transaction) throws(DatabaseError) {
         guard let entries else { return }
+        try dropRuns(of: index, in: transaction)
         let prefix = index.keyPrefix
         try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             var entry = try prefix.withBytes { prefix throws(DatabaseError) in try cursor.get(.keyAtLeast, key: prefix) }
@@ -153,6 +165,7 @@ extension RecordStore {
             let index = StoredIndex(number: try nextIndexNumber(in: transaction), className: className, definition: definition)
             try Self.write(index.catalogValue, at: catalogKey, indexes, in: transaction)
             try build(index, in: transaction, progress: progress)
+            if definition.isCounted { try rebuildRuns(of: index, in: transaction) }
             made += 1
         }
         if made > 0 { try catalogChanged(in: transaction) }
@@ -207,8 +220,10 @@ extension RecordStore {
         try Self.write(version, at: IndexCatalog.versionKey, meta, in: transaction)
         // Never lowers the layout: an encrypted database keeps its own.
         let layout = try Self.read(Array("format".utf8), meta, in: transaction)?.first ?? 0
-        if layout < Self.indexedLayoutVersion {
-            try Self.write([Self.indexedLayoutVersion], at: Array("format".utf8), meta, in: transaction)
+        let needed = try storedIndexes(in: transaction).values.contains { $0.contains { $0.definition.isCounted } }
+            ? Self.countedLayoutVersion : Self.indexedLayoutVersion
+        if layout < needed {
+            try Self.write([needed], at: Array("format".utf8), meta, in: transaction)
         }
     }
 }

@@ -24,8 +24,13 @@ import Foundation
     /// The layout of a database with secondary indexes: an earlier version of LocalLMDB, which
     /// would write records without maintaining their entries, refuses it (`unsupportedFormat`).
     static let indexedLayoutVersion: UInt8 = 3
+    /// The layout of a database with a counted index (`RangeCounts`): an earlier version,
+    /// which would change its entries without their counts, refuses it (`unsupportedFormat`).
+    static let countedLayoutVersion: UInt8 = 5
     /// The layouts read.
-    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4]]
+    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4], [5]]
+    /// The newest layout this version writes.
+    static let newestLayoutVersion = countedLayoutVersion
 
     package let environment: Environment
     package let records: DatabaseHandle
@@ -39,6 +44,8 @@ import Foundation
     /// that has never been opened for writing by a version with indexes.
     let indexes: DatabaseHandle?
     let entries: DatabaseHandle?
+    /// The entries of counted indexes, counted by runs of keys (`RangeCounts`).
+    let counts: DatabaseHandle?
     package let indexCatalog = IndexCatalog()
     /// The encryption of values at rest; nil for an unencrypted database.
     package let encryption: StoreEncryption?
@@ -65,7 +72,7 @@ import Foundation
                 return (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
             }
             guard let stored, Self.readableLayouts.contains(stored) else {
-                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.encryptedLayoutVersion))
+                throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.newestLayoutVersion))
             }
             (records, types, self.meta, classes) = (handles[0], handles[1], meta, handles[3])
             if let indexHandles = try? environment.openExistingDatabases([("indexes", false), ("entries", true)]) {
@@ -73,6 +80,7 @@ import Foundation
             } else {
                 (indexes, entries) = (nil, nil)
             }
+            counts = try? environment.openExistingDatabases([("counts", false)]).first
             if let logID, let changes = try? environment.openExistingDatabases([("changes", false)]).first {
                 changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: String(decoding: logID, as: UTF8.self))
             } else {
@@ -91,10 +99,11 @@ import Foundation
             let changes = try environment.openDatabase("changes", dupSort: false, in: transaction)
             indexes = try environment.openDatabase("indexes", dupSort: false, in: transaction)
             entries = try environment.openDatabase("entries", dupSort: true, in: transaction)
+            counts = try environment.openDatabase("counts", dupSort: false, in: transaction)
             let formatKey = Array("format".utf8)
             if let stored = try Self.read(formatKey, meta, in: transaction) {
                 guard Self.readableLayouts.contains(stored) else {
-                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.encryptedLayoutVersion))
+                    throw DatabaseError.unsupportedFormat(found: Int(stored.first ?? 0), supported: Int(Self.newestLayoutVersion))
                 }
                 if stored == [1] { try Self.write([Self.layoutVersion], at: formatKey, meta, in: transaction) }
             } else {
@@ -338,6 +347,8 @@ import Foundation
             try transaction.empty(records)
             try transaction.empty(types)
             if let entries { try transaction.empty(entries) }
+            // No entries left: counted indexes have no runs (`RangeCounts`).
+            if let counts { try transaction.empty(counts) }
             if count > 0 { changes.append(.cleared) }
             return count
         case let .defineIndexes(className, definitions, progress):
@@ -438,12 +449,12 @@ import Foundation
                         oldEntries.remove(at: old)
                         continue
                     }
-                    try removeEntries(oldEntries[old].keys, record: key, in: transaction)
+                    try removeEntries(oldEntries[old].keys, of: index, record: key, in: transaction)
                     oldEntries.remove(at: old)
                 }
                 try addEntries(newEntries, of: index, record: key, checkingUniqueness: checkingUniqueness, in: transaction)
             }
-            for (_, keys) in oldEntries { try removeEntries(keys, record: key, in: transaction) }
+            for (index, keys) in oldEntries { try removeEntries(keys, of: index, record: key, in: transaction) }
         } else if !newIndexes.isEmpty, let object = indexedObject(record.value, key: key, verified: false) {
             for index in newIndexes {
                 try addEntries(entries(of: object, in: index), of: index, record: key, checkingUniqueness: checkingUniqueness, in: transaction)
@@ -466,7 +477,7 @@ import Foundation
                 if let old = indexes.isEmpty ? nil : indexes[name], let value = try transaction.get(records, key) {
                     for index in old {
                         if let keys = entryKeys(ofValue: value, key: key, in: index) {
-                            try removeEntries(keys, record: key, in: transaction)
+                            try removeEntries(keys, of: index, record: key, in: transaction)
                         } else {
                             try removeAllEntries(record: key, of: [index], in: transaction)
                         }

@@ -90,7 +90,7 @@ public struct CodableDrawing: Codable, Persistable {
 
 /// A `Codable` model with a compound index, written by the tests and by the helper process.
 public struct Ticket: Codable, Persistable, Sendable {
-    public static let indexes: [Index] = [.on("queue", "priority")]
+    public static let indexes: [Index] = [.on("queue", "priority", counted: true)]
     public var queue: String
     public var priority: Int
     public var title: String

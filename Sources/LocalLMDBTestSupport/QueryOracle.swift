@@ -2,7 +2,7 @@ import LocalLMDB
 
 /// A model for the query oracle: a compound index, a multi-entry one, one on doubles.
 public struct OracleItem: Codable, Persistable, Equatable, Sendable {
-    public static let indexes: [Index] = [.on("group", "rank"), .each("labels"), .on("weight")]
+    public static let indexes: [Index] = [.on("group", "rank", counted: true), .each("labels"), .on("weight")]
     public var group: String
     public var rank: Int?
     public var labels: [String]

@@ -100,8 +100,8 @@ extension PostgresTests {
         func buildAndDrop() async throws {
             try await PostgresServer.withDatabase { store in
                 _ = try await store.write(contentsOf: (0..<500).map { Record(id: "t\($0)", data: Ticket(queue: "q\($0 % 5)", priority: $0, title: "")) })
-                #expect(try await store.dropIndex(.on("queue", "priority"), of: Ticket.self))
-                #expect(try await !store.dropIndex(.on("queue", "priority"), of: Ticket.self))
+                #expect(try await store.dropIndex(.on("queue", "priority", counted: true), of: Ticket.self))
+                #expect(try await !store.dropIndex(.on("queue", "priority", counted: true), of: Ticket.self))
                 let reports = Locked<[IndexBuildProgress]>([])
                 try await store.prepareIndexes(of: Ticket.self) { progress in reports.withLock { $0.append(progress) } }
                 let seen = reports.withLock { $0 }

@@ -164,6 +164,28 @@ func rawPut(_ directory: URL, _ database: String, _ pairs: [([UInt8], [UInt8])],
     #expect(mdb_txn_commit(txn) == 0, sourceLocation: sourceLocation)
 }
 
+/// The value under `key` in a named database of `directory`, read with raw LMDB. No
+/// LocalDatabase may have the directory open in this process meanwhile.
+func rawGet(_ directory: URL, _ database: String, _ key: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8]? {
+    var env: OpaquePointer?
+    #expect(mdb_env_create(&env) == 0, sourceLocation: sourceLocation)
+    defer { mdb_env_close(env) }
+    mdb_env_set_maxdbs(env, 8)
+    #expect(mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o600) == 0, sourceLocation: sourceLocation)
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    #expect(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0, sourceLocation: sourceLocation)
+    defer { mdb_txn_abort(txn) }
+    guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
+    var key = key
+    return key.withUnsafeMutableBytes { keyBytes in
+        var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
+        var dataValue = MDB_val()
+        guard mdb_get(txn, dbi, &keyValue, &dataValue) == 0 else { return nil }
+        return Array(UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
+    }
+}
+
 /// A task executor with a thread of its own: tasks that prefer it are not delayed by the
 /// cooperative pool, which other tests running at once may keep busy (blocking on processes).
 final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {

@@ -28,6 +28,9 @@ struct IndexCrashTests {
                     let expected = tickets.filter { $0.queue == queue }.map(\.priority).sorted()
                     let found = try await database.read(Query(Ticket.self).filter("queue", .equals(queue)).sorted(by: "priority")).map(\.priority)
                     #expect(found == expected, "round \(round), queue \(queue)")
+                    // Counted from the index's runs, which the crash must leave agreeing too.
+                    let counted = try await database.count(Query(Ticket.self).filter("queue", .equals(queue)).filter("priority", .atLeast(0)))
+                    #expect(counted == expected.filter { $0 >= 0 }.count, "round \(round), queue \(queue)")
                 }
                 await database.close()
             }
