@@ -76,7 +76,7 @@ let package = Package(
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
         // Model classes shared by the tests and the child processes they launch, so that
         // mangled type names are identical on both sides of a process boundary.
-        .target(name: "LocalLMDBTestSupport", dependencies: ["LocalLMDB"]),
+        .target(name: "LocalLMDBTestSupport", dependencies: ["LocalLMDB", "CLMDB"]),
         // The child process used by crash and multi-process tests.
         .executableTarget(
             name: "LocalLMDBTestHelper",
@@ -90,7 +90,7 @@ let package = Package(
         // The child process of the replication tests (a replicator they kill).
         .executableTarget(
             name: "LocalLMDBPostgresHelper",
-            dependencies: ["LocalLMDB", "LocalLMDBPostgres", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: ["LocalLMDB", "LocalLMDBPostgres", "LocalLMDBTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
         // The PostgreSQL engine and the replicators, against a real server (scripts/postgres).
         .testTarget(

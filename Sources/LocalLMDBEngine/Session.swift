@@ -541,6 +541,22 @@ import Foundation
         }
     }
 
+    /// Makes a commit that another process's writer left unpublished as it died visible to this
+    /// process's readers (`Environment.hasUnpublishedCommit`), by taking LMDB's writer lock on
+    /// the writer thread (`TransactionCoordinator.publishCommits`). Without one, nothing: no hop.
+    ///
+    /// For a reader that then checks what it read against a write transaction, which always sees
+    /// the last commit: the pull replicator's position.
+    package nonisolated(nonsending) func publishCommits() async throws(DatabaseError) {
+        guard engine.store.environment.hasUnpublishedCommit else { return }
+        try await onWriterThread { _ throws(DatabaseError) -> WriterJob<Void> in
+            { coordinator, done in
+                coordinator.publishCommits()
+                done(.success(()))
+            }
+        }
+    }
+
     // MARK: Reaching the writer thread
 
     /// Work for the writer thread, which passes its outcome to the completion (now or later).

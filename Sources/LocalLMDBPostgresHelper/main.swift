@@ -1,6 +1,7 @@
 import Foundation
 import LocalLMDB
 import LocalLMDBPostgres
+import LocalLMDBTestSupport
 import PostgresNIO
 
 // The child process of the replication tests, which kill it at random moments.
@@ -9,6 +10,10 @@ import PostgresNIO
 //                            that LOCALLMDB_POSTGRES_* name, forever, printing "running" once started
 //                            and "position <position>" after each pass that moved it
 //   helper pull DIR STORE    the same the other way: keeps the LocalDatabase in DIR a replica of STORE
+//   helper pull-unpublish DIR STORE
+//                            catches the replica in DIR up with STORE once, then dies as a replicator
+//                            killed between writing its last commit and publishing it, printing
+//                            "unpublished <transaction id>"
 
 let arguments = CommandLine.arguments
 let environment = ProcessInfo.processInfo.environment
@@ -23,7 +28,9 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard arguments.count == 4, ["push", "pull"].contains(arguments[1]) else { fail("usage: helper push|pull DIR STORE") }
+guard arguments.count == 4, ["push", "pull", "pull-unpublish"].contains(arguments[1]) else {
+    fail("usage: helper push|pull|pull-unpublish DIR STORE")
+}
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
 else { fail("LOCALLMDB_POSTGRES_* are not set") }
@@ -33,6 +40,12 @@ let configuration = PostgresConnection.Configuration(
 do {
     let local = try LocalDatabase(directory: URL(fileURLWithPath: arguments[2]))
     let store = try await PostgresStore(configuration: configuration, name: arguments[3], connections: 2)
+    if arguments[1] == "pull-unpublish" {
+        _ = try await PullReplicator(from: store, to: local).catchUp()
+        await local.close()
+        say("unpublished \(try unpublishLastCommit(in: URL(fileURLWithPath: arguments[2])))")
+        kill(getpid(), SIGKILL)
+    }
     let position: @Sendable () -> String?
     let run: () async throws -> Void
     if arguments[1] == "push" {

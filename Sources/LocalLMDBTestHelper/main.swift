@@ -340,21 +340,8 @@ do {
         guard arguments.count > 3 else { fail("unpublish needs ID") }
         try await database.write(Record(id: arguments[3], data: Note(text: "unpublished")))
         await database.close()
-        let env = openRawEnvironment()
-        var txn: OpaquePointer?
-        guard mdb_txn_begin(env, nil, 0, &txn) == 0 else { fail("unpublish: begin failed") }
-        var info = MDB_envinfo()
-        mdb_env_info(env, &info)
-        // MDB_txninfo starts with two 32-bit words, the reader mutex, then the last transaction id.
-        let alignment = MemoryLayout<Int>.alignment
-        let offset = (8 + MemoryLayout<pthread_mutex_t>.size + alignment - 1) / alignment * alignment
-        let lockFile = open(directory.appendingPathComponent("lock.mdb").path, O_RDWR)
-        var published = 0
-        guard lockFile >= 0, pread(lockFile, &published, 8, off_t(offset)) == 8, published == info.me_last_txnid else {
-            fail("unpublish: unexpected lock file layout")
-        }
-        var previous = published - 1
-        guard pwrite(lockFile, &previous, 8, off_t(offset)) == 8 else { fail("unpublish: write failed") }
+        let published: Int
+        do { published = try unpublishLastCommit(in: directory) } catch { fail("unpublish: \(error)") }
         say("unpublished \(published)")
         kill(getpid(), SIGKILL)
     case "write-drawing":

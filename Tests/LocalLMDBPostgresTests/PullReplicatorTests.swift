@@ -350,6 +350,32 @@ extension PostgresTests {
             }
         }
 
+        @Test("A replicator killed between writing a run and publishing it: the next one reads the position the run left, and goes on")
+        func unpublishedRunIsFollowed() async throws {
+            guard let helper = executableBesideTests(named: "LocalLMDBPostgresHelper") else {
+                Issue.record("LocalLMDBPostgresHelper is not built")
+                return
+            }
+            // This process keeps the replica open throughout, so LMDB's lock file, where readers
+            // learn the last commit, outlives the killed replicator (as in an app that runs one).
+            try await withReplica { replica, directory in
+                let name = PostgresServer.uniqueStore()
+                try await PostgresServer.withDatabase(store: name) { store in
+                    try await store.write(Record(id: "a", data: Note(text: "1")))
+                    let process = try ChildProcess(
+                        helper.path, ["pull-unpublish", directory.path, name], environment: helperEnvironment(try PostgresServer.address.get()), output: .pipe)
+                    #expect(process.waitUntilExit() == .signal(SIGKILL))
+                    #expect(process.output?.readText().hasPrefix("unpublished ") == true)
+                    try await store.write(Record(id: "b", data: Note(text: "2")))
+                    // Before: this replicator read the position before the killed run's, and its
+                    // write found the run's: "another replicator of the same source ran".
+                    let replicator = PullReplicator(from: store, to: replica)
+                    #expect(try await replicator.catchUp() == 1)
+                    #expect(try await storedBytes(local: replica) == storedBytes(store: store))
+                }
+            }
+        }
+
         @Test("SIGKILL the pull replicator at 20 random moments while 4 servers write: the replica ends with exactly the server's data")
         func killedReplicator() async throws {
             guard let helper = executableBesideTests(named: "LocalLMDBPostgresHelper") else {

@@ -47,18 +47,23 @@ private func withLocal<R>(_ body: (LocalDatabase, URL) async throws -> R) async 
 
 /// Runs the replication helper (`mode DIR STORE`) 20 times, each killed with SIGKILL at a random
 /// moment 20 to 300 ms after it started (from `seed`); returns the positions it printed.
+/// The environment that tells the replication helper where the tests' server is.
+func helperEnvironment(_ address: PostgresServer.Address) -> [String: String] {
+    var environment: [String: String] = [:]
+    environment["LOCALLMDB_POSTGRES_HOST"] = address.host
+    environment["LOCALLMDB_POSTGRES_PORT"] = String(address.port)
+    environment["LOCALLMDB_POSTGRES_USER"] = address.user
+    environment["LOCALLMDB_POSTGRES_PASSWORD"] = address.password
+    environment["LOCALLMDB_POSTGRES_DATABASE"] = address.database
+    return environment
+}
+
 func runKilledHelper(_ helper: URL, mode: String, directory: URL, store: String, seed: UInt64) async throws -> [String] {
     let address = try PostgresServer.address.get()
     var generator = SplitMix(seed: seed)
     var positions: [String] = []
     for _ in 0..<20 {
-        var environment: [String: String] = [:]
-        environment["LOCALLMDB_POSTGRES_HOST"] = address.host
-        environment["LOCALLMDB_POSTGRES_PORT"] = String(address.port)
-        environment["LOCALLMDB_POSTGRES_USER"] = address.user
-        environment["LOCALLMDB_POSTGRES_PASSWORD"] = address.password
-        environment["LOCALLMDB_POSTGRES_DATABASE"] = address.database
-        let process = try ChildProcess(helper.path, [mode, directory.path, store], environment: environment, output: .pipe)
+        let process = try ChildProcess(helper.path, [mode, directory.path, store], environment: helperEnvironment(address), output: .pipe)
         try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280)))
         process.send(SIGKILL)
         process.waitUntilExit()

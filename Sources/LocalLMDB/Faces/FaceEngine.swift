@@ -41,6 +41,12 @@ enum FaceEngine: Sendable {
 
     // MARK: Reading
 
+    /// Shows this process's readers a commit a dead writer of another process left unpublished
+    /// (`Session.publishCommits`); a server engine's readers always see the last commit.
+    nonisolated(nonsending) func publishCommits() async throws(DatabaseError) {
+        if case let .lmdb(session) = self { try await session.publishCommits() }
+    }
+
     @inline(__always)
     nonisolated(nonsending) func read<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
         switch self {

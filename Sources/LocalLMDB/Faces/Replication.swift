@@ -121,9 +121,13 @@ struct ReadReplicaState: PlainRead {
 }
 
 extension LocalDatabase {
-    /// For pull replicators: what this database follows, when it is a read replica.
+    /// For pull replicators: what this database follows, when it is a read replica, as of the
+    /// last commit: one a replicator killed mid-commit left unpublished is published first, so
+    /// the position read is the one the next run's write transaction checks (else the next
+    /// replicator would take it for another one's and stop).
     package nonisolated(nonsending) func replicaState() async throws(DatabaseError) -> ReplicaState? {
-        try await engine.read(ReadReplicaState())
+        try await engine.publishCommits()
+        return try await engine.read(ReadReplicaState())
     }
 
     /// For pull replicators: a source's records as puts into this database, in parts of at most
