@@ -54,16 +54,21 @@ extension RecordStore {
 
     /// Adds the entries of the value `value` of the record under `recordKey`, refusing a second
     /// record under a key of a unique index.
-    func addEntries(ofValue value: UnsafeRawBufferPointer, of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) {
+    /// `counting` false leaves a counted index's runs as they are: for a build, which makes them
+    /// all at its end.
+    func addEntries(
+        ofValue value: UnsafeRawBufferPointer, of index: StoredIndex, record recordKey: UnsafeRawBufferPointer, counting: Bool = true,
+        in transaction: Transaction
+    ) throws(DatabaseError) {
         // A damaged value has no entries (`verifyIntegrity` reports it).
-        try addEntries(entries(ofValue: value, key: recordKey, in: index) ?? [], of: index, record: recordKey, in: transaction)
+        try addEntries(entries(ofValue: value, key: recordKey, in: index) ?? [], of: index, record: recordKey, counting: counting, in: transaction)
     }
 
     /// Adds `entries` for the record under `recordKey`, refusing a second record under a key of
     /// a unique index.
     func addEntries(
         _ newEntries: [(key: [UInt8], isUnique: Bool)], of index: StoredIndex, record recordKey: UnsafeRawBufferPointer,
-        checkingUniqueness: Bool = true, in transaction: Transaction
+        checkingUniqueness: Bool = true, counting: Bool = true, in transaction: Transaction
     ) throws(DatabaseError) {
         guard let entries else { return }
         for (key, isUnique) in newEntries {
@@ -82,7 +87,7 @@ extension RecordStore {
                         }
                     }
                 }
-                if try transaction.put(entries, key, recordKey, mode: .keepExistingPair) {
+                if try transaction.put(entries, key, recordKey, mode: .keepExistingPair), counting {
                     try countChange(of: index, entryKey: key, by: 1, in: transaction)
                 }
             }
@@ -183,7 +188,8 @@ extension RecordStore {
         return true
     }
 
-    /// Adds the entries of every record stored as `index.className`.
+    /// Adds the entries of every record stored as `index.className` (a counted index's runs are
+    /// made after: `define`).
     private func build(_ index: StoredIndex, in transaction: Transaction, progress: IndexBuildListener?) throws(DatabaseError) {
         let classKey = StorageKey(index.className, maxKeySize: maxKeySize)
         var recordKeys: [[UInt8]] = []
@@ -197,7 +203,7 @@ extension RecordStore {
         for (done, recordKey) in recordKeys.enumerated() {
             try recordKey.withBytes { recordKey throws(DatabaseError) in
                 guard let value = try transaction.get(records, recordKey) else { return }
-                try addEntries(ofValue: value, of: index, record: recordKey, in: transaction)
+                try addEntries(ofValue: value, of: index, record: recordKey, counting: false, in: transaction)
             }
             if (done + 1) % 4096 == 0 { progress?(index.className, name, done + 1, recordKeys.count) }
         }
