@@ -58,7 +58,7 @@ import Foundation
         let environment = try Environment(
             directory: directory, sync: configuration.sync, readOnly: configuration.readOnly,
             initialMapSize: Self.initialMapSize, maximumMapSize: configuration.maximumMapSize,
-            maxReaders: configuration.maxReaders, maxDatabases: 8, writerLockTimeout: configuration.busyTimeout)
+            maxReaders: configuration.maxReaders, maxDatabases: 16, writerLockTimeout: configuration.busyTimeout)
         let store = try RecordStore(
             environment: environment, readOnly: configuration.readOnly,
             changeLogLimits: ChangeLog.Limits(commits: max(1, configuration.changeLogCommits), bytes: max(0, configuration.changeLogBytes)),

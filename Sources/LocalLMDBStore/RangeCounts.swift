@@ -21,28 +21,31 @@ extension RecordStore {
     static let maxRunLength = 256
 
     /// Updates the runs of `index` after the pair under `entryKey` was added (`delta` 1) or
-    /// removed (-1). Runs found missing or wrong are made again from the entries.
-    func countChange(of index: StoredIndex, entryKey: UnsafeRawBufferPointer, by delta: Int, in transaction: Transaction) throws(DatabaseError) {
-        guard index.definition.isCounted, let counts else { return }
+    /// removed (-1). Runs found missing or wrong are made again from the entries: then it
+    /// returns true, and the runs already reflect every change made to the entries so far.
+    @discardableResult
+    func countChange(of index: StoredIndex, entryKey: UnsafeRawBufferPointer, by delta: Int, in transaction: Transaction) throws(DatabaseError) -> Bool {
+        guard index.definition.isCounted, let counts else { return false }
         let prefix = index.keyPrefix
         guard let run = try run(of: index, containing: entryKey, in: transaction) else {
             try rebuildRuns(of: index, in: transaction)
-            return
+            return true
         }
         let length = run.length + delta
         guard length >= 0 else {
             // A count below zero: the runs are not what the entries are.
             try rebuildRuns(of: index, in: transaction)
-            return
+            return true
         }
         if length == 0, run.key.count > prefix.count {
             _ = try run.key.withBytes { key throws(DatabaseError) in try transaction.delete(counts, key) }
-        } else if length > Self.maxRunLength, let (middle, before) = try middleKey(of: index, run: run.key, length: length, in: transaction) {
+        } else if length > Self.maxRunLength, let (middle, before) = try middleKey(of: index, run: run.key, in: transaction) {
             try Self.write(Self.runValue(before), at: run.key, counts, in: transaction)
             try Self.write(Self.runValue(length - before), at: middle, counts, in: transaction)
         } else {
             try Self.write(Self.runValue(length), at: run.key, counts, in: transaction)
         }
+        return false
     }
 
     /// The run of `index` that holds `entryKey`: its key and length; nil when it has none.
@@ -61,29 +64,35 @@ extension RecordStore {
         }
     }
 
-    /// Where a run of `length` entries from `runKey` splits: the first key after at least half of
-    /// them, and how many come before it; nil when no key does (one key's duplicates) or the
-    /// entries end first.
-    private func middleKey(of index: StoredIndex, run runKey: [UInt8], length: Int, in transaction: Transaction) throws(DatabaseError) -> (key: [UInt8], before: Int)? {
+    /// Where the run from `runKey` splits: the key boundary nearest the middle of its entries
+    /// (never a key's duplicates apart), and how many come before it; nil when the run holds
+    /// one key. Walks the run's keys up to the middle, or to its end when one key outweighs the
+    /// rest (then the split leaves that key a run of its own, whose later splits walk one key).
+    private func middleKey(of index: StoredIndex, run runKey: [UInt8], in transaction: Transaction) throws(DatabaseError) -> (key: [UInt8], before: Int)? {
         guard let entries, let counts else { return nil }
         let prefix = index.keyPrefix
-        // The next run's key: the split stays before it.
-        let nextRun: [UInt8]? = try transaction.withCursor(counts) { cursor throws(DatabaseError) in
+        // The run's length and where the next run starts: the split stays before it.
+        let (length, nextRun): (Int, [UInt8]?) = try transaction.withCursor(counts) { cursor throws(DatabaseError) in
             guard let found = try runKey.withBytes({ key throws(DatabaseError) in try cursor.get(.key, key: key) }),
-                  let next = try cursor.get(.next), prefix.withBytes({ next.key.startsWithBytes(of: $0) }) else { return nil }
-            _ = found
-            return Array(next.key)
+                  let length = Self.runLength(found.value) else { return (0, nil) }
+            guard let next = try cursor.get(.next), prefix.withBytes({ next.key.startsWithBytes(of: $0) }) else { return (length, nil) }
+            return (length, Array(next.key))
         }
+        let half = length / 2
         return try transaction.withCursor(entries) { cursor throws(DatabaseError) in
             var before = 0
+            var best: (key: [UInt8], before: Int)?
             var entry = try runKey.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }
             while let current = entry, prefix.withBytes({ current.key.startsWithBytes(of: $0) }) {
-                if let nextRun, nextRun.withBytes({ current.key.compareBytes(with: $0) >= 0 }) { return nil }
-                if before >= length / 2 { return before < length ? (Array(current.key), before) : nil }
+                if let nextRun, nextRun.withBytes({ current.key.compareBytes(with: $0) >= 0 }) { break }
+                if before > 0 {
+                    if best.map({ abs(before - half) < abs($0.before - half) }) ?? true { best = (Array(current.key), before) }
+                    if before >= half { break }
+                }
                 before += try cursor.duplicateCount()
                 entry = try cursor.get(.nextKey)
             }
-            return nil
+            return best
         }
     }
 
@@ -185,7 +194,9 @@ extension RecordStore {
                           let following = try runs.get(.next), isOfIndex(following.key),
                           !StoredIndex.isTruncated(following.key, maxKeySize: maxKeySize), inRange(following.key) {
                         guard let length = Self.runLength(runStart.value) else { return nil }
-                        total += length
+                        let (sum, overflow) = total.addingReportingOverflow(length)
+                        guard !overflow else { return nil }
+                        total = sum
                         runStart = following
                     }
                     // The rest from the first run not wholly inside, entry by entry.
@@ -200,9 +211,11 @@ extension RecordStore {
         withUnsafeBytes(of: UInt64(length).bigEndian, Array.init)
     }
 
+    /// A run's length; nil when the value is not one (a damaged file: more than 2⁴⁰ entries in
+    /// a run cannot be, and sums of such lengths cannot overflow).
     static func runLength(_ value: UnsafeRawBufferPointer) -> Int? {
         guard value.count == 8 else { return nil }
         let length = value.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return length <= UInt64(Int.max) ? Int(length) : nil
+        return length <= 1 << 40 ? Int(length) : nil
     }
 }

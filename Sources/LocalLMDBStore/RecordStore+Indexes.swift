@@ -124,8 +124,13 @@ extension RecordStore {
                 }
             }
         }
-        for (index, key) in removed {
-            try key.withBytes { key throws(DatabaseError) in try countChange(of: index, entryKey: key, by: -1, in: transaction) }
+        // Counted after every delete: a change that finds the runs wrong makes them again from
+        // the entries left, which the later changes of that index must then not repeat.
+        var rebuilt: Set<UInt32> = []
+        for (index, key) in removed where !rebuilt.contains(index.number) {
+            if try key.withBytes({ key throws(DatabaseError) in try countChange(of: index, entryKey: key, by: -1, in: transaction) }) {
+                rebuilt.insert(index.number)
+            }
         }
     }
 

@@ -175,4 +175,30 @@ struct CountedIndexTests {
             await reopened.close()
         }
     }
+
+    /// A value most records hold, at the top of the order: runs still split (the value's own
+    /// run aside), so a write walks a few hundred keys at most, not the whole index.
+    @Test func aValueMostRecordsHoldStillLetsRunsSplit() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("db")
+            let database = try LocalDatabase(directory: url)
+            var items: [String: CountedItem] = [:]
+            for number in 0..<3000 {
+                // 60% hold the sentinel; the rest distinct values below it, written in between.
+                let item = CountedItem(value: number % 5 < 3 ? Int.max : number, group: "g\(number % 3)", text: "s")
+                try await database.write(Record(id: "s\(number)", data: item))
+                items["s\(number)"] = item
+            }
+            var random = SeededGenerator(state: 5)
+            try await Self.checkCounts(database, items, &random, "with a sentinel")
+            #expect(try await database.count(Query(CountedItem.self).filter("value", .equals(Int.max))) == 1800)
+            #expect(try await database.verifyIntegrity().isConsistent)
+            await database.close()
+            // Of the three indexes, `value` and `group, value` have 1,200 distinct values each,
+            // which split into runs of at most 256 entries besides the sentinels' runs; `text`
+            // has one value, one run.
+            let runs = rawEntryCount(url, "counts") ?? 0
+            #expect(runs >= 2 * (1 + 1200 / 256) + 1, "\(runs) runs")
+        }
+    }
 }

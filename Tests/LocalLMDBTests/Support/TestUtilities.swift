@@ -186,6 +186,23 @@ func rawGet(_ directory: URL, _ database: String, _ key: [UInt8], sourceLocation
     }
 }
 
+/// The number of entries in a named database of `directory`, read with raw LMDB (`mdb_stat`).
+func rawEntryCount(_ directory: URL, _ database: String, sourceLocation: SourceLocation = #_sourceLocation) -> Int? {
+    var env: OpaquePointer?
+    #expect(mdb_env_create(&env) == 0, sourceLocation: sourceLocation)
+    defer { mdb_env_close(env) }
+    mdb_env_set_maxdbs(env, 16)
+    #expect(mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o600) == 0, sourceLocation: sourceLocation)
+    var txn: OpaquePointer?
+    var dbi: MDB_dbi = 0
+    #expect(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0, sourceLocation: sourceLocation)
+    defer { mdb_txn_abort(txn) }
+    guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
+    var stat = MDB_stat()
+    guard mdb_stat(txn, dbi, &stat) == 0 else { return nil }
+    return stat.ms_entries
+}
+
 /// A task executor with a thread of its own: tasks that prefer it are not delayed by the
 /// cooperative pool, which other tests running at once may keep busy (blocking on processes).
 final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
