@@ -352,10 +352,7 @@ extension PostgresTests {
 
         @Test("A replicator killed between writing a run and publishing it: the next one reads the position the run left, and goes on")
         func unpublishedRunIsFollowed() async throws {
-            guard let helper = executableBesideTests(named: "LocalLMDBPostgresHelper") else {
-                Issue.record("LocalLMDBPostgresHelper is not built")
-                return
-            }
+            let helper = try replicationHelper()
             // This process keeps the replica open throughout, so LMDB's lock file, where readers
             // learn the last commit, outlives the killed replicator (as in an app that runs one).
             try await withReplica { replica, directory in
@@ -378,10 +375,7 @@ extension PostgresTests {
 
         @Test("SIGKILL the pull replicator at 20 random moments while 4 servers write: the replica ends with exactly the server's data")
         func killedReplicator() async throws {
-            guard let helper = executableBesideTests(named: "LocalLMDBPostgresHelper") else {
-                Issue.record("LocalLMDBPostgresHelper is not built")
-                return
-            }
+            let helper = try replicationHelper()
             try await withReplica { _, directory in
                 let storeName = PostgresServer.uniqueStore()
                 try await PostgresServer.withDatabase(store: storeName) { store in

@@ -47,6 +47,16 @@ private func withLocal<R>(_ body: (LocalDatabase, URL) async throws -> R) async 
 
 /// Runs the replication helper (`mode DIR STORE`) 20 times, each killed with SIGKILL at a random
 /// moment 20 to 300 ms after it started (from `seed`); returns the positions it printed.
+struct HelperMissing: Error, CustomStringConvertible {
+    var description: String { "LocalLMDBPostgresHelper is not built" }
+}
+
+/// The replication tests' child process (`LocalLMDBPostgresHelper`), built beside the tests.
+func replicationHelper() throws -> URL {
+    guard let helper = executableBesideTests(named: "LocalLMDBPostgresHelper") else { throw HelperMissing() }
+    return helper
+}
+
 /// The environment that tells the replication helper where the tests' server is.
 func helperEnvironment(_ address: PostgresServer.Address) -> [String: String] {
     var environment: [String: String] = [:]
@@ -165,10 +175,7 @@ extension PostgresTests {
 
         @Test("SIGKILL the replicator at 20 random moments while 4 writers commit: the server ends with exactly the local data")
         func killedReplicator() async throws {
-            guard let helper = executableBesideTests(named: "LocalLMDBPostgresHelper") else {
-                Issue.record("LocalLMDBPostgresHelper is not built")
-                return
-            }
+            let helper = try replicationHelper()
             try await withLocal { local, directory in
                 let storeName = PostgresServer.uniqueStore()
                 try await PostgresServer.withDatabase(store: storeName) { store in

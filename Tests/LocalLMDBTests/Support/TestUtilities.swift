@@ -164,30 +164,12 @@ func rawPut(_ directory: URL, _ database: String, _ pairs: [([UInt8], [UInt8])],
     #expect(mdb_txn_commit(txn) == 0, sourceLocation: sourceLocation)
 }
 
-/// The value under `key` in a named database of `directory`, read with raw LMDB. No
-/// LocalDatabase may have the directory open in this process meanwhile.
-func rawGet(_ directory: URL, _ database: String, _ key: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8]? {
-    var env: OpaquePointer?
-    #expect(mdb_env_create(&env) == 0, sourceLocation: sourceLocation)
-    defer { mdb_env_close(env) }
-    mdb_env_set_maxdbs(env, 8)
-    #expect(mdb_env_open(env, directory.path, UInt32(MDB_RDONLY), 0o600) == 0, sourceLocation: sourceLocation)
-    var txn: OpaquePointer?
-    var dbi: MDB_dbi = 0
-    #expect(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0, sourceLocation: sourceLocation)
-    defer { mdb_txn_abort(txn) }
-    guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
-    var key = key
-    return key.withUnsafeMutableBytes { keyBytes in
-        var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
-        var dataValue = MDB_val()
-        guard mdb_get(txn, dbi, &keyValue, &dataValue) == 0 else { return nil }
-        return Array(UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
-    }
-}
-
-/// The number of entries in a named database of `directory`, read with raw LMDB (`mdb_stat`).
-func rawEntryCount(_ directory: URL, _ database: String, sourceLocation: SourceLocation = #_sourceLocation) -> Int? {
+/// `body` with a read transaction of `directory`'s environment and the handle of its named
+/// database `database`, with raw LMDB; nil when that database does not exist. No LocalDatabase
+/// may have the directory open in this process meanwhile.
+func withRawReader<R>(
+    _ directory: URL, _ database: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: (OpaquePointer?, MDB_dbi) -> R?
+) -> R? {
     var env: OpaquePointer?
     #expect(mdb_env_create(&env) == 0, sourceLocation: sourceLocation)
     defer { mdb_env_close(env) }
@@ -198,9 +180,29 @@ func rawEntryCount(_ directory: URL, _ database: String, sourceLocation: SourceL
     #expect(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn) == 0, sourceLocation: sourceLocation)
     defer { mdb_txn_abort(txn) }
     guard mdb_dbi_open(txn, database, 0, &dbi) == 0 else { return nil }
-    var stat = MDB_stat()
-    guard mdb_stat(txn, dbi, &stat) == 0 else { return nil }
-    return stat.ms_entries
+    return body(txn, dbi)
+}
+
+/// The value under `key` in a named database of `directory`, read with raw LMDB.
+func rawGet(_ directory: URL, _ database: String, _ key: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8]? {
+    withRawReader(directory, database, sourceLocation: sourceLocation) { txn, dbi in
+        var key = key
+        return key.withUnsafeMutableBytes { keyBytes in
+            var keyValue = MDB_val(mv_size: keyBytes.count, mv_data: keyBytes.baseAddress)
+            var dataValue = MDB_val()
+            guard mdb_get(txn, dbi, &keyValue, &dataValue) == 0 else { return nil }
+            return Array(UnsafeRawBufferPointer(start: dataValue.mv_data, count: dataValue.mv_size))
+        }
+    }
+}
+
+/// The number of entries in a named database of `directory`, read with raw LMDB (`mdb_stat`).
+func rawEntryCount(_ directory: URL, _ database: String, sourceLocation: SourceLocation = #_sourceLocation) -> Int? {
+    withRawReader(directory, database, sourceLocation: sourceLocation) { txn, dbi in
+        var stat = MDB_stat()
+        guard mdb_stat(txn, dbi, &stat) == 0 else { return nil }
+        return stat.ms_entries
+    }
 }
 
 /// A task executor with a thread of its own: tasks that prefer it are not delayed by the
