@@ -32,6 +32,11 @@ import LocalLMDBJSON
 
     /// Whether an entry comes after `after` in the query's order.
     func isPastCursor(_ tuple: UnsafeRawBufferPointer, _ recordKey: UnsafeRawBufferPointer) -> Bool {
+        Self.isPast(after, descending: descending, tuple, recordKey)
+    }
+
+    /// Whether an entry comes after `after` in the order of a query, descending or not.
+    static func isPast(_ after: IndexCursor?, descending: Bool, _ tuple: UnsafeRawBufferPointer, _ recordKey: UnsafeRawBufferPointer) -> Bool {
         guard let after else { return true }
         let order: Bool
         if !tuple.elementsEqual(after.tuple) {
@@ -103,7 +108,10 @@ extension IndexQuery {
         let offset: Int
         let limit: Int?
         let deduplicates: Bool
-        let query: IndexQuery
+        /// The query's cursor and direction: what a page keeps of it (a copy of the whole query
+        /// would retain each of its arrays, for every query).
+        let after: IndexCursor?
+        let descending: Bool
         private(set) var keys: [[UInt8]] = []
         /// The position of the last key taken.
         private(set) var last: IndexCursor?
@@ -111,7 +119,8 @@ extension IndexQuery {
         private var seen: Set<[UInt8]> = []
 
         init(_ query: IndexQuery) {
-            self.query = query
+            after = query.after
+            descending = query.descending
             offset = max(0, query.offset)
             limit = query.limit.map { max(0, $0) }
             deduplicates = query.definition.isMultiEntry
@@ -122,7 +131,7 @@ extension IndexQuery {
         /// Takes the next record key in order, with its tuple; false once the page is full.
         mutating func take(_ tuple: [UInt8], _ key: UnsafeRawBufferPointer) -> Bool {
             if isFull { return false }
-            guard tuple.withBytes({ query.isPastCursor($0, key) }) else { return true }
+            guard tuple.withBytes({ IndexQuery.isPast(after, descending: descending, $0, key) }) else { return true }
             if deduplicates {
                 guard seen.insert(Array(key)).inserted else { return true }
             }
@@ -130,8 +139,9 @@ extension IndexQuery {
                 skipped += 1
                 return true
             }
-            keys.append(Array(key))
-            last = IndexCursor(tuple: tuple, recordKey: Array(key))
+            let recordKey = Array(key)
+            keys.append(recordKey)
+            last = IndexCursor(tuple: tuple, recordKey: recordKey)
             return !isFull
         }
     }

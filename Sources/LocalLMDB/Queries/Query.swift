@@ -74,7 +74,9 @@ public struct Query<T: Persistable>: Sendable {
     }
 
     static func path(_ field: String) -> [String] {
-        field.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        // Most fields are one key: no split (which walks the string by `Character`).
+        guard field.utf8.contains(UInt8(ascii: ".")) else { return [field] }
+        return field.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
     }
 }
 
