@@ -51,17 +51,24 @@ extension RecordStore {
     /// The run of `index` that holds `entryKey`: its key and length; nil when it has none.
     private func run(of index: StoredIndex, containing entryKey: UnsafeRawBufferPointer, in transaction: Transaction) throws(DatabaseError) -> (key: [UInt8], length: Int)? {
         guard let counts else { return nil }
-        let prefix = index.keyPrefix
         return try transaction.withCursor(counts) { cursor throws(DatabaseError) in
-            var found = try cursor.get(.keyAtLeast, key: entryKey)
-            if let exact = found, exact.key.hasSameBytes(as: entryKey) {
-                // The run starts at this very key.
-            } else {
-                found = found == nil ? try cursor.get(.last) : try cursor.get(.previous)
-            }
-            guard let run = found, prefix.withBytes({ run.key.startsWithBytes(of: $0) }), let length = Self.runLength(run.value) else { return nil }
+            guard let run = try Self.run(at: cursor, holding: entryKey, prefix: index.keyPrefix), let length = Self.runLength(run.value) else { return nil }
             return (Array(run.key), length)
         }
+    }
+
+    /// Positions `cursor` (on `counts`) at the run holding `entryKey`, among the runs whose keys
+    /// start with `prefix`: the last run key at or before it. Nil when there is none.
+    private static func run(
+        at cursor: Cursor, holding entryKey: UnsafeRawBufferPointer, prefix: [UInt8]
+    ) throws(DatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        var found = try cursor.get(.keyAtLeast, key: entryKey)
+        if !(found.map { $0.key.hasSameBytes(as: entryKey) } ?? false) {
+            // Not a run's first key: the run before (the last one, past every run key).
+            found = found == nil ? try cursor.get(.last) : try cursor.get(.previous)
+        }
+        guard let run = found, prefix.withBytes({ run.key.startsWithBytes(of: $0) }) else { return nil }
+        return run
     }
 
     /// Where the run from `runKey` splits: the key boundary nearest the middle of its entries
@@ -121,14 +128,7 @@ extension RecordStore {
     /// Deletes every run of `index`.
     func dropRuns(of index: StoredIndex, in transaction: Transaction) throws(DatabaseError) {
         guard let counts else { return }
-        let prefix = index.keyPrefix
-        try transaction.withCursor(counts) { cursor throws(DatabaseError) in
-            var run = try prefix.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }
-            while let current = run, prefix.withBytes({ current.key.startsWithBytes(of: $0) }) {
-                try cursor.deleteCurrent()
-                run = try cursor.get(.next)  // After a delete, the pair that moved under the cursor.
-            }
-        }
+        try Self.deletePairs(startingWith: index.keyPrefix, in: counts, transaction)
     }
 
     /// The runs of `index`, in order: for `verifyIntegrity`.
@@ -171,11 +171,7 @@ extension RecordStore {
                     let tuple = UnsafeRawBufferPointer(rebasing: current.key[prefix.count...])
                     if !range.isBelowUpper(tuple) { break }
                     // The run holding this entry, and where the next one starts.
-                    var run = try runs.get(.keyAtLeast, key: current.key)
-                    if !(run.map { $0.key.hasSameBytes(as: current.key) } ?? false) {
-                        run = run == nil ? try runs.get(.last) : try runs.get(.previous)
-                    }
-                    guard let found = run, isOfIndex(found.key) else { return nil }
+                    guard try Self.run(at: runs, holding: current.key, prefix: prefix) != nil else { return nil }
                     var next = try runs.get(.next)
                     if let start = next, !isOfIndex(start.key) { next = nil }
                     // This run's entries from here, one by one, up to the next run.

@@ -149,12 +149,16 @@ extension RecordStore {
     func dropEntries(of index: StoredIndex, in transaction: Transaction) throws(DatabaseError) {
         guard let entries else { return }
         try dropRuns(of: index, in: transaction)
-        let prefix = index.keyPrefix
-        try transaction.withCursor(entries) { cursor throws(DatabaseError) in
-            var entry = try prefix.withBytes { prefix throws(DatabaseError) in try cursor.get(.keyAtLeast, key: prefix) }
-            while let current = entry, current.key.starts(with: prefix) {
+        try Self.deletePairs(startingWith: index.keyPrefix, in: entries, transaction)
+    }
+
+    /// Deletes every pair of `database` whose key starts with `prefix` (all their duplicates).
+    static func deletePairs(startingWith prefix: [UInt8], in database: DatabaseHandle, _ transaction: Transaction) throws(DatabaseError) {
+        try transaction.withCursor(database) { cursor throws(DatabaseError) in
+            var pair = try prefix.withBytes { prefix throws(DatabaseError) in try cursor.get(.keyAtLeast, key: prefix) }
+            while let current = pair, prefix.withBytes({ current.key.startsWithBytes(of: $0) }) {
                 try cursor.deleteCurrent()
-                entry = try cursor.get(.next)  // After a delete, the pair that moved under the cursor.
+                pair = try cursor.get(.next)  // After a delete, the pair that moved under the cursor.
             }
         }
     }
