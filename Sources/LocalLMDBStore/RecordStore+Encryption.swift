@@ -62,9 +62,13 @@ struct EncryptionEntry {
     /// The check of `keyID` made with `cipher`.
     static func check(_ keyID: String, _ cipher: any ValueCipher) throws(DatabaseError) -> [UInt8] {
         do throws(CipherFailure) {
-            return try checkText.withBytes { text throws(CipherFailure) in
-                try checkData(keyID).withBytes { data throws(CipherFailure) in try cipher.seal(text, keyID: keyID, associatedData: data) }
+            var sealed: [UInt8] = []
+            try checkText.withBytes { text throws(CipherFailure) in
+                try checkData(keyID).withBytes { data throws(CipherFailure) in
+                    try cipher.seal(text, keyID: keyID, associatedData: data, appendingTo: &sealed)
+                }
             }
+            return sealed
         } catch {
             throw .encryptionFailed(id: "", reason: "the key check of \"\(keyID)\" could not be sealed: \(error.reason)")
         }
@@ -95,7 +99,8 @@ struct EncryptionEntry {
         let opened = try? check.withBytes { sealed throws(CipherFailure) in
             try checkData(keyID).withBytes { data throws(CipherFailure) in try cipher.open(sealed, keyID: keyID, associatedData: data) }
         }
-        return opened == checkText
+        guard let opened else { return false }
+        return checkText.withBytes { UnsafeRawBufferPointer(opened.bytes).hasSameBytes(as: $0) }
     }
 }
 

@@ -21,8 +21,15 @@ import LocalLMDBJSON
     /// Whether an unencrypted database opened with this cipher may be encrypted in place.
     package let adoptsUnencryptedDatabase: Bool
 
+    /// The cipher's sealing key id, and its UTF-8 bytes: most values are sealed under it, and
+    /// reading one needs neither a `String` made from its bytes nor a look-up of its key.
+    private let sealingKeyID: String
+    private let sealingKeyIDBytes: [UInt8]
+
     package init(cipher: any ValueCipher, adoptsUnencryptedDatabase: Bool) {
         self.cipher = cipher
+        sealingKeyID = cipher.sealingKeyID
+        sealingKeyIDBytes = Array(cipher.sealingKeyID.utf8)
         self.adoptsUnencryptedDatabase = adoptsUnencryptedDatabase
         unencryptedValuesAccepted = Locked(false)
     }
@@ -39,6 +46,11 @@ import LocalLMDBJSON
     /// Whether an unencrypted value may be read as it is.
     package var acceptsUnencryptedValues: Bool {
         unencryptedValuesAccepted.withLock { $0 }
+    }
+
+    /// Whether `keyID` (UTF-8) is the sealing key's id.
+    private func isSealingKeyID(_ keyID: UnsafeRawBufferPointer) -> Bool {
+        sealingKeyIDBytes.withUnsafeBytes { keyID.hasSameBytes(as: $0) }
     }
 
     func isVerifiedEntry(_ entry: UnsafeRawBufferPointer) -> Bool {
@@ -61,19 +73,18 @@ import LocalLMDBJSON
     package func sealedValue(
         json: UnsafeRawBufferPointer, className: UnsafeRawBufferPointer, fullID: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer
     ) throws(DatabaseError) -> [UInt8] {
-        let keyID = cipher.sealingKeyID
-        let sealed: [UInt8]
+        let keyID = sealingKeyID
+        var value: [UInt8] = []
+        // The header, then the sealed document: a cipher adds a nonce and a tag (28 bytes with AES-GCM).
+        value.reserveCapacity(16 + className.count + fullID.count + sealingKeyIDBytes.count + json.count + 64)
+        RecordValue.appendSealedHeader(className: className, fullID: fullID, keyID: keyID, to: &value)
         do throws(CipherFailure) {
-            sealed = try Self.withAssociatedData(className: className, id: id) { associatedData throws(CipherFailure) in
-                try cipher.seal(json, keyID: keyID, associatedData: associatedData)
+            try Self.withAssociatedData(className: className, id: id) { associatedData throws(CipherFailure) in
+                try cipher.seal(json, keyID: keyID, associatedData: associatedData, appendingTo: &value)
             }
         } catch {
             throw .encryptionFailed(id: String(decoding: id, as: UTF8.self), reason: error.reason)
         }
-        var value: [UInt8] = []
-        value.reserveCapacity(16 + className.count + fullID.count + keyID.utf8.count + sealed.count)
-        RecordValue.appendSealedHeader(className: className, fullID: fullID, keyID: keyID, to: &value)
-        value.append(contentsOf: sealed)
         return value
     }
 
@@ -82,7 +93,7 @@ import LocalLMDBJSON
     /// does not open, an unencrypted one the store does not accept, or a damaged one, is an
     /// error, never made authentic.
     func resealed(_ stored: RecordValue, key: UnsafeRawBufferPointer) throws(DatabaseError) -> [UInt8]? {
-        if stored.isSealed, stored.keyID.elementsEqual(cipher.sealingKeyID.utf8) { return nil }
+        if stored.isSealed, isSealingKeyID(stored.keyID) { return nil }
         let id = stored.idBytes(key: key)
         let document = try document(of: stored, id: id)
         return try withExtendedLifetime(document.owner) { () throws(DatabaseError) in
@@ -95,15 +106,19 @@ import LocalLMDBJSON
     /// does not open (it was changed, or moved from another record).
     package func open(_ stored: RecordValue, id: UnsafeRawBufferPointer) throws(DatabaseError) -> JSONBuffer {
         assert(stored.isSealed, "only a sealed value is opened")
-        let keyID = String(decoding: stored.keyID, as: UTF8.self)
-        guard cipher.hasKey(keyID) else {
-            throw .undecryptableRecord(id: String(decoding: id, as: UTF8.self), reason: "it is sealed under the key \"\(keyID)\", which the database was not opened with")
+        let keyID: String
+        if isSealingKeyID(stored.keyID) {
+            keyID = sealingKeyID
+        } else {
+            keyID = String(decoding: stored.keyID, as: UTF8.self)
+            guard cipher.hasKey(keyID) else {
+                throw .undecryptableRecord(id: String(decoding: id, as: UTF8.self), reason: "it is sealed under the key \"\(keyID)\", which the database was not opened with")
+            }
         }
         do throws(CipherFailure) {
-            let plaintext = try Self.withAssociatedData(className: stored.className, id: id) { associatedData throws(CipherFailure) in
+            return try Self.withAssociatedData(className: stored.className, id: id) { associatedData throws(CipherFailure) in
                 try cipher.open(stored.json, keyID: keyID, associatedData: associatedData)
             }
-            return plaintext.withUnsafeBytes { JSONBuffer(copying: $0) }
         } catch {
             throw .undecryptableRecord(
                 id: String(decoding: id, as: UTF8.self),

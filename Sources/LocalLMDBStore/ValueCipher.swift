@@ -1,3 +1,4 @@
+import LocalLMDBJSON
 import LocalLMDBLMDB
 
 /// Seals and opens the JSON documents of stored values: encryption at rest, in the store's
@@ -10,10 +11,14 @@ package protocol ValueCipher: Sendable {
     var sealingKeyID: String { get }
     /// Whether this cipher holds the key `keyID`.
     func hasKey(_ keyID: String) -> Bool
-    /// `plaintext` sealed under `keyID`, bound to `associatedData`.
-    func seal(_ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> [UInt8]
-    /// The plaintext of `sealed`, which `seal` made under `keyID` with `associatedData`.
-    func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> [UInt8]
+    /// Appends to `output` `plaintext` sealed under `keyID`, bound to `associatedData`. On a
+    /// failure, `output` may hold part of it.
+    func seal(
+        _ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]
+    ) throws(CipherFailure)
+    /// The plaintext of `sealed`, which `seal` made under `keyID` with `associatedData`, in a
+    /// buffer of its own.
+    func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> JSONBuffer
 }
 
 /// Why a cipher could not seal or open a value.

@@ -11,6 +11,8 @@ import LocalLMDBTestSupport
 //   helper write-count DIR PREFIX N  writes N Entry records, then prints "done"
 //   helper crash-loop DIR SEED       runs CrashWorkload's operations for SEED forever, printing
 //                                    "ack <n>" once operation n has returned
+//   helper fork-nonces               prints the nonce sealed next in a forked child ("child <hex>"),
+//                                    then in the parent ("parent <hex>")
 //   helper describe DIR ID           reads ID as Person and prints its class and fields
 //   helper count DIR                 prints the number of Entry records
 //   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
@@ -86,6 +88,29 @@ if arguments.count == 2, arguments[1] == "default-serialization" {
     let database = SerializationDatabase()
     let written = database.write(Record(id: "n", data: Note(text: "hello")))
     say("\(written) \(database.count()) \(database.lastError.map { "\($0)" } ?? "none")")
+    exit(0)
+}
+if arguments.count == 2, arguments[1] == "fork-nonces" {
+    // Seals a value (which draws a block of nonces), forks, and prints the nonce of the next
+    // value sealed in the child, then in the parent: they must differ.
+    let cipher = try AESGCMCipher(current: EncryptionKey.random(id: "k"))
+    func nonce() throws -> String {
+        let sealed = try [UInt8]("text".utf8).withUnsafeBytes { text in
+            try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) }
+        }
+        return sealed.prefix(12).map { String(format: "%02x", $0) }.joined()
+    }
+    _ = try nonce()
+    let child = fork()
+    if child == 0 {
+        let line = Array("child \((try? nonce()) ?? "error")\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        _exit(0)
+    }
+    guard child > 0 else { fail("fork failed") }
+    var status: Int32 = 0
+    _ = waitpid(child, &status, 0)
+    say("parent \(try nonce())")
     exit(0)
 }
 guard arguments.count >= 3 else { fail("usage: helper COMMAND DIR …") }

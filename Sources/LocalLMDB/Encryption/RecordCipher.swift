@@ -1,3 +1,4 @@
+import LocalLMDBJSON
 import LocalLMDBLMDB
 import LocalLMDBStore
 
@@ -27,6 +28,34 @@ public protocol RecordCipher: Sendable {
     /// The plaintext `seal` was given, from what it returned under the key `keyID` with the
     /// same `associatedData`; throws when anything differs.
     func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws -> [UInt8]
+    /// Appends to `output` what `seal` returns for the same arguments: LocalLMDB's way to seal,
+    /// which spares a cipher that can write the sealed bytes in place an array of their own.
+    /// The default calls `seal`.
+    func seal(
+        _ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]
+    ) throws
+    /// Calls `body` with the plaintext `open` returns for the same arguments, valid during the
+    /// call only: LocalLMDB's way to open, which spares a cipher an array of its own for it.
+    /// The default calls `open`.
+    func withOpened<Result>(
+        _ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws -> Result
+}
+
+extension RecordCipher {
+    public func seal(
+        _ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]
+    ) throws {
+        output.append(contentsOf: try seal(plaintext, keyID: keyID, associatedData: associatedData))
+    }
+
+    public func withOpened<Result>(
+        _ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer,
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws -> Result {
+        try open(sealed, keyID: keyID, associatedData: associatedData).withUnsafeBytes(body)
+    }
 }
 
 /// How a database's values are encrypted at rest: a cipher, and whether an unencrypted
@@ -70,17 +99,19 @@ struct CipherAdapter<Cipher: RecordCipher>: ValueCipher {
 
     func hasKey(_ keyID: String) -> Bool { cipher.hasKey(id: keyID) }
 
-    func seal(_ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> [UInt8] {
+    func seal(
+        _ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]
+    ) throws(CipherFailure) {
         do {
-            return try cipher.seal(plaintext, keyID: keyID, associatedData: associatedData)
+            try cipher.seal(plaintext, keyID: keyID, associatedData: associatedData, appendingTo: &output)
         } catch {
             throw CipherFailure(String(describing: error))
         }
     }
 
-    func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> [UInt8] {
+    func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws(CipherFailure) -> JSONBuffer {
         do {
-            return try cipher.open(sealed, keyID: keyID, associatedData: associatedData)
+            return try cipher.withOpened(sealed, keyID: keyID, associatedData: associatedData) { JSONBuffer(copying: $0) }
         } catch {
             throw CipherFailure(String(describing: error))
         }

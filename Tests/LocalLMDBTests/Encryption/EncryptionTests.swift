@@ -487,6 +487,64 @@ struct EncryptionTests {
         }
     }
 
+    /// Nonces drawn a block at a time are each used once: across blocks, and in a child
+    /// process made by `fork`, which must not hand out its parent's next nonces again.
+    @Test func noncesAreNeverReused() throws {
+        let cipher = try AESGCMCipher(current: try key("k", 1))
+        var nonces = Set<[UInt8]>()
+        let text = [UInt8]("the same text".utf8)
+        // Several blocks of 340 nonces.
+        for _ in 0..<2_000 {
+            let sealed = try text.withUnsafeBytes { text in
+                try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) }
+            }
+            #expect(sealed.count == text.count + 28)
+            nonces.insert(Array(sealed.prefix(12)))
+        }
+        #expect(nonces.count == 2_000)
+        let (status, lines) = try runHelper(["fork-nonces"])
+        #expect(status == 0)
+        let child = lines.first { $0.hasPrefix("child ") }?.dropFirst(6)
+        let parent = lines.first { $0.hasPrefix("parent ") }?.dropFirst(7)
+        #expect(child?.count == 24 && parent?.count == 24, "\(lines)")
+        #expect(child != parent)
+    }
+
+    /// A cipher that implements only `seal` and `open` (LocalLMDB's faster entry points take
+    /// their default implementations) works, and writes the same format as one that implements
+    /// them all.
+    @Test func aCipherWithOnlySealAndOpenWorks() async throws {
+        struct SealAndOpenOnly: RecordCipher {
+            let inner: AESGCMCipher
+            var currentKeyID: String { inner.currentKeyID }
+            func hasKey(id keyID: String) -> Bool { inner.hasKey(id: keyID) }
+            func seal(_ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws -> [UInt8] {
+                try inner.seal(plaintext, keyID: keyID, associatedData: associatedData)
+            }
+            func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws -> [UInt8] {
+                try inner.open(sealed, keyID: keyID, associatedData: associatedData)
+            }
+        }
+        try await withTemporaryDirectory { directory in
+            var minimal = DatabaseConfiguration()
+            minimal.encryption = DatabaseEncryption(SealAndOpenOnly(inner: try AESGCMCipher(current: try key("k", 1))))
+            do {
+                let database = try LocalDatabase(directory: directory, configuration: minimal)
+                try await database.write(contentsOf: (0..<50).map { Record(id: "m\($0)", data: Note(text: "minimal \($0)")) })
+                #expect((try await database.read(id: "m7") as Note?)?.text == "minimal 7")
+            }
+            do {
+                let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k", 1)))
+                #expect((try await database.read(id: "m7") as Note?)?.text == "minimal 7")
+                try await database.write(Record(id: "full", data: Note(text: "full")))
+                #expect(try await database.verifyIntegrity().problems.isEmpty)
+            }
+            let database = try LocalDatabase(directory: directory, configuration: minimal)
+            #expect((try await database.read(id: "full") as Note?)?.text == "full")
+            #expect((try await database.read() as [Note]).count == 51)
+        }
+    }
+
     /// Keys and ciphers refuse bad input with typed errors.
     @Test func badKeysAreTypedErrors() throws {
         #expect(throws: EncryptionKeyError.wrongKeySize(16)) { try EncryptionKey(id: "k", bytes: [UInt8](repeating: 0, count: 16)) }
