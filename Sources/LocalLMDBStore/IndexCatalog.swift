@@ -23,17 +23,21 @@ package final class IndexCatalog: Sendable {
     /// The stored indexes by class name, as `transaction` sees them.
     func indexes(_ store: RecordStore, in transaction: Transaction) throws(DatabaseError) -> [String: [StoredIndex]] {
         guard let catalog = store.indexes else { return [:] }
-        let version = try Self.versionKey.withBytes { key throws(DatabaseError) in
-            try transaction.get(store.meta, key).map { Array($0) }
-        }
-        guard let version else {
+        // Valid for the transaction: compared in place, copied only when the catalog is loaded.
+        let stored = try Self.versionKey.withBytes { key throws(DatabaseError) in try transaction.get(store.meta, key) }
+        guard let stored else {
             // No index yet: remembered once (`mayHaveUniqueIndex` can then say no).
             loaded.withLock { current in
                 if current?.version.isEmpty != true { current = Loaded(version: [], byClass: [:]) }
             }
             return [:]
         }
-        if let current = loaded.withLock({ $0 }), current.version == version { return current.byClass }
+        let known = loaded.withLock { current -> [String: [StoredIndex]]? in
+            guard let current, current.version.withUnsafeBytes({ $0.hasSameBytes(as: stored) }) else { return nil }
+            return current.byClass
+        }
+        if let known { return known }
+        let version = Array(stored)
         var byClass: [String: [StoredIndex]] = [:]
         try transaction.withCursor(catalog) { cursor throws(DatabaseError) in
             try cursor.forEach { key, value in

@@ -175,6 +175,8 @@ struct QueryValue: Sendable, Hashable {
             throw .invalidQuery(reason: "a value cannot be compared: \(failure.reason)")
         case let .success(bytes):
             var key: [UInt8] = []
+            // Room for the value's tag, its text and a few escapes: one allocation, mostly.
+            key.reserveCapacity(bytes.count + 16)
             bytes.withBytes { IndexKey.append(valueAt: 0, in: JSONScanner($0), kind: kind, to: &key) }
             return key
         }

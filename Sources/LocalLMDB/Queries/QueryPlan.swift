@@ -193,7 +193,11 @@ enum QueryPlan {
             case let .equals(value):
                 guard value.isDate == (field.kind == .date) else { return nil }
                 let encoded = try value.encoded(as: field.kind)
-                prefixes = prefixes.map { $0 + encoded }
+                if prefixes.count == 1, prefixes[0].isEmpty {
+                    prefixes[0] = encoded
+                } else {
+                    for at in prefixes.indices { prefixes[at].append(contentsOf: encoded) }
+                }
             case let .isIn(values):
                 guard values.allSatisfy({ $0.isDate == (field.kind == .date) }) else { return nil }
                 if values.isEmpty { return [.nothing] }
@@ -204,7 +208,7 @@ enum QueryPlan {
             case .isNil:
                 var missing: [UInt8] = []
                 IndexKey.appendMissing(to: &missing)
-                prefixes = prefixes.map { $0 + missing }
+                for at in prefixes.indices { prefixes[at].append(contentsOf: missing) }
             case let .range(lowerValue, lowerInclusive, upperValue, upperInclusive):
                 guard ((lowerValue?.isDate ?? false) || (upperValue?.isDate ?? false)) == (field.kind == .date) else { return nil }
                 let lowerBytes = try lowerValue?.encoded(as: field.kind)
@@ -250,10 +254,19 @@ enum QueryPlan {
             }
         }
         if used == 0 { return [] }
-        return prefixes.sorted { $0.lexicographicallyPrecedes($1) }.map { prefix in
-            IndexRange(
-                lower: IndexRange.Bound(prefix + (lower?.bytes ?? []), inclusive: lower?.inclusive ?? true),
-                upper: IndexRange.Bound(prefix + (upper?.bytes ?? []), inclusive: upper?.inclusive ?? true))
+        // One prefix (equalities of one value each) needs no sort; a bound the conditions leave
+        // open is the prefix itself, shared rather than copied.
+        if prefixes.count > 1 { prefixes.sort { $0.lexicographicallyPrecedes($1) } }
+        return prefixes.map { prefix in
+            IndexRange(lower: bound(prefix, then: lower), upper: bound(prefix, then: upper))
         }
+    }
+
+    /// The bound of a range's tuples: `prefix` (the equalities' values), then `bound`'s bytes if
+    /// any; inclusive when `bound` is nil.
+    private static func bound(_ prefix: [UInt8], then bound: IndexRange.Bound?) -> IndexRange.Bound {
+        guard let bound else { return IndexRange.Bound(prefix, inclusive: true) }
+        guard !prefix.isEmpty else { return bound }
+        return IndexRange.Bound(prefix + bound.bytes, inclusive: bound.inclusive)
     }
 }
