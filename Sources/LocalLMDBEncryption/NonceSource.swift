@@ -15,8 +15,9 @@ import Musl
 ///
 /// A nonce is still random and used once: each one is a distinct slice of the generator's
 /// output, handed out under a lock. A child process made by `fork` (without `exec`) would
-/// inherit the block and hand out the parent's next nonces again, so a handler registered with
-/// `pthread_atfork` discards the child's block first.
+/// inherit the block and hand out the parent's next nonces again, so handlers registered with
+/// `pthread_atfork` discard the child's block first, and hold the lock across the `fork` so
+/// that the child never inherits it held by a thread it does not have.
 ///
 /// Invariant: `offset` is a multiple of `Self.nonceSize`, at most `block.count`; the bytes from
 /// `offset` on have never been handed out, by this process or by a parent.
@@ -27,7 +28,7 @@ final class NonceSource: @unchecked Sendable {
     static let nonceSize = 12
     static let blockSize = 340 * nonceSize
 
-    private let lock = NSLock()
+    fileprivate let lock = NSLock()
     private var block: [UInt8]
     /// The next unused nonce of `block`.
     private var offset: Int
@@ -91,9 +92,16 @@ final class NonceSource: @unchecked Sendable {
         }
     }
 
-    /// Registers, once, the handler that counts forks in the child.
+    /// Registers, once, the handlers that hold the lock across a `fork` and count forks in the
+    /// child.
     private static let registerForkHandler: Void = {
-        _ = pthread_atfork(nil, nil, { forkCount &+= 1 })
+        _ = pthread_atfork(
+            { NonceSource.shared.lock.lock() },
+            { NonceSource.shared.lock.unlock() },
+            {
+                forkCount &+= 1
+                NonceSource.shared.lock.unlock()
+            })
     }()
 }
 

@@ -13,6 +13,8 @@ import LocalLMDBTestSupport
 //                                    "ack <n>" once operation n has returned
 //   helper fork-nonces               prints the nonce sealed next in a forked child ("child <hex>"),
 //                                    then in the parent ("parent <hex>")
+//   helper fork-while-sealing        forks 200 times while a thread seals, each child sealing
+//                                    once; prints "failed <children that hung or failed>"
 //   helper describe DIR ID           reads ID as Person and prints its class and fields
 //   helper count DIR                 prints the number of Entry records
 //   helper write-big DIR PREFIX N KB writes N Entry records of KB kilobytes each, then prints "done"
@@ -111,6 +113,32 @@ if arguments.count == 2, arguments[1] == "fork-nonces" {
     var status: Int32 = 0
     _ = waitpid(child, &status, 0)
     say("parent \(try nonce())")
+    exit(0)
+}
+if arguments.count == 2, arguments[1] == "fork-while-sealing" {
+    // Forks 200 times while another thread seals without pause; each child seals once (with
+    // two seconds to do it, or SIGALRM ends it) and exits. Prints how many children did not.
+    let cipher = try AESGCMCipher(current: EncryptionKey.random(id: "k"))
+    let seal: @Sendable () -> Bool = {
+        let text = [UInt8]("text".utf8)
+        return (try? text.withUnsafeBytes { text in try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) } }) != nil
+    }
+    let sealer = Thread { while true { _ = seal() } }
+    sealer.start()
+    var failed = 0
+    for _ in 0..<200 {
+        let child = fork()
+        if child == 0 {
+            alarm(2)
+            _exit(seal() ? 0 : 1)
+        }
+        guard child > 0 else { fail("fork failed") }
+        var status: Int32 = 0
+        _ = waitpid(child, &status, 0)
+        // Exited with 0: the low 7 bits (the signal) and the exit code are all zero.
+        if status != 0 { failed += 1 }
+    }
+    say("failed \(failed)")
     exit(0)
 }
 guard arguments.count >= 3 else { fail("usage: helper COMMAND DIR …") }

@@ -510,6 +510,14 @@ struct EncryptionTests {
         #expect(child != parent)
     }
 
+    /// A child made by `fork` while another thread of its parent seals can seal too: it never
+    /// inherits the nonce source's lock held by a thread it does not have (which would hang it).
+    @Test func aChildOfForkCanSealWhileItsParentSeals() throws {
+        let (status, lines) = try runHelper(["fork-while-sealing"])
+        #expect(status == 0)
+        #expect(lines == ["failed 0"])
+    }
+
     /// A cipher that implements only `seal` and `open` (LocalLMDB's faster entry points take
     /// their default implementations) works, and writes the same format as one that implements
     /// them all.
