@@ -33,6 +33,9 @@ public struct AESGCMCipher: RecordCipher {
         }
         self.current = current
         self.keys = keys
+        // Made now, not at the first seal: a `fork` while another thread makes it would leave
+        // the child unable to.
+        _ = NonceSource.shared
     }
 
     public var currentKeyID: String { current.id }

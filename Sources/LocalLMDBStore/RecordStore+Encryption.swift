@@ -100,7 +100,7 @@ struct EncryptionEntry {
             try checkData(keyID).withBytes { data throws(CipherFailure) in try cipher.open(sealed, keyID: keyID, associatedData: data) }
         }
         guard let opened else { return false }
-        return checkText.withBytes { UnsafeRawBufferPointer(opened.bytes).hasSameBytes(as: $0) }
+        return withExtendedLifetime(opened) { checkText.withBytes { UnsafeRawBufferPointer(opened.bytes).hasSameBytes(as: $0) } }
     }
 }
 
@@ -127,7 +127,7 @@ extension RecordStore {
             return
         }
         let cipher = encryption.cipher
-        let sealingKey = cipher.sealingKeyID
+        let sealingKey = encryption.sealingKeyID
         guard !sealingKey.isEmpty, sealingKey.utf8.count <= 255 else {
             throw .encryptionFailed(id: "", reason: "a key id must be 1 to 255 bytes of UTF-8, not \(sealingKey.utf8.count)")
         }
@@ -172,7 +172,7 @@ extension RecordStore {
     /// could not be read by a process opened with the database's keys.
     func checkSealingKeyListed(in transaction: Transaction) throws(DatabaseError) {
         guard let encryption else { return }
-        let sealingKey = encryption.cipher.sealingKeyID
+        let sealingKey = encryption.sealingKeyID
         let listed = try EncryptionEntry.metaKey.withBytes { key throws(DatabaseError) -> Bool in
             guard let stored = try transaction.get(meta, key) else { return false }
             if encryption.isVerifiedEntry(stored) { return true }
@@ -205,7 +205,7 @@ extension RecordStore {
         guard let encryption else { throw .encryptionRequired(path: environment.directoryPath) }
         try checkSealingKeyListed(in: transaction)
         let resealed = try resealing(after: nil, limit: .max, in: transaction).resealed
-        let sealingKey = encryption.cipher.sealingKeyID
+        let sealingKey = encryption.sealingKeyID
         guard let current = try EncryptionEntry.stored(in: meta, transaction)?.keys.first(where: { $0.id == sealingKey }) else {
             throw .encryptionFailed(id: "", reason: "the database's encryption entry does not list the key '\(sealingKey)'")
         }

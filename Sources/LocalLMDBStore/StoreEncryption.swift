@@ -23,7 +23,7 @@ import LocalLMDBJSON
 
     /// The cipher's sealing key id, and its UTF-8 bytes: most values are sealed under it, and
     /// reading one needs neither a `String` made from its bytes nor a look-up of its key.
-    private let sealingKeyID: String
+    package let sealingKeyID: String
     private let sealingKeyIDBytes: [UInt8]
 
     package init(cipher: any ValueCipher, adoptsUnencryptedDatabase: Bool) {
@@ -39,7 +39,7 @@ import LocalLMDBJSON
     /// against the database's key checks.)
     @usableFromInline package static func == (left: StoreEncryption, right: StoreEncryption) -> Bool {
         left === right
-            || (left.cipher.sealingKeyID == right.cipher.sealingKeyID
+            || (left.sealingKeyID == right.sealingKeyID
                 && left.adoptsUnencryptedDatabase == right.adoptsUnencryptedDatabase)
     }
 

@@ -60,21 +60,12 @@ import LocalLMDBLMDB
     ) throws(DatabaseError) -> (records: [R], last: IndexCursor?) {
         let page = try store.page(matching: query, in: transaction)
         let keys = page.keys
-        // The records are found first, then decoded: look-ups in a row keep the tree's pages in
-        // the processor's caches, which decoding between them would evict. The values stay
-        // valid for the snapshot's transaction, which outlives both loops.
-        var values: [UnsafeRawBufferPointer?] = []
-        values.reserveCapacity(keys.count)
-        for key in keys {
-            values.append(try key.withBytes { key throws(DatabaseError) in try transaction.get(store.records, key) })
-        }
-        assert(values.count == keys.count, "one look-up per key")
         var results: [R] = []
         results.reserveCapacity(keys.count)
-        for (key, value) in zip(keys, values) {
-            // The record is there: the snapshot that found its entry holds it.
-            guard let value else { continue }
+        for key in keys {
             try key.withBytes { key throws(DatabaseError) in
+                // The record is there: the snapshot that found its entry holds it.
+                guard let value = try transaction.get(store.records, key) else { return }
                 let stored = try RecordDecoding.decode(key: key, value: value, encryption: store.encryption)
                 results.append(try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) })
             }

@@ -14,11 +14,14 @@ import LocalLMDBStore
 ///
 /// A conforming type must be an authenticated cipher: `open` throws, never returns other
 /// bytes, when the sealed bytes, the key or the associated data differ in any way from what
-/// `seal` was given; and `seal` must use a fresh nonce every time. Both are called on any
-/// thread, concurrently. See <doc:Encryption> for what encryption protects and what it does not.
+/// `seal` was given; and `seal` must use a fresh nonce every time. LocalLMDB calls
+/// `seal(_:keyID:associatedData:appendingTo:)` and `withOpened(_:keyID:associatedData:_:)`
+/// (whose defaults call `seal` and `open`) on any thread, concurrently. See <doc:Encryption>
+/// for what encryption protects and what it does not.
 public protocol RecordCipher: Sendable {
     /// The id of the key new values are sealed under: 1 to 255 bytes of UTF-8, stored in the
-    /// clear beside each value and in the database's key checks. Never the key itself.
+    /// clear beside each value and in the database's key checks. Never the key itself. It must
+    /// not change for the cipher's life: a database reads it once, as it opens.
     var currentKeyID: String { get }
     /// Whether the cipher holds the key `keyID` (the current key, or an older one kept to read
     /// values not yet sealed again).
@@ -28,9 +31,14 @@ public protocol RecordCipher: Sendable {
     /// The plaintext `seal` was given, from what it returned under the key `keyID` with the
     /// same `associatedData`; throws when anything differs.
     func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws -> [UInt8]
-    /// Appends to `output` what `seal` returns for the same arguments: LocalLMDB's way to seal,
-    /// which spares a cipher that can write the sealed bytes in place an array of their own.
-    /// The default calls `seal`.
+    /// Appends to `output` `plaintext` sealed as `seal` seals it (the same format, with a fresh
+    /// nonce): LocalLMDB's way to seal, which spares a cipher that can write the sealed bytes
+    /// in place an array of their own. The default calls `seal`. When it throws, LocalLMDB
+    /// discards `output`, so a partial append does no harm.
+    ///
+    /// A cipher must not implement `seal` by calling this method unless it implements this
+    /// method too (the default would call `seal` back); the same holds for `open` and
+    /// `withOpened`.
     func seal(
         _ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]
     ) throws
@@ -88,7 +96,7 @@ public struct DatabaseEncryption: Sendable {
     }
 
     /// The id of the key new values are sealed under.
-    public var currentKeyID: String { store.cipher.sealingKeyID }
+    public var currentKeyID: String { store.sealingKeyID }
 }
 
 /// A public `RecordCipher` in the store's terms.

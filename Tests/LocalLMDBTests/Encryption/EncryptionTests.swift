@@ -493,7 +493,7 @@ struct EncryptionTests {
         let cipher = try AESGCMCipher(current: try key("k", 1))
         var nonces = Set<[UInt8]>()
         let text = [UInt8]("the same text".utf8)
-        // Several blocks of 340 nonces.
+        // Many blocks of 21 nonces.
         for _ in 0..<2_000 {
             let sealed = try text.withUnsafeBytes { text in
                 try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) }
