@@ -6,9 +6,8 @@ import LocalLMDB
 /// `RecordCipher` of LocalLMDB's encryption at rest.
 ///
 /// Each value is sealed with a fresh random 96-bit nonce (from the system's secure generator,
-/// drawn a block at a time), its record's class name and id as
-/// associated data, and a 128-bit tag: `nonce ‖ ciphertext ‖ tag`, 28 bytes more than the
-/// document. (Random nonces stay safe for about 2³² values sealed under one key; rotate long
+/// drawn 21 at a time), its record's class name and id as associated data, and a 128-bit tag:
+/// `nonce ‖ ciphertext ‖ tag`, 28 bytes more than the document. (Random nonces stay safe for about 2³² values sealed under one key; rotate long
 /// before: ``LocalLMDB/LocalDatabase/reencrypt(batchSize:progress:)``.)
 ///
 /// ```swift

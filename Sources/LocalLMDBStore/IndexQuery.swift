@@ -214,11 +214,9 @@ extension RecordStore {
 
     /// The page of records `query` selects: their keys, and the position of the last.
     func page(matching query: IndexQuery, in transaction: Transaction) throws(DatabaseError) -> IndexQuery.Page {
-        // The catalog once for every class name (each look-up of it checks its version).
-        let catalog = try storedIndexes(in: transaction)
         var stored: [StoredIndex] = []
         for className in query.classNames {
-            guard let index = catalog[className]?.first(where: { $0.definition.name == query.definition.name }),
+            guard let index = try storedIndex(className: className, name: query.definition.name, in: transaction),
                   index.definition == query.definition else { return try scannedKeys(query, in: transaction) }
             stored.append(index)
         }
@@ -330,9 +328,7 @@ extension RecordStore {
         // is cut there, which seeks no further than the entries it stands for.
         let seekLength = StoredIndex.stemLength(maxKeySize)
         if !descending {
-            var from = prefix
-            if let lower = range.lower { from.append(contentsOf: lower.bytes.prefix(max(0, seekLength - prefix.count))) }
-            if from.count > seekLength { from.removeLast(from.count - seekLength) }
+            let from = Array((prefix + (range.lower?.bytes ?? [])).prefix(seekLength))
             return try from.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }
         }
         // The first key past the range's upper end, then one step back.
