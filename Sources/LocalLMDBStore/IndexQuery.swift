@@ -30,11 +30,6 @@ import LocalLMDBJSON
         self.limit = limit
     }
 
-    /// Whether an entry comes after `after` in the query's order.
-    func isPastCursor(_ tuple: UnsafeRawBufferPointer, _ recordKey: UnsafeRawBufferPointer) -> Bool {
-        Self.isPast(after, descending: descending, tuple, recordKey)
-    }
-
     /// Whether an entry comes after `after` in the order of a query, descending or not.
     static func isPast(_ after: IndexCursor?, descending: Bool, _ tuple: UnsafeRawBufferPointer, _ recordKey: UnsafeRawBufferPointer) -> Bool {
         guard let after else { return true }

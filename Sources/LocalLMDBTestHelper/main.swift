@@ -92,15 +92,20 @@ if arguments.count == 2, arguments[1] == "default-serialization" {
     say("\(written) \(database.count()) \(database.lastError.map { "\($0)" } ?? "none")")
     exit(0)
 }
+/// A short text sealed by `cipher` under its key "k", with no associated data: what the fork
+/// commands seal.
+func sealSample(_ cipher: AESGCMCipher) throws -> [UInt8] {
+    try [UInt8]("text".utf8).withUnsafeBytes { text in
+        try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) }
+    }
+}
+
 if arguments.count == 2, arguments[1] == "fork-nonces" {
     // Seals a value (which draws a block of nonces), forks, and prints the nonce of the next
     // value sealed in the child, then in the parent: they must differ.
     let cipher = try AESGCMCipher(current: EncryptionKey.random(id: "k"))
     func nonce() throws -> String {
-        let sealed = try [UInt8]("text".utf8).withUnsafeBytes { text in
-            try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) }
-        }
-        return sealed.prefix(12).map { String(format: "%02x", $0) }.joined()
+        try sealSample(cipher).prefix(12).map { String(format: "%02x", $0) }.joined()
     }
     _ = try nonce()
     let child = fork()
@@ -121,10 +126,7 @@ if arguments.count == 2, arguments[1] == "fork-while-sealing" {
     // Forks 200 times while another thread seals without pause; each child seals once (with
     // two seconds to do it, or SIGALRM ends it) and exits. Prints how many children did not.
     let cipher = try AESGCMCipher(current: EncryptionKey.random(id: "k"))
-    let seal: @Sendable () -> Bool = {
-        let text = [UInt8]("text".utf8)
-        return (try? text.withUnsafeBytes { text in try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) } }) != nil
-    }
+    let seal: @Sendable () -> Bool = { (try? sealSample(cipher)) != nil }
     let sealer = Thread { while true { _ = seal() } }
     sealer.start()
     var failed = 0
