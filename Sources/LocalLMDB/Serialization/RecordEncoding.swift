@@ -13,30 +13,29 @@ enum RecordEncoding {
     ///
     /// The models the record's references hold (`Reference`) are appended after it, and theirs
     /// after them, each id once per `written`: so a cycle ends, and a model two records refer
-    /// to is written once. `written` holds the ids this write has stored since it met its first
-    /// reference, the records it was given included (`earlierIDs` gives those before this one,
-    /// when the first reference is met): a model a reference holds never replaces a record the
-    /// write was given, whatever the order (a record given after it replaces it, as any later
-    /// record of a batch does).
+    /// to is written once. `written` holds the ids of the models this write has stored for
+    /// references, and of the records given to it that held them. `givenEarlier` says whether
+    /// the write was given a record of that id before this one (in any part of a batch): a
+    /// model a reference holds never replaces a record the write was given, whatever the order
+    /// (a record given after it replaces it, as any later record of a batch does).
     static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout [StoredClass], written: inout Set<String>, earlierIDs: () -> [String] = { [] }
+        classes: inout [StoredClass], written: inout Set<String>, givenEarlier: (String) -> Bool = { _ in false }
     ) throws(DatabaseError) {
         let scratch = EncodeScratch.current
         let start = scratch.referencedCount
         // What a failed encode noted is dropped with it.
         defer { _ = scratch.takeReferences(from: start) }
         try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
-        // Once a write has met a reference, every record it is given is noted (empty before).
-        if !written.isEmpty { written.insert(record.id) }
+        // A model stored earlier for a reference is replaced by this record: the later one.
         guard scratch.referencedCount > start else { return }
-        if written.isEmpty { written.formUnion(earlierIDs() + [record.id]) }
+        written.insert(record.id)
         var waiting = Array(scratch.takeReferences(from: start))
         var next = 0
         while next < waiting.count {
             let (id, model) = waiting[next]
             next += 1
-            guard written.insert(id).inserted else { continue }
+            guard !givenEarlier(id), written.insert(id).inserted else { continue }
             let mark = scratch.referencedCount
             try encodeReferenced(model, id: id, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
             waiting.append(contentsOf: scratch.takeReferences(from: mark))
@@ -158,17 +157,27 @@ enum RecordEncoding {
         var header: [UInt8] = []
         header.reserveCapacity(64)
         var written: Set<String> = []
-        var partStart = 0
+        // Where each id is first given, made when a first reference is met: the whole batch's,
+        // since a model a reference holds must not replace a record given in an earlier part.
+        var firstGiven: [String: Int]?
         for (index, record) in records.enumerated() {
             try encode(
                 record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes,
-                written: &written, earlierIDs: { records[partStart..<index].map(\.id) })
+                written: &written,
+                givenEarlier: { id in
+                    if firstGiven == nil {
+                        var first: [String: Int] = [:]
+                        first.reserveCapacity(records.count)
+                        for (position, given) in records.enumerated() where first[given.id] == nil { first[given.id] = position }
+                        firstGiven = first
+                    }
+                    return firstGiven?[id].map { $0 < index } ?? false
+                })
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
                 try send(.put(batch, classes: classes))
                 batch = RecordBatch()
                 classes = []
                 written = []
-                partStart = index + 1
             }
             if index % progressInterval == progressInterval - 1 { progress() }
         }
