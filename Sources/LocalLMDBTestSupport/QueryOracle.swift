@@ -1,3 +1,4 @@
+import Foundation
 import LocalLMDB
 
 /// A model for the query oracle: a compound index, a multi-entry one, one on doubles.
@@ -45,7 +46,8 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 /// The queries' correctness oracle, on any engine: random histories of writes, batches,
 /// deletes, class changes, type deletes, transactions and rollbacks, after each step every
 /// query kind's results (content and order, a page of them) compared with the same filter
-/// applied in memory to what the history left. Returns the disagreements, each naming the seed.
+/// applied in memory to what the history left, itself checked against `read()`. Returns the
+/// disagreements, each naming the seed.
 public enum QueryOracle {
     static let groups = ["a", "b", "é", "e\u{301}", "e\u{301}x"]  // "é" precomposed and decomposed: one group
     static let labels = ["red", "green", "blue", "", "x\u{0}y"]
@@ -71,6 +73,26 @@ public enum QueryOracle {
             return Array(left.id.utf8).lexicographicallyPrecedes(Array(right.id.utf8))
         }.map(\.id)
         return descending ? sorted.reversed() : sorted
+    }
+
+    /// The bytes a string is compared by: its UTF-8 in canonical composition (NFC).
+    static func composed(_ string: String) -> [UInt8] {
+        Array(string.precomposedStringWithCanonicalMapping.utf8)
+    }
+
+    /// The oracle's order of the compound index (group, rank): by group's composed bytes, then
+    /// by rank (nil first), then by id.
+    static func orderedByGroup(_ items: [(id: String, item: OracleItem)]) -> [String] {
+        items.sorted { left, right in
+            let (l, r) = (composed(left.item.group), composed(right.item.group))
+            if l != r { return l.lexicographicallyPrecedes(r) }
+            if left.item.rank != right.item.rank {
+                guard let lRank = left.item.rank else { return true }
+                guard let rRank = right.item.rank else { return false }
+                return lRank < rRank
+            }
+            return Array(left.id.utf8).lexicographicallyPrecedes(Array(right.id.utf8))
+        }.map(\.id)
     }
 
     /// Runs the history of `seed` (`steps` steps) on `database`, which must hold no records.
@@ -137,6 +159,15 @@ public enum QueryOracle {
             if !agrees { problems.append("seed \(seed): \(what)") }
         }
         let items = model.map { (id: $0.key, item: $0.value) }
+        // What `read()` gives is what the oracle's model holds: the filters below apply to it.
+        let stored = try await database.readIDs(OracleItem.self)
+        check(Set(stored) == Set(model.keys) && stored.count == model.count, "the ids read() gives")
+        let all: [OracleItem] = try await database.read()
+        check(all.count == model.count, "the records read() gives")
+        for (id, item) in model {
+            let read: OracleItem? = try await database.read(id: id)
+            check(read == item, "the record \(id)")
+        }
         // A group, ordered by rank, one page of it.
         let group = groups.randomElement(using: &random) ?? "a"
         let descending = Bool.random(using: &random)
@@ -169,6 +200,29 @@ public enum QueryOracle {
         check(paged == wholeGroup.compactMap { model[$0] }, "keyset pages of group \(group), descending \(descending)")
         check(try await database.exists(byRank) == !inGroup.isEmpty, "exists in group \(group)")
         check(try await database.first(byRank) == wholeGroup.first.flatMap { model[$0] }, "first of group \(group)")
+        // The same, streamed in batches of two.
+        var streamed: [OracleItem] = []
+        for try await item in database.stream(Query(OracleItem.self).filter("group", .equals(group)).sorted(by: "rank", descending: descending), batchSize: 2) { streamed.append(item) }
+        check(streamed == wholeGroup.compactMap { model[$0] }, "the stream of group \(group), descending \(descending)")
+        // Missing ranks within a group, and strict rank bounds.
+        let missing = inGroup.filter { $0.item.rank == nil }.map(\.id).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        check(try await database.readIDs(Query(OracleItem.self).filter("group", .equals(group)).filter("rank", .isNil)) == missing, "rank nil in group \(group)")
+        let pivot = Int.random(in: -3...3, using: &random)
+        let below = inGroup.filter { $0.item.rank.map { $0 < pivot } ?? false }
+        let foundBelow = try await database.readIDs(Query(OracleItem.self).filter("group", .equals(group)).filter("rank", .lessThan(pivot)))
+        check(foundBelow == ordered(below, by: { $0.rank.map(Double.init) }, descending: false), "rank < \(pivot) in group \(group)")
+        let above = inGroup.filter { $0.item.rank.map { $0 > pivot } ?? false }
+        let foundAbove = try await database.readIDs(Query(OracleItem.self).filter("group", .equals(group)).filter("rank", .greaterThan(pivot)))
+        check(foundAbove == ordered(above, by: { $0.rank.map(Double.init) }, descending: false), "rank > \(pivot) in group \(group)")
+        // Groups in a set, and groups by prefix: in the compound index's order.
+        let chosen = [groups.randomElement(using: &random) ?? "a", groups.randomElement(using: &random) ?? "b"]
+        let chosenBytes = Set(chosen.map(composed))
+        let inChosen = orderedByGroup(items.filter { chosenBytes.contains(composed($0.item.group)) })
+        check(try await database.readIDs(Query(OracleItem.self).filter("group", .isIn(chosen))) == inChosen, "group in \(chosen)")
+        let prefix = ["", "e", "é", "e\u{301}", "a", "éx", "x"].randomElement(using: &random) ?? ""
+        let prefixed = orderedByGroup(items.filter { composed($0.item.group).starts(with: composed(prefix)) })
+        check(try await database.readIDs(Query(OracleItem.self).filter("group", .hasPrefix(prefix))) == prefixed, "group prefix \(prefix.debugDescription)")
+        check(try await database.count(Query(OracleItem.self).filter("group", .hasPrefix(prefix))) == prefixed.count, "count of group prefix \(prefix.debugDescription)")
         // A rank range within a group.
         let low = Int.random(in: -3...3, using: &random)
         let ranged = inGroup.filter { ($0.item.rank ?? .min) >= low && $0.item.rank != nil }
