@@ -45,6 +45,7 @@ let package = Package(
             dependencies: [
                 "BenchmarkCore",
                 .product(name: "LocalLMDB", package: "LocalLMDB"),
+                .product(name: "LocalLMDBEncryption", package: "LocalLMDB"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/LocalLMDBBenchmarks",

@@ -2,6 +2,7 @@ import Benchmark
 import BenchmarkCore
 import Foundation
 import LocalLMDB
+import LocalLMDBEncryption
 
 // Tracked benchmarks: time and allocations of LocalLMDB's hot paths, checked against the static
 // thresholds in Benchmarks/Thresholds (`scripts/benchmark-thresholds`).
@@ -12,7 +13,8 @@ import LocalLMDB
 /// A database of `recordCount` students, built once by a setup hook and shared by the read
 /// benchmarks. Written by the setup hook before any benchmark closure runs, read-only after.
 /// `shared` holds hand-written `BenchStudent`s, `codable` the same data as `BenchCodableStudent`s,
-/// each in a database of its own.
+/// each in a database of its own; `encrypted` and `encryptedCodable` hold the same, encrypted at
+/// rest with `AESGCMCipher`.
 final class SharedDatabase: @unchecked Sendable {
     static let shared = SharedDatabase(name: "tracked") { ids, database in
         try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchStudent(index: $0.offset)) })
@@ -20,22 +22,34 @@ final class SharedDatabase: @unchecked Sendable {
     static let codable = SharedDatabase(name: "tracked-codable") { ids, database in
         try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchCodableStudent(index: $0.offset)) })
     }
+    static let encrypted = SharedDatabase(name: "tracked-encrypted", encrypted: true) { ids, database in
+        try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchStudent(index: $0.offset)) })
+    }
+    static let encryptedCodable = SharedDatabase(name: "tracked-encrypted-codable", encrypted: true) { ids, database in
+        try await database.write(contentsOf: ids.enumerated().map { Record(id: $0.element, data: BenchCodableStudent(index: $0.offset)) })
+    }
     static let recordCount = 10_000
     let name: String
+    let encrypted: Bool
     let fill: @Sendable ([String], LocalDatabase) async throws -> Void
     var database: LocalDatabase?
     var ids: [String] = []
     var directory: URL?
 
-    init(name: String, fill: @escaping @Sendable ([String], LocalDatabase) async throws -> Void) {
+    init(name: String, encrypted: Bool = false, fill: @escaping @Sendable ([String], LocalDatabase) async throws -> Void) {
         self.name = name
+        self.encrypted = encrypted
         self.fill = fill
     }
 
     func open() async throws {
         guard database == nil else { return }
         let directory = try Fixture.temporaryDirectory(name)
-        let database = try LocalDatabase(directory: directory)
+        var configuration = DatabaseConfiguration()
+        if encrypted {
+            configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: try EncryptionKey.random(id: "tracked")))
+        }
+        let database = try LocalDatabase(directory: directory, configuration: configuration)
         ids = Fixture.ids(Self.recordCount)
         try await fill(ids, database)
         self.database = database
@@ -113,6 +127,32 @@ let benchmarks: @Sendable () -> Void = {
         configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.codable.open() })
     ) { benchmark in
         let shared = SharedDatabase.codable
+        guard let database = shared.database else { return }
+        for iteration in benchmark.scaledIterations {
+            let student: BenchCodableStudent? = try await database.read(id: shared.ids[iteration * 7 % shared.ids.count])
+            blackHole(student)
+        }
+    }
+
+    // The two reads by id again, in an encrypted database: their mallocCountTotal thresholds are
+    // the allocations of an encrypted read, times 1000 (README, "Encryption at rest").
+    Benchmark(
+        "LocalLMDB.readByIDEncrypted",
+        configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.encrypted.open() })
+    ) { benchmark in
+        let shared = SharedDatabase.encrypted
+        guard let database = shared.database else { return }
+        for iteration in benchmark.scaledIterations {
+            let student: BenchStudent? = try await database.read(id: shared.ids[iteration * 7 % shared.ids.count])
+            blackHole(student)
+        }
+    }
+
+    Benchmark(
+        "LocalLMDB.readByIDCodableEncrypted",
+        configuration: .init(scalingFactor: .kilo, setup: { try await SharedDatabase.encryptedCodable.open() })
+    ) { benchmark in
+        let shared = SharedDatabase.encryptedCodable
         guard let database = shared.database else { return }
         for iteration in benchmark.scaledIterations {
             let student: BenchCodableStudent? = try await database.read(id: shared.ids[iteration * 7 % shared.ids.count])
