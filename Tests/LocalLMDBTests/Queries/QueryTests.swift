@@ -193,9 +193,10 @@ struct QueryTests {
         }
     }
 
-    @Test func anIndexAddedToExistingRecordsIsBuilt() async throws {
+    @Test func aBatchsRecordsAreFoundThroughTheirIndexes() async throws {
         try await withDatabase { database, _ in
-            // Written as a type with no index declared, under the class name Product's records use.
+            // One batch, then a range on one index and a count on another. (An index built over
+            // records already stored: IndexPartsAndBuildTests and CountedIndexTests.)
             _ = try await database.write(contentsOf: (0..<50).map { Record(id: "p\($0)", data: Product(sku: "s\($0)", name: "n\($0 % 5)", price: Decimal($0) / 4)) })
             let cheap = try await database.read(Query(Product.self).filter("price", .lessThan(Decimal(1))).sorted(by: "price", descending: true))
             #expect(cheap.map(\.sku) == ["s3", "s2", "s1", "s0"])
