@@ -49,6 +49,10 @@ import LocalLMDBTestSupport
 //   helper reencrypt DIR             re-encrypts in batches of 50, printing "progress <visited>"
 //                                    after each batch and "done <n>" at the end; with
 //                                    HELPER_STOP_AFTER=N, waits to be killed after N batches
+//   helper reencrypt-batches DIR BATCH re-encrypts in batches of BATCH records, printing
+//                                    "progress <visited> <resealed>" after each batch (from the
+//                                    progress callback, then going straight on to the next batch)
+//                                    and "done <n>" at the end
 //   (HELPER_KEYS="id=hex,id=hex" in the environment opens the database encrypted, sealing
 //   under the first key)
 //   helper write-deep-codable DIR N  writes a Codable model nested N + 1 levels deep through
@@ -276,6 +280,14 @@ do {
             if let stopAfter, batches >= stopAfter {
                 while true { sleep(1) }
             }
+        }
+        say("done \(resealed)")
+    case "reencrypt-batches":
+        // Never pauses: a test kills it upon reading a progress line, while it has already
+        // gone on to read, seal and commit the next batch.
+        guard arguments.count > 3, let batchSize = Int(arguments[3]), batchSize > 0 else { fail("reencrypt-batches needs BATCH") }
+        let resealed = try await database.reencrypt(batchSize: batchSize) { progress in
+            say("progress \(progress.recordsVisited) \(progress.recordsReencrypted)")
         }
         say("done \(resealed)")
     case "looping-readers":
