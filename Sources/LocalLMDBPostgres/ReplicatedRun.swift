@@ -12,17 +12,18 @@ import LocalLMDB
 struct ReplicatedRun {
     /// The run's deletions, as operations on the target's keys, in order.
     var deletions: [WriteOperation] = []
-    /// The ids the run wrote, each once, in the order first written.
+    /// The ids the run wrote, each once (by its bytes: canonically equivalent ids are two
+    /// records), in the order first written.
     var written: [String] = []
 
     /// The plan for `commits`, keyed for a target whose longest key is `maxKeySize`.
     init(_ commits: [LoggedCommit], maxKeySize: Int) {
-        var seen = Set<String>()
+        var seen = Set<ExactID>()
         for commit in commits {
             for change in commit.changes {
                 switch change {
                 case let .written(id, _):
-                    if seen.insert(id).inserted { written.append(id) }
+                    if seen.insert(ExactID(id)).inserted { written.append(id) }
                 case let .deleted(id, _):
                     deletions.append(.delete(StorageKey(id, maxKeySize: maxKeySize)))
                 case let .typeDeleted(className):
@@ -39,8 +40,8 @@ struct ReplicatedRun {
     }
 
     /// The deletions of the ids among `written` that the source no longer holds.
-    func absent(found: Set<String>, maxKeySize: Int) -> [WriteOperation] {
-        written.filter { !found.contains($0) }.map { .delete(StorageKey($0, maxKeySize: maxKeySize)) }
+    func absent(found: Set<ExactID>, maxKeySize: Int) -> [WriteOperation] {
+        written.filter { !found.contains(ExactID($0)) }.map { .delete(StorageKey($0, maxKeySize: maxKeySize)) }
     }
 }
 

@@ -198,10 +198,10 @@ extension PostgresEngine {
     /// `following` (as LMDB's store does: `WriteOperation.deleteReaching`), a level of the graph
     /// per statement. Returns the records deleted.
     private func deleteReaching(
-        _ key: StorageKey, following: Set<String>, on connection: PostgresConnection, changes: inout ChangeSet
+        _ key: StorageKey, following: Set<ExactID>, on connection: PostgresConnection, changes: inout ChangeSet
     ) throws(DatabaseError) -> Int {
         var level = [key]
-        var seen: Set<String> = [key.id]
+        var seen: Set<ExactID> = [ExactID(key.id)]
         var deleted = 0
         while !level.isEmpty {
             let result = try run(
@@ -222,7 +222,7 @@ extension PostgresEngine {
                 let referenced = try value.withUnsafeReadableBytes { value throws(DatabaseError) in
                     RecordReference.referencedIDs(in: try RecordDecoding.decode(value: value, id: key.id, encryption: nil).object)
                 }
-                for id in referenced where following.contains(id) && seen.insert(id).inserted {
+                for id in referenced where following.contains(ExactID(id)) && seen.insert(ExactID(id)).inserted {
                     next.append(StorageKey(id, maxKeySize: maxKeySize))
                 }
                 changes.append(.deleted(id: key.id, className: className))

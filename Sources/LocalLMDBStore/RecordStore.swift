@@ -502,18 +502,18 @@ import Foundation
     /// way that cannot be read (corrupt, or sealed under a key this store lacks) fails the
     /// operation, deleting nothing.
     private func deleteReaching(
-        _ key: StorageKey, following: Set<String>, in transaction: Transaction, changes: inout ChangeSet
+        _ key: StorageKey, following: Set<ExactID>, in transaction: Transaction, changes: inout ChangeSet
     ) throws(DatabaseError) -> Int {
         let indexes = try storedIndexes(in: transaction)
         var waiting = [key]
-        var seen: Set<String> = [key.id]
+        var seen: Set<ExactID> = [ExactID(key.id)]
         var deleted = 0
         while let next = waiting.popLast() {
             let id = next.id
             if let value = try value(next, in: transaction) {
                 let record = try RecordDecoding.decode(value: value, id: id, encryption: encryption)
                 for referenced in RecordReference.referencedIDs(in: record.object)
-                where following.contains(referenced) && seen.insert(referenced).inserted {
+                where following.contains(ExactID(referenced)) && seen.insert(ExactID(referenced)).inserted {
                     waiting.append(StorageKey(referenced, maxKeySize: maxKeySize))
                 }
             }

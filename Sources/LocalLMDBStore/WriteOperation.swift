@@ -16,7 +16,7 @@ package enum WriteOperation: Sendable {
     /// among `following`: an id is followed when a stored document on the way names it
     /// (`RecordReference`, read in the transaction) and it is one of `following` (the ids a
     /// typed read found to be references).
-    case deleteReaching(StorageKey, following: Set<String>)
+    case deleteReaching(StorageKey, following: Set<ExactID>)
     /// Delete every record stored under any of these type keys (of the class names `names`),
     /// the first of which is `owner`'s name: refused when another type owns that name
     /// (`RecordStore.checkOwner`).

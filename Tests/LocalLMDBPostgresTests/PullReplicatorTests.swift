@@ -86,6 +86,29 @@ extension PostgresTests {
             }
         }
 
+        @Test("Ids that differ only in Unicode normalization are two records, and both reach the replica")
+        func canonicallyEquivalentIDsAreTwoRecords() async throws {
+            try await withReplica { replica, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await store.write(Record(id: "before", data: Note(text: "0")))
+                    let replicator = PullReplicator(from: store, to: replica)
+                    try await replicator.catchUp()
+                    _ = try await store.write(contentsOf: [
+                        Record(id: "\u{E9}", data: Note(text: "precomposed")), Record(id: "e\u{301}", data: Note(text: "decomposed")),
+                    ])
+                    try await replicator.catchUp()
+                    #expect(try await storedBytes(local: replica) == storedBytes(store: store))
+                    #expect(try await replica.count() == 3)
+                    #expect(try await store.delete(id: "\u{E9}"))
+                    try await store.write(Record(id: "e\u{301}", data: Note(text: "decomposed, again")))
+                    try await replicator.catchUp()
+                    #expect(try await storedBytes(local: replica) == storedBytes(store: store))
+                    #expect((try await replica.read(id: "e\u{301}") as Note?)?.text == "decomposed, again")
+                    #expect(try await replica.read(id: "\u{E9}") as Note? == nil)
+                }
+            }
+        }
+
         @Test("A replica refuses local writes, on every path, with a typed error, and changes nothing; detached, it is writable")
         func replicaRefusesWrites() async throws {
             try await withReplica { replica, directory in

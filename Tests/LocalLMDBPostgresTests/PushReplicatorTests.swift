@@ -121,6 +121,32 @@ extension PostgresTests {
             }
         }
 
+        @Test("Ids that differ only in Unicode normalization are two records, and both reach the server")
+        func canonicallyEquivalentIDsAreTwoRecords() async throws {
+            try await withLocal { local, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await local.write(Record(id: "before", data: Note(text: "0")))
+                    let replicator = PushReplicator(from: local, to: store)
+                    try await replicator.catchUp()
+                    // One commit writes both; the next deletes one of them.
+                    _ = try await local.write(contentsOf: [
+                        Record(id: "\u{E9}", data: Note(text: "precomposed")), Record(id: "e\u{301}", data: Note(text: "decomposed")),
+                    ])
+                    try await replicator.catchUp()
+                    #expect(try await storedBytes(store: store) == storedBytes(local: local))
+                    #expect(try await store.count() == 3)
+                    #expect((try await store.read(id: "e\u{301}") as Note?)?.text == "decomposed")
+                    #expect((try await store.read(id: "\u{E9}") as Note?)?.text == "precomposed")
+                    #expect(try await local.delete(id: "\u{E9}"))
+                    try await local.write(Record(id: "e\u{301}", data: Note(text: "decomposed, again")))
+                    try await replicator.catchUp()
+                    #expect(try await storedBytes(store: store) == storedBytes(local: local))
+                    #expect((try await store.read(id: "e\u{301}") as Note?)?.text == "decomposed, again")
+                    #expect(try await store.read(id: "\u{E9}") as Note? == nil)
+                }
+            }
+        }
+
         @Test("A new replicator resumes from the position the server holds: nothing applied twice")
         func resumesFromTheServersPosition() async throws {
             try await withLocal { local, _ in

@@ -14,8 +14,8 @@ package struct ReplicatedRecords: Sendable {
     package var count: Int { parts.reduce(0) { $0 + $1.count } }
     /// The rows of the class names the records are stored under.
     package var classRows: [StoredClass] = []
-    /// The ids asked for that hold no record (deleted since).
-    package var absent: Set<String> = []
+    /// The ids asked for that hold no record (deleted since), each once.
+    package var absent: [String] = []
 }
 
 /// Records encoded for another engine's store (or a replica), in parts of at most 10,000 records
@@ -64,9 +64,11 @@ struct ReadReplicatedRecords: PlainRead {
             classNames.insert(className)
         }
         if let ids {
-            for id in Set(ids) {
+            // Each id once, by its bytes: canonically equivalent ids are two records.
+            var asked = Set<ExactID>()
+            for id in ids where asked.insert(ExactID(id)).inserted {
                 guard !id.isEmpty, let record = try snapshot.record(StorageKey(id, maxKeySize: maxKeySize), id: id) else {
-                    records.absent.insert(id)
+                    records.absent.append(id)
                     continue
                 }
                 try add(id: id, className: record.className, document: record.object.bytes)
@@ -134,12 +136,12 @@ extension LocalDatabase {
     /// 10,000 records or about 16 MB, each record checked and encoded afresh for this database
     /// (its key size; sealed when it is encrypted); and the ids found.
     /// - Throws: `corruptRecord` for a source record that is not one.
-    package nonisolated func replicaParts(_ source: SourceRecords) throws(DatabaseError) -> (parts: [RecordBatch], ids: Set<String>) {
+    package nonisolated func replicaParts(_ source: SourceRecords) throws(DatabaseError) -> (parts: [RecordBatch], ids: Set<ExactID>) {
         var parts = ReplicatedParts(maxKeySize: engine.maxKeySize, encryption: engine.encryption)
-        var ids = Set<String>()
+        var ids = Set<ExactID>()
         try source.forEachRecord { id, className, document throws(DatabaseError) in
             try parts.append(id: id, className: className, document: document)
-            ids.insert(id)
+            ids.insert(ExactID(id))
         }
         return (parts.finished(), ids)
     }

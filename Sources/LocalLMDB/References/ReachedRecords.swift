@@ -56,5 +56,5 @@ struct ReadStoredType<T: Persistable>: PlainRead {
 /// The operation of a cascading delete of `id`, whose reached ids `reached` gave: the store
 /// deletes the record and follows, in its transaction, only references to those ids.
 func deleteReaching(_ id: String, reached: [String], maxKeySize: Int) throws(DatabaseError) -> WriteOperation {
-    .deleteReaching(try RecordEncoding.recordKey(id, maxKeySize: maxKeySize), following: Set(reached))
+    .deleteReaching(try RecordEncoding.recordKey(id, maxKeySize: maxKeySize), following: Set(reached.map(ExactID.init)))
 }

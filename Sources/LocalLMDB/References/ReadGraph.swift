@@ -49,8 +49,9 @@ final class ReadGraph {
     /// The id of each slot, for `slot(of:)` to scan.
     private var ids: [String]
     /// The slot of each id, once there are more than `scanLimit` slots (fewer are found by
-    /// comparing ids: cheaper than hashing them).
-    private var slotIndex: [String: Int] = [:]
+    /// comparing ids: cheaper than hashing them). Ids compare by their bytes: canonically
+    /// equivalent ids are two records.
+    private var slotIndex: [ExactID: Int] = [:]
     private static let scanLimit = 16
     /// Slots before this one are built and their boxes filled.
     var finished = 0
@@ -68,8 +69,8 @@ final class ReadGraph {
 
     /// The slot of `id`, if the read has met it.
     func slot(of id: String) -> Int? {
-        guard ids.count > Self.scanLimit else { return ids.firstIndex(of: id) }
-        return slotIndex[id]
+        guard ids.count > Self.scanLimit else { return ids.firstIndex { $0.utf8.elementsEqual(id.utf8) } }
+        return slotIndex[ExactID(id)]
     }
 
     private func append(_ slot: Slot) {
@@ -78,9 +79,9 @@ final class ReadGraph {
         if slots.count > Self.scanLimit {
             if slotIndex.isEmpty {
                 slotIndex.reserveCapacity(Self.scanLimit * 4)
-                for (index, slot) in slots.enumerated() { slotIndex[slot.id] = index }
+                for (index, slot) in slots.enumerated() { slotIndex[ExactID(slot.id)] = index }
             } else {
-                slotIndex[slot.id] = slots.count - 1
+                slotIndex[ExactID(slot.id)] = slots.count - 1
             }
         }
         assert(slots.count <= Self.scanLimit || slotIndex.count == slots.count, "every slot is indexed")
@@ -164,8 +165,8 @@ extension ReadScratch {
         }
         let record: DecodedRecord?
         if let prefetched {
-            if let failure = prefetched.failures[id] { throw failure }
-            record = prefetched.records[id]?.stored
+            if let failure = prefetched.failures[ExactID(id)] { throw failure }
+            record = prefetched.records[ExactID(id)]?.stored
         } else if let context, context.readsRecords {
             record = try context.record(id: id)
         } else {

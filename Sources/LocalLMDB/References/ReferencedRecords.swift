@@ -11,12 +11,12 @@ import LocalLMDBEngine
 /// Every id a reference may name is followed (`RecordReference.referencedIDs`: a superset of
 /// the references models decode), so an id absent here is a record absent from the snapshot.
 struct ReferencedRecords: Sendable {
-    /// The records found, by id.
-    private(set) var records: [String: DecodedRecord.Detached] = [:]
+    /// The records found, by id (exact: canonically equivalent ids are two records).
+    private(set) var records: [ExactID: DecodedRecord.Detached] = [:]
     /// The records found that could not be read (corrupt, or not decryptable), by id: the read
     /// throws their error if, and only if, a model reads them (something else in a document may
     /// merely look like a reference to them).
-    private(set) var failures: [String: DatabaseError] = [:]
+    private(set) var failures: [ExactID: DatabaseError] = [:]
 
     /// The records reached from `roots` in `classes`' snapshot, transitively; nil when the roots
     /// refer to nothing.
@@ -25,18 +25,18 @@ struct ReferencedRecords: Sendable {
         for root in roots { waiting.append(contentsOf: RecordReference.referencedIDs(in: root.object)) }
         guard !waiting.isEmpty else { return nil }
         var found = ReferencedRecords()
-        var looked: Set<String> = []
+        var looked: Set<ExactID> = []
         while let id = waiting.popLast() {
-            guard looked.insert(id).inserted else { continue }
+            guard looked.insert(ExactID(id)).inserted else { continue }
             let record: DecodedRecord?
             do throws(DatabaseError) {
                 record = try classes.record(id: id)
             } catch {
-                found.failures[id] = error
+                found.failures[ExactID(id)] = error
                 continue
             }
             guard let record else { continue }
-            found.records[id] = record.detached()
+            found.records[ExactID(id)] = record.detached()
             waiting.append(contentsOf: RecordReference.referencedIDs(in: record.object))
         }
         return found

@@ -20,7 +20,7 @@ enum RecordEncoding {
     /// (a record given after it replaces it, as any later record of a batch does).
     static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout [StoredClass], written: inout Set<String>, givenEarlier: (String) -> Bool = { _ in false }
+        classes: inout [StoredClass], written: inout Set<ExactID>, givenEarlier: (String) -> Bool = { _ in false }
     ) throws(DatabaseError) {
         let scratch = EncodeScratch.current
         let start = scratch.referencedCount
@@ -29,13 +29,13 @@ enum RecordEncoding {
         try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
         // A model stored earlier for a reference is replaced by this record: the later one.
         guard scratch.referencedCount > start else { return }
-        written.insert(record.id)
+        written.insert(ExactID(record.id))
         var waiting = Array(scratch.takeReferences(from: start))
         var next = 0
         while next < waiting.count {
             let (id, model) = waiting[next]
             next += 1
-            guard !givenEarlier(id), written.insert(id).inserted else { continue }
+            guard !givenEarlier(id), written.insert(ExactID(id)).inserted else { continue }
             let mark = scratch.referencedCount
             try encodeReferenced(model, id: id, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
             waiting.append(contentsOf: scratch.takeReferences(from: mark))
@@ -137,7 +137,7 @@ enum RecordEncoding {
         var classes: [StoredClass] = []
         var batch = RecordBatch()
         var header: [UInt8] = []
-        var written: Set<String> = []
+        var written: Set<ExactID> = []
         try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written)
         return .put(batch, classes: classes)
     }
@@ -156,22 +156,24 @@ enum RecordEncoding {
         var batch = RecordBatch()
         var header: [UInt8] = []
         header.reserveCapacity(64)
-        var written: Set<String> = []
+        var written: Set<ExactID> = []
         // Where each id is first given, made when a first reference is met: the whole batch's,
         // since a model a reference holds must not replace a record given in an earlier part.
-        var firstGiven: [String: Int]?
+        var firstGiven: [ExactID: Int]?
         for (index, record) in records.enumerated() {
             try encode(
                 record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes,
                 written: &written,
                 givenEarlier: { id in
                     if firstGiven == nil {
-                        var first: [String: Int] = [:]
+                        var first: [ExactID: Int] = [:]
                         first.reserveCapacity(records.count)
-                        for (position, given) in records.enumerated() where first[given.id] == nil { first[given.id] = position }
+                        for (position, given) in records.enumerated() where first[ExactID(given.id)] == nil {
+                            first[ExactID(given.id)] = position
+                        }
                         firstGiven = first
                     }
-                    return firstGiven?[id].map { $0 < index } ?? false
+                    return firstGiven?[ExactID(id)].map { $0 < index } ?? false
                 })
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
                 try send(.put(batch, classes: classes))
