@@ -250,8 +250,9 @@ enum JSONLines {
     }
 }
 
-/// An id as 128 bits: two hashes of it with independent random seeds (this process's `Hasher`,
-/// and the same after a random salt). Two different ids of one import share a digest with a
+/// An id as 128 bits: two hashes of its UTF-8 bytes with independent random seeds (this
+/// process's `Hasher`, and the same after a random salt). The bytes, not the `String`: ids that
+/// differ only in Unicode normalization are two records, which `String`'s hash would merge. Two different ids of one import share a digest with a
 /// probability of about n²/2¹²⁹ (1e-27 for a billion ids): far below a disk's error rate. The
 /// cost of a collision would be a refused record, never a lost one.
 struct IDDigest: Hashable {
@@ -262,11 +263,14 @@ struct IDDigest: Hashable {
 
     init(_ id: String) {
         var hasher = Hasher()
-        hasher.combine(id)
-        first = hasher.finalize()
         var salted = Hasher()
         salted.combine(Self.salt)
-        salted.combine(id)
+        var id = id
+        id.withUTF8 { bytes in
+            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+            salted.combine(bytes: UnsafeRawBufferPointer(bytes))
+        }
+        first = hasher.finalize()
         second = salted.finalize()
     }
 }

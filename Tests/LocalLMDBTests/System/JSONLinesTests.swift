@@ -46,16 +46,18 @@ struct JSONLinesTests {
             try await source.write(contentsOf: (0..<50).map { Record(id: "k\($0)", data: LineKinds.sample($0)) })
             try await source.write(Record(id: longID, data: LineKinds.sample(99)))
             try await source.write(Record(id: "é-\u{0}-\"", data: Note(text: "unicode id")))
+            // Two ids that differ only in Unicode normalization: two records.
+            try await source.write(contentsOf: [Record(id: "\u{E9}", data: Note(text: "precomposed")), Record(id: "e\u{301}", data: Note(text: "decomposed"))])
             try await source.write(contentsOf: (0..<30).map { Record(id: "t\($0)", data: Ticket(queue: "q\($0 % 3)", priority: $0, title: "t")) })
             let first = directory.appendingPathComponent("first.jsonl")
             let seen = Locked<[LinesProgress]>([])
-            #expect(try await source.export(to: first) { progress in seen.withLock { $0.append(progress) } } == 82)
-            #expect(seen.withLock { $0.last } == LinesProgress(lines: 82, linesCommitted: 82))
+            #expect(try await source.export(to: first) { progress in seen.withLock { $0.append(progress) } } == 84)
+            #expect(seen.withLock { $0.last } == LinesProgress(lines: 84, linesCommitted: 84))
 
             let target = try LocalDatabase(directory: directory.appendingPathComponent("b"))
-            #expect(try await target.importLines(from: first, batchSize: 7) == 82)
+            #expect(try await target.importLines(from: first, batchSize: 7) == 84)
             let second = directory.appendingPathComponent("second.jsonl")
-            #expect(try await target.export(to: second) == 82)
+            #expect(try await target.export(to: second) == 84)
             #expect(try Data(contentsOf: first) == Data(contentsOf: second))
 
             for index in [0, 17, 49] {
@@ -68,6 +70,8 @@ struct JSONLinesTests {
             }
             #expect((try await target.read(id: longID) as LineKinds?)?.big == UInt64.max - 99)
             #expect((try await target.read(id: "é-\u{0}-\"") as Note?)?.text == "unicode id")
+            #expect((try await target.read(id: "\u{E9}") as Note?)?.text == "precomposed")
+            #expect((try await target.read(id: "e\u{301}") as Note?)?.text == "decomposed")
             #expect(try await target.read(Query(Ticket.self).filter("queue", .equals("q1"))).count == 10)
             #expect(try await target.verifyIntegrity().isConsistent)
             // Some types only.
