@@ -11,7 +11,7 @@ package struct ExactID: Hashable, Sendable {
     }
 
     @inlinable package static func == (left: ExactID, right: ExactID) -> Bool {
-        left.id.utf8.elementsEqual(right.id.utf8)
+        left.id.utf8.count == right.id.utf8.count && left.id.utf8.elementsEqual(right.id.utf8)
     }
 
     @inlinable package func hash(into hasher: inout Hasher) {

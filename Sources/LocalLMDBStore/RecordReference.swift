@@ -20,11 +20,13 @@ package enum RecordReference {
     }
 
     /// Every id the document `object` may refer to (see the type's description), at any depth,
-    /// each once, in the order met. Walks the document with a stack of its own, so a deeply
-    /// nested document needs no deep call stack.
+    /// each once (by its bytes: ids that differ only in Unicode normalization are two records),
+    /// in the order met. Walks the document with a stack of its own, so a deeply nested document
+    /// needs no deep call stack.
     package static func referencedIDs(in object: EncodedObject) -> [String] {
         let scanner = object.scanner
         var ids: [String] = []
+        var listed = Set<ExactID>()
         var containers = [0]
         while let offset = containers.popLast() {
             if scanner.byte(at: offset) == UInt8(ascii: "[") {
@@ -43,7 +45,8 @@ package enum RecordReference {
                 let end = scanner.end(ofValueAt: found.value)
                 if isContainer(scanner.byte(at: found.value)) {
                     containers.append(found.value)
-                } else if isReferenceKey(found, in: scanner), let id = scanner.string(at: found.value)?.value, !ids.contains(id) {
+                } else if isReferenceKey(found, in: scanner), let id = scanner.string(at: found.value)?.value,
+                          listed.insert(ExactID(id)).inserted {
                     ids.append(id)
                 }
                 // A member that ends nowhere (a broken invariant) ends the walk of its object.

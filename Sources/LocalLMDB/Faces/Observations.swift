@@ -14,7 +14,7 @@ struct ObservedReadByID<T: Persistable>: SnapshotRead {
         do {
             return try read.snapshot(snapshot)
         } catch {
-            if case let .typeMismatch(id, _, _) = error, id == read.id { return nil }
+            if case let .typeMismatch(id, _, _) = error, ExactID(id) == ExactID(read.id) { return nil }
             throw error
         }
     }

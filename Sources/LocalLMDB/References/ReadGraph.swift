@@ -69,7 +69,7 @@ final class ReadGraph {
 
     /// The slot of `id`, if the read has met it.
     func slot(of id: String) -> Int? {
-        guard ids.count > Self.scanLimit else { return ids.firstIndex { $0.utf8.elementsEqual(id.utf8) } }
+        guard ids.count > Self.scanLimit else { return ids.firstIndex { ExactID($0) == ExactID(id) } }
         return slotIndex[ExactID(id)]
     }
 

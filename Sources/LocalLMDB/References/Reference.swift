@@ -68,13 +68,14 @@ extension Reference where Model: Identifiable, Model.ID: RecordIdentifier {
 }
 
 extension Reference: Equatable {
-    /// References are equal when they name the same record.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
+    /// References are equal when they name the same record: ids with the same UTF-8 bytes (ids
+    /// that differ only in Unicode normalization name two records).
+    public static func == (lhs: Self, rhs: Self) -> Bool { ExactID(lhs.id) == ExactID(rhs.id) }
 }
 
 extension Reference: Hashable {
-    /// Hashes the record id.
-    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    /// Hashes the record id's UTF-8 bytes.
+    public func hash(into hasher: inout Hasher) { hasher.combine(ExactID(id)) }
 }
 
 extension Reference: CustomStringConvertible {
