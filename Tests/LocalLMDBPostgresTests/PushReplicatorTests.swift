@@ -72,9 +72,12 @@ func runKilledHelper(_ helper: URL, mode: String, directory: URL, store: String,
     let address = try PostgresServer.address.get()
     var generator = SplitMix(seed: seed)
     var positions: [String] = []
-    for _ in 0..<20 {
+    for round in 0..<20 {
         let process = try ChildProcess(helper.path, [mode, directory.path, store], environment: helperEnvironment(address), output: .pipe)
-        try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280)))
+        // Until a run has recorded a position, each round lets the child live 150 ms longer: a
+        // slow start (ThreadSanitizer, a loaded machine) must not leave every kill before the first.
+        let grace = positions.isEmpty ? round * 150 : 0
+        try await Task.sleep(for: .milliseconds(20 + Int(generator.next() % 280) + grace))
         process.send(SIGKILL)
         process.waitUntilExit()
         let lines = (process.output?.readText() ?? "").split(separator: "\n")
