@@ -24,6 +24,20 @@ extension String {
         }
         return try result.get()
     }
+
+    /// Whether both strings are the same UTF-8 bytes: the equality of record ids and class
+    /// names as LMDB and PostgreSQL key them. (`==` on `String` is canonical equivalence, which
+    /// holds between `"\u{E9}"` and `"e\u{301}"`: two ids, two records.) Equal bytes are
+    /// canonically equivalent, so the lengths, then `==` (quick on ASCII and NFC text) rule out
+    /// most other strings before the bytes are compared.
+    @inlinable package func hasSameUTF8(as other: String) -> Bool {
+        guard utf8.count == other.utf8.count, self == other else { return false }
+        var left = self
+        var right = other
+        return left.withUTF8 { left in
+            right.withUTF8 { right in UnsafeRawBufferPointer(left).hasSameBytes(as: UnsafeRawBufferPointer(right)) }
+        }
+    }
 }
 
 extension UnsafeRawBufferPointer {

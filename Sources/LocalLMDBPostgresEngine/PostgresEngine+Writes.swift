@@ -350,7 +350,7 @@ extension PostgresEngine {
         }
         var left: [(index: Int, className: String)] = []
         for (index, key) in order.enumerated() {
-            if let previous = current[key], previous.utf8.elementsEqual(batchClasses[index].utf8) == false {
+            if let previous = current[key], !previous.hasSameUTF8(as: batchClasses[index]) {
                 left.append((index, previous))
             }
             current[key] = batchClasses[index]

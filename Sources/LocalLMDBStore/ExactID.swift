@@ -1,3 +1,5 @@
+import LocalLMDBLMDB
+
 /// A record id that equals another only when their UTF-8 bytes do, as LMDB keys records.
 ///
 /// Swift's `String` equality and hashing treat canonically equivalent strings as equal
@@ -11,7 +13,26 @@ package struct ExactID: Hashable, Sendable {
     }
 
     @inlinable package static func == (left: ExactID, right: ExactID) -> Bool {
-        left.id.utf8.count == right.id.utf8.count && left.id.utf8.elementsEqual(right.id.utf8)
+        left.id.hasSameUTF8(as: right.id)
+    }
+
+    /// A cheap digest of `id`'s bytes, for scanning a few ids without hashing them: equal ids
+    /// (by their bytes) have equal fingerprints, so ids whose fingerprints differ differ.
+    @inlinable package static func fingerprint(of id: String) -> UInt64 {
+        var id = id
+        return id.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            guard let base = bytes.baseAddress, bytes.count >= 8 else {
+                // Fewer than 8 bytes, each in a byte of its own; the length tells "a" from "a\0".
+                var value = UInt64(bytes.count) << 60
+                for (index, byte) in bytes.enumerated() { value ^= UInt64(byte) << (8 * UInt64(index)) }
+                return value
+            }
+            // The first and the last 8 bytes (overlapping when fewer than 16), and the length.
+            let first = base.loadUnaligned(as: UInt64.self)
+            let last = base.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self)
+            return (first &* 0x9E37_79B9_7F4A_7C15) ^ last ^ (UInt64(truncatingIfNeeded: bytes.count) << 59)
+        }
     }
 
     @inlinable package func hash(into hasher: inout Hasher) {

@@ -18,7 +18,7 @@ package enum LoggedChange: Sendable, Equatable {
     package func concerns(classNames: [String]) -> Bool {
         switch self {
         case let .written(_, className), let .deleted(_, className), let .typeDeleted(className):
-            return classNames.contains { $0.utf8.elementsEqual(className.utf8) }
+            return classNames.contains { $0.hasSameUTF8(as: className) }
         case .cleared:
             return true
         }
@@ -31,7 +31,7 @@ package enum LoggedChange: Sendable, Equatable {
     package func concerns(id: String) -> Bool {
         switch self {
         case let .written(changed, _), let .deleted(changed, _):
-            return changed.utf8.elementsEqual(id.utf8)
+            return changed.hasSameUTF8(as: id)
         case .typeDeleted, .cleared:
             return true
         }
@@ -42,9 +42,9 @@ package enum LoggedChange: Sendable, Equatable {
         switch (lhs, rhs) {
         case let (.written(leftID, leftClass), .written(rightID, rightClass)),
             let (.deleted(leftID, leftClass), .deleted(rightID, rightClass)):
-            return leftID.utf8.elementsEqual(rightID.utf8) && leftClass.utf8.elementsEqual(rightClass.utf8)
+            return leftID.hasSameUTF8(as: rightID) && leftClass.hasSameUTF8(as: rightClass)
         case let (.typeDeleted(left), .typeDeleted(right)):
-            return left.utf8.elementsEqual(right.utf8)
+            return left.hasSameUTF8(as: right)
         case (.cleared, .cleared):
             return true
         default:

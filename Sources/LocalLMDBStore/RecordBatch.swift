@@ -161,7 +161,7 @@ import LocalLMDBJSON
     /// classes, stored under different keys.
     @inlinable func typeIndex(of name: String) -> Int? {
         @inline(__always) func same(_ type: RecordClass) -> Bool {
-            type.name.utf8.count == name.utf8.count && type.name.utf8.elementsEqual(name.utf8)
+            type.name.hasSameUTF8(as: name)
         }
         // A batch is usually of one class: the last one added is checked first.
         if let last = types.last, same(last) { return types.count - 1 }

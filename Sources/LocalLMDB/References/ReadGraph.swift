@@ -46,13 +46,17 @@ final class ReadGraph {
     }
 
     private(set) var slots: [Slot]
-    /// The id of each slot, for `slot(of:)` to scan.
-    private var ids: [String]
+    /// The fingerprint of each slot's id (`ExactID.fingerprint(of:)`), for `slot(of:)` to scan:
+    /// only a slot whose fingerprint matches has its id compared.
+    private var fingerprints: [UInt64]
     /// The slot of each id, once there are more than `scanLimit` slots (fewer are found by
-    /// comparing ids: cheaper than hashing them). Ids compare by their bytes: canonically
+    /// scanning fingerprints: cheaper than hashing ids). Ids compare by their bytes: canonically
     /// equivalent ids are two records.
     private var slotIndex: [ExactID: Int] = [:]
     private static let scanLimit = 16
+    /// A graph that grew past this many slots is not kept for the thread's next read
+    /// (`ReadScratch.spareGraph`): its arrays would hold that memory.
+    static let spareLimit = 64
     /// Slots before this one are built and their boxes filled.
     var finished = 0
     /// The read restored some of its records before it met its first reference, so those are
@@ -63,19 +67,39 @@ final class ReadGraph {
     init() {
         slots = []
         slots.reserveCapacity(Self.scanLimit)
-        ids = []
-        ids.reserveCapacity(Self.scanLimit)
+        fingerprints = []
+        fingerprints.reserveCapacity(Self.scanLimit)
+    }
+
+    /// Empties the graph for another read, keeping its arrays' room; nil when it grew past
+    /// `spareLimit` slots (a new graph costs less than the memory it would hold).
+    func emptied() -> ReadGraph? {
+        guard slots.count <= Self.spareLimit else { return nil }
+        slots.removeAll(keepingCapacity: true)
+        fingerprints.removeAll(keepingCapacity: true)
+        slotIndex.removeAll(keepingCapacity: true)
+        finished = 0
+        missedRecords = false
+        assert(slots.isEmpty && fingerprints.isEmpty && slotIndex.isEmpty, "an emptied graph holds no slot")
+        return self
     }
 
     /// The slot of `id`, if the read has met it.
     func slot(of id: String) -> Int? {
-        guard ids.count > Self.scanLimit else { return ids.firstIndex { ExactID($0) == ExactID(id) } }
+        guard slots.count > Self.scanLimit else {
+            let fingerprint = ExactID.fingerprint(of: id)
+            for index in fingerprints.indices where fingerprints[index] == fingerprint && slots[index].id.hasSameUTF8(as: id) {
+                return index
+            }
+            return nil
+        }
         return slotIndex[ExactID(id)]
     }
 
     private func append(_ slot: Slot) {
         slots.append(slot)
-        ids.append(slot.id)
+        fingerprints.append(ExactID.fingerprint(of: slot.id))
+        assert(fingerprints.count == slots.count, "a fingerprint per slot")
         if slots.count > Self.scanLimit {
             if slotIndex.isEmpty {
                 slotIndex.reserveCapacity(Self.scanLimit * 4)
@@ -186,7 +210,7 @@ extension ReadScratch {
 
     /// The graph of the read under way, made when it meets its first reference.
     private func startGraph() -> ReadGraph {
-        let graph = ReadGraph()
+        let graph = takeGraph()
         graph.missedRecords = restoredCount > 0
         self.graph = graph
         return graph

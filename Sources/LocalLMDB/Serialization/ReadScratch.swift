@@ -39,6 +39,9 @@ final class ReadScratch {
     /// The references the current read has met, and the models it has built (nil until it
     /// meets one; see `ReadGraph`).
     @exclusivity(unchecked) var graph: ReadGraph?
+    /// An empty graph that the last read on this thread to meet references left (taken out
+    /// while a read uses it, so a nested read makes its own): reads of references allocate none.
+    @exclusivity(unchecked) private var spareGraph: ReadGraph?
     /// The records a read restoring objects after their snapshot ended finds references in:
     /// those its snapshot reached (`ReferencedRecords`); nil for reads in a snapshot.
     @exclusivity(unchecked) var prefetched: ReferencedRecords?
@@ -133,8 +136,9 @@ final class ReadScratch {
         self.context = context
         isReading = true
         restoring.database = context?.database ?? 0
-        (graph, self.prefetched, restoredCount) = (notingRecords ? ReadGraph() : nil, prefetched, 0)
+        (graph, self.prefetched, restoredCount) = (notingRecords ? takeGraph() : nil, prefetched, 0)
         defer {
+            if let graph, spareGraph == nil { spareGraph = graph.emptied() }
             (self.context, isReading, restoring.database) = outer
             (graph, self.prefetched, restoredCount) = outerGraph
             if outerFailure != nil { failure = outerFailure } else if failure != nil { failure = nil }
@@ -145,6 +149,15 @@ final class ReadScratch {
         try finish(graph)
         reached?(graph.slots.map(\.id))
         return (result, false)
+    }
+
+    /// An empty graph for a read: the thread's spare, or a new one.
+    @inline(__always)
+    func takeGraph() -> ReadGraph {
+        guard let spare = spareGraph else { return ReadGraph() }
+        spareGraph = nil
+        assert(spare.slots.isEmpty && spare.finished == 0 && !spare.missedRecords, "a spare graph is empty")
+        return spare
     }
 
     /// The engine's mark of the database this thread restores objects from (see `reading`):
