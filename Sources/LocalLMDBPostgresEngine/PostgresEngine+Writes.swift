@@ -253,19 +253,31 @@ extension PostgresEngine {
     private func claim(_ storedClasses: [StoredClass], on connection: PostgresConnection) throws(DatabaseError) {
         guard !storedClasses.isEmpty else { return }
         let keys = storedClasses.map { StorageKey($0.name, maxKeySize: maxKeySize).bytes }
-        func toWrite(_ rows: [StoredClass]) throws(DatabaseError) -> [StoredClass] {
-            let byName = Dictionary(rows.map { ($0.name, $0) }) { first, _ in first }
+        // By the names' bytes, as the rows are keyed: names in two Unicode normalizations are two rows.
+        func toWrite(_ rows: [StoredClass]) throws(DatabaseError) -> (writes: [StoredClass], new: [StoredClass]) {
+            let byName = Dictionary(rows.map { (ExactID($0.name), $0) }) { first, _ in first }
             var writes: [StoredClass] = []
-            for storedClass in storedClasses where try storedClass.claim(over: byName[storedClass.name]) {
+            var new: [StoredClass] = []
+            for storedClass in storedClasses {
+                let existing = byName[ExactID(storedClass.name)]
+                guard try storedClass.claim(over: existing) else { continue }
                 writes.append(storedClass)
+                if existing == nil { new.append(storedClass) }
             }
-            return writes
+            return (writes, new)
         }
-        guard !(try toWrite(try classRows(keys, on: connection, lock: false))).isEmpty else { return }
+        guard !(try toWrite(try classRows(keys, on: connection, lock: false))).writes.isEmpty else { return }
         _ = try run(
             PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
-        let writes = try toWrite(try classRows(keys, on: connection, lock: true))
+        let (writes, new) = try toWrite(try classRows(keys, on: connection, lock: true))
         guard !writes.isEmpty else { return }
+        if !new.isEmpty {
+            // Under the lock: no other server records a name meanwhile.
+            let stored = try run(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), on: connection, "reading classes").rows.compactMap { row in
+                (try? row.decode(ByteBuffer.self)).flatMap { buffer in buffer.withUnsafeReadableBytes { StoredClass(parsing: $0)?.name } }
+            }
+            for storedClass in new { try storedClass.checkSpelling(againstStored: stored + new.map(\.name)) }
+        }
         _ = try run(
             PostgresQuery(
                 unsafeSQL: """

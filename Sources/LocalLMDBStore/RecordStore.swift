@@ -593,7 +593,9 @@ import Foundation
     ///   type does not adopt it (nothing is changed then: the transaction is abandoned).
     func claim(_ storedClasses: [StoredClass], in transaction: Transaction) throws(DatabaseError) {
         for storedClass in storedClasses {
-            guard try storedClass.claim(over: try classTable.row(named: storedClass.name, in: transaction)) else { continue }
+            let existing = try classTable.row(named: storedClass.name, in: transaction)
+            guard try storedClass.claim(over: existing) else { continue }
+            if existing == nil { try storedClass.checkSpelling(againstStored: try classTable.names(in: transaction)) }
             try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(DatabaseError) in
                 try storedClass.encoded.withBytes { bytes throws(DatabaseError) in
                     try transaction.put(classes, key, bytes)

@@ -62,6 +62,23 @@ import LocalLMDBLMDB
         return true
     }
 
+    /// The spelling rule, for every engine: a class name new to a database may not be another
+    /// stored name in another Unicode normalization (`"Caf\u{E9}"` and `"Cafe\u{301}"`). Both
+    /// engines key names by their bytes, so they would be two classes, but Swift's `String`
+    /// calls them equal, so the app's types, `Legacy`'s renames and the readers' caches could
+    /// not tell their records apart. Called when a name is about to be recorded, with every
+    /// stored name.
+    /// - Throws: `classRegistration` naming both spellings' bytes.
+    package func checkSpelling(againstStored storedNames: some Sequence<String>) throws(DatabaseError) {
+        for stored in storedNames where stored == name && !stored.hasSameUTF8(as: name) {
+            func bytes(_ text: String) -> String { text.utf8.map { String($0, radix: 16) }.joined(separator: " ") }
+            throw .classRegistration(
+                type: qualifiedName.isEmpty ? name : qualifiedName,
+                reason: "its class name '\(name)' (UTF-8 \(bytes(name))) is the stored class name '\(stored)' (UTF-8 \(bytes(stored))) "
+                    + "in another Unicode normalization; register the type under a name spelt as the stored one, or under another name")
+        }
+    }
+
     /// The owner rule, for every engine: records under this row's name are its type's to read or
     /// delete unless `existing` (the name's stored row) belongs to another type that this one
     /// does not adopt.
@@ -118,6 +135,21 @@ import LocalLMDBLMDB
                 if mangled.withUTF8({ owner.elementsEqual($0) }) { return .same }
             }
             return StoredClass(parsing: row).map(Ownership.other) ?? .none
+        }
+    }
+}
+
+extension ClassTable {
+    /// Every stored class name, read in `transaction`.
+    package func names(in transaction: Transaction) throws(DatabaseError) -> [String] {
+        try transaction.withCursor(database) { cursor throws(DatabaseError) in
+            var names: [String] = []
+            var entry = try cursor.get(.first)
+            while let (_, row) = entry {
+                if let storedClass = StoredClass(parsing: row) { names.append(storedClass.name) }
+                entry = try cursor.get(.next)
+            }
+            return names
         }
     }
 }

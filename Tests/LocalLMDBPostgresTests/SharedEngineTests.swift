@@ -40,6 +40,13 @@ struct Course: Codable, Persistable, Identifiable, Equatable {
     var tags: [String]
 }
 
+// Two types whose short names are one word in two Unicode normalizations: "Caf\u{E9}" (precomposed)
+// and "Cafe\u{301}" (decomposed). Swift keeps identifiers' bytes, so their class names differ in
+// bytes and are equal as `String`s. (An editor that normalizes this file would make them one name:
+// the test checks the bytes first.)
+enum PgSpellingA { struct Café: Codable, Persistable { var a: Int } }
+enum PgSpellingB { struct Café: Codable, Persistable { var b: Int } }
+
 // Classes named for the Legacy test alone: Legacy's registry is process-wide.
 final class PgWidgetV1: Storable {
     let label: String
@@ -172,6 +179,38 @@ extension PostgresTests {
                     try await database.startTransaction(override: false)
                 }
                 try await database.rollbackTransaction()
+            }
+        }
+
+        @Test("A class name that is a stored one in another Unicode normalization is refused at write", arguments: TestEngine.allCases)
+        func classNamesInTwoNormalizations(engine: TestEngine) async throws {
+            let precomposed = String(describing: PgSpellingA.Café.self)
+            let decomposed = String(describing: PgSpellingB.Café.self)
+            try #require(precomposed == decomposed && Array(precomposed.utf8) != Array(decomposed.utf8))
+            try await engine.withDatabase { database in
+                try await database.write(Record(id: "a", data: PgSpellingA.Café(a: 1)))
+                do {
+                    try await database.write(Record(id: "b", data: PgSpellingB.Café(b: 2)))
+                    Issue.record("a second spelling of a stored class name was recorded")
+                } catch let error as LocalDatabaseError {
+                    guard case let .classRegistration(type: _, reason: reason) = error else {
+                        Issue.record("expected classRegistration, got \(error)")
+                        return
+                    }
+                    #expect(reason.contains("another Unicode normalization") && reason.contains("43 61 66 65 cc 81"))
+                }
+                // In a transaction too, and the transaction stays usable.
+                try await database.startTransaction()
+                await #expect(throws: LocalDatabaseError.self) {
+                    try await database.write(Record(id: "c", data: PgSpellingB.Café(b: 3)))
+                }
+                try await database.write(Record(id: "d", data: PgSpellingA.Café(a: 4)))
+                try await database.commitTransaction()
+                // What was stored is kept and reads as it was written.
+                #expect((try await database.read(id: "a") as PgSpellingA.Café?)?.a == 1)
+                #expect((try await database.read(id: "d") as PgSpellingA.Café?)?.a == 4)
+                #expect(try await database.count() == 2)
+                #expect(Set(try await database.readIDs(PgSpellingA.Café.self)) == ["a", "d"])
             }
         }
 
