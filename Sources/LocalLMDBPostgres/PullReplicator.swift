@@ -201,9 +201,9 @@ public final class PullReplicator: Sendable {
     }
 
     /// The puts of `parts`, after recording `classRows`: the server's owners of its class names
-    /// are the replica's (they adopt).
+    /// are the replica's (they adopt), and its names are copied as the server spells them.
     private func puts(_ parts: [RecordBatch], classRows: [StoredClass]) -> [WriteOperation] {
-        let owners = classRows.map { StoredClass(name: $0.name, mangledName: $0.mangledName, qualifiedName: $0.qualifiedName, adopts: true) }
+        let owners = classRows.map { StoredClass(name: $0.name, mangledName: $0.mangledName, qualifiedName: $0.qualifiedName, adopts: true, copied: true) }
         return [.put(RecordBatch(), classes: owners)] + parts.map { .put($0, classes: []) }
     }
 

@@ -48,6 +48,7 @@ extension PostgresEngine {
                         reason: "the replication of '\(source)' is at \(found ?? "its start") on the server, not at \(expected ?? "its start"): another replicator of the same source ran")
                 }
                 if !classRows.isEmpty {
+                    try checkSpelling(of: classRows, on: connection)
                     _ = try run(
                         PostgresQuery(
                             unsafeSQL: """

@@ -246,6 +246,28 @@ extension PostgresEngine {
         }
     }
 
+    /// Every class name stored on the server.
+    private func storedClassNames(on connection: PostgresConnection) throws(DatabaseError) -> [String] {
+        try run(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), on: connection, "reading classes").rows.compactMap { row in
+            (try? row.decode(ByteBuffer.self)).flatMap { buffer in buffer.withUnsafeReadableBytes { StoredClass(parsing: $0)?.name } }
+        }
+    }
+
+    /// The spelling rule (`StoredClass.checkSpelling(againstStored:)`) for class rows a push
+    /// replicator copies from a local database: a name the server does not hold may not be one
+    /// it holds in another Unicode normalization. (Rows the source holds in both spellings are
+    /// copied as they are: the server mirrors them.) Takes the lock `claim` takes, so no write
+    /// records a name meanwhile.
+    func checkSpelling(of classRows: [StoredClass], on connection: PostgresConnection) throws(DatabaseError) {
+        _ = try run(
+            PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
+        let stored = try storedClassNames(on: connection)
+        let present = Set(stored.map(ExactID.init))
+        for row in classRows where !present.contains(ExactID(row.name)) {
+            try row.checkSpelling(againstStored: stored)
+        }
+    }
+
     /// Records each class's owner (the claim rule, `StoredClass.claim(over:)`). The common case,
     /// every class already owned by its type, costs one read; a class to record is recorded
     /// under a transaction-level lock, after reading its row again, so two servers' first writes
@@ -273,9 +295,7 @@ extension PostgresEngine {
         guard !writes.isEmpty else { return }
         if !new.isEmpty {
             // Under the lock: no other server records a name meanwhile.
-            let stored = try run(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), on: connection, "reading classes").rows.compactMap { row in
-                (try? row.decode(ByteBuffer.self)).flatMap { buffer in buffer.withUnsafeReadableBytes { StoredClass(parsing: $0)?.name } }
-            }
+            let stored = try storedClassNames(on: connection)
             for storedClass in new { try storedClass.checkSpelling(againstStored: stored + new.map(\.name)) }
         }
         _ = try run(

@@ -595,7 +595,7 @@ import Foundation
         for storedClass in storedClasses {
             let existing = try classTable.row(named: storedClass.name, in: transaction)
             guard try storedClass.claim(over: existing) else { continue }
-            if existing == nil { try storedClass.checkSpelling(againstStored: try classTable.names(in: transaction)) }
+            if existing == nil, !storedClass.copied { try storedClass.checkSpelling(againstStored: try classTable.names(in: transaction)) }
             try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(DatabaseError) in
                 try storedClass.encoded.withBytes { bytes throws(DatabaseError) in
                     try transaction.put(classes, key, bytes)

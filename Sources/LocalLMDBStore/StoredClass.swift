@@ -21,12 +21,17 @@ import LocalLMDBLMDB
     /// The owning type was registered explicitly, so it takes the name over from another type.
     /// Not stored.
     @usableFromInline package let adopts: Bool
+    /// The row is copied from another database by a replicator, which mirrors what that
+    /// database holds: the spelling rule (`checkSpelling(againstStored:)`) was that database's
+    /// to keep. Not stored.
+    @usableFromInline package let copied: Bool
 
-    package init(name: String, mangledName: String, qualifiedName: String, adopts: Bool = false) {
+    package init(name: String, mangledName: String, qualifiedName: String, adopts: Bool = false, copied: Bool = false) {
         self.name = name
         self.mangledName = mangledName
         self.qualifiedName = qualifiedName
         self.adopts = adopts
+        self.copied = copied
     }
 
     /// Parses a stored row; nil when it is not one.
@@ -37,6 +42,7 @@ import LocalLMDBLMDB
         mangledName = String(decoding: parts[1], as: UTF8.self)
         qualifiedName = parts.count > 2 ? String(decoding: parts[2], as: UTF8.self) : ""
         adopts = false
+        copied = false
     }
 
     /// The stored row.

@@ -109,6 +109,28 @@ extension PostgresTests {
             }
         }
 
+        @Test("A server holding a class name in two Unicode normalizations is copied as it is")
+        func classNamesInTwoNormalizationsAreCopied() async throws {
+            try await withReplica { replica, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await store.write(Record(id: "a", data: PgSpellingA.Café(a: 1)))
+                    // The other spelling, recorded as a server written before the rule would have.
+                    let other = StoredClass(name: "Cafe\u{301}", mangledName: "$sOther4CafeC", qualifiedName: "Other.Cafe\u{301}")
+                    try await PostgresServer.withConnection { connection in
+                        _ = try await connection.query(
+                            PostgresQuery(
+                                unsafeSQL: "INSERT INTO \(store.engine.schema.classes) (name_key, row) VALUES ($1, $2)",
+                                binds: binds(ByteBuffer(bytes: Array("Cafe\u{301}".utf8)), ByteBuffer(bytes: other.encoded))),
+                            logger: Logger(label: "tests"))
+                    }
+                    let replicator = PullReplicator(from: store, to: replica)
+                    try await replicator.catchUp()
+                    #expect(try await storedBytes(local: replica) == storedBytes(store: store))
+                    #expect((try await replica.read(id: "a") as PgSpellingA.Café?)?.a == 1)
+                }
+            }
+        }
+
         @Test("A replica refuses local writes, on every path, with a typed error, and changes nothing; detached, it is writable")
         func replicaRefusesWrites() async throws {
             try await withReplica { replica, directory in

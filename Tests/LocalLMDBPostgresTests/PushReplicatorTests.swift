@@ -124,6 +124,30 @@ extension PostgresTests {
             }
         }
 
+        @Test("A pushed class name that the server holds in another Unicode normalization is refused, and nothing is pushed")
+        func aClassNameInAnotherNormalizationIsRefused() async throws {
+            try await withLocal { local, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await store.write(Record(id: "server", data: PgSpellingB.Café(b: 1)))
+                    try await local.write(Record(id: "local", data: PgSpellingA.Café(a: 2)))
+                    let replicator = PushReplicator(from: local, to: store)
+                    do {
+                        try await replicator.catchUp()
+                        Issue.record("a second spelling of a class name reached the server")
+                    } catch let error as LocalDatabaseError {
+                        guard case let .classRegistration(type: _, reason: reason) = error else {
+                            Issue.record("expected classRegistration, got \(error)")
+                            return
+                        }
+                        #expect(reason.contains("another Unicode normalization"))
+                    }
+                    #expect(try await store.count() == 1)
+                    #expect((try await store.read(id: "server") as PgSpellingB.Café?)?.b == 1)
+                    #expect((try await local.read(id: "local") as PgSpellingA.Café?)?.a == 2)
+                }
+            }
+        }
+
         @Test("Ids that differ only in Unicode normalization are two records, and both reach the server")
         func canonicallyEquivalentIDsAreTwoRecords() async throws {
             try await withLocal { local, _ in

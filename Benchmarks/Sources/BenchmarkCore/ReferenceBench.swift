@@ -96,8 +96,8 @@ public enum ReferenceBench {
         // The four measures take turns, each repetition running all four, so that a slow spell
         // of the machine falls on every one of them, not on one measure's repetitions; the
         // ratio compares the best of each.
-        // The members the graphs read, each read by itself: as many reads as the graphs' records,
-        // over the same pages.
+        // The members the graphs read, each read by itself (10 reads a graph, over the same pages);
+        // the ratio compares the time of a graph with the time of one such read.
         let memberIDs = order.flatMap { house in (0..<10).map { members[house * 10 + $0].id } }
         let measures: [() async throws -> Void] = [
             {

@@ -138,9 +138,12 @@ final class ReadScratch {
         restoring.database = context?.database ?? 0
         (graph, self.prefetched, restoredCount) = (notingRecords ? takeGraph() : nil, prefetched, 0)
         defer {
-            if let graph, spareGraph == nil { spareGraph = graph.emptied() }
+            let used = graph
             (self.context, isReading, restoring.database) = outer
             (graph, self.prefetched, restoredCount) = outerGraph
+            // Emptied once the read's state is the outer one's: emptying may release models
+            // whose deinitializers run code that reads.
+            if let used, spareGraph == nil { spareGraph = used.emptied() }
             if outerFailure != nil { failure = outerFailure } else if failure != nil { failure = nil }
         }
         let result = try body()

@@ -35,6 +35,36 @@ struct NestedReaders: Codable, Persistable {
     var readers: [Reference<NestedReader>]
 }
 
+/// A referenced model whose deinitializer reads a reference from JSON of its own making, in a
+/// data object and with `JSONDecoder`: run when the read that built it releases it, after the
+/// read has ended.
+final class DecodesWhenReleased: Codable, Persistable, Identifiable {
+    nonisolated(unsafe) static var decodedAfterRead = 0
+    let id: String
+    init(id: String) { self.id = id }
+    deinit {
+        // Outside a read, a reference read from JSON is not resolved: its model stays nil.
+        let fromDataObject = DataObject(rawString: #"{"object":"X","owner":{"$ref":"o"}}"#).reference(Owner.self, forKey: "owner")
+        let fromJSON = try? JSONDecoder().decode(Reference<Owner>.self, from: Data(#"{"$ref":"o"}"#.utf8))
+        if fromDataObject?.model == nil, fromJSON?.model == nil { DecodesWhenReleased.decodedAfterRead += 1 }
+    }
+}
+
+/// A parent that reads its reference and keeps only the id: the read's graph holds the model
+/// until the read ends.
+struct KeepsOnlyTheID: Codable, Persistable {
+    var childID: String
+    private enum Keys: String, CodingKey { case child }
+    init(child: DecodesWhenReleased) { childID = child.id }
+    init(from decoder: any Decoder) throws {
+        childID = try decoder.container(keyedBy: Keys.self).decode(Reference<DecodesWhenReleased>.self, forKey: .child).id
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(Reference<DecodesWhenReleased>(id: childID), forKey: .child)
+    }
+}
+
 /// How a read finds the records its references have met (`ReadGraph`): ids compared by their
 /// bytes through a fingerprint, and a graph reused by the thread's next read.
 @Suite("References: the read graph")
@@ -110,6 +140,24 @@ struct ReadGraphTests {
                 }
                 try await group.waitForAll()
             }
+        }
+    }
+
+    /// Models only the read's graph held are released once the read has ended: code their
+    /// deinitializers run sees no read under way (a reference it decodes is not resolved, and
+    /// the graph being emptied is not touched).
+    @Test func modelsTheGraphHeldAreReleasedAfterTheRead() async throws {
+        try await withTemporaryDirectory { root in
+            let database = try LocalDatabase(directory: root.appendingPathComponent("db"))
+            try await database.write(Record(Owner(id: "o", name: "owner")))
+            try await database.write(Record(DecodesWhenReleased(id: "child")))
+            try await database.write(Record(id: "parent", data: KeepsOnlyTheID(child: DecodesWhenReleased(id: "child"))))
+            let before = DecodesWhenReleased.decodedAfterRead
+            for _ in 0..<3 {
+                let parent = try #require(try await database.read(id: "parent") as KeepsOnlyTheID?)
+                #expect(parent.childID == "child")
+            }
+            #expect(DecodesWhenReleased.decodedAfterRead - before >= 3)
         }
     }
 
