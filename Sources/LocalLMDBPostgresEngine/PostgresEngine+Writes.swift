@@ -246,6 +246,13 @@ extension PostgresEngine {
         }
     }
 
+    /// Takes the transaction-level lock under which class names are recorded, so that no other
+    /// server records one until this transaction ends.
+    private func lockClasses(on connection: PostgresConnection) throws(DatabaseError) {
+        _ = try run(
+            PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
+    }
+
     /// Every class name stored on the server.
     private func storedClassNames(on connection: PostgresConnection) throws(DatabaseError) -> [String] {
         try run(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), on: connection, "reading classes").rows.compactMap { row in
@@ -259,8 +266,7 @@ extension PostgresEngine {
     /// copied as they are: the server mirrors them.) Takes the lock `claim` takes, so no write
     /// records a name meanwhile.
     func checkSpelling(of classRows: [StoredClass], on connection: PostgresConnection) throws(DatabaseError) {
-        _ = try run(
-            PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
+        try lockClasses(on: connection)
         let stored = try storedClassNames(on: connection)
         let present = Set(stored.map(ExactID.init))
         for row in classRows where !present.contains(ExactID(row.name)) {
@@ -289,8 +295,7 @@ extension PostgresEngine {
             return (writes, new)
         }
         guard !(try toWrite(try classRows(keys, on: connection, lock: false))).writes.isEmpty else { return }
-        _ = try run(
-            PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
+        try lockClasses(on: connection)
         let (writes, new) = try toWrite(try classRows(keys, on: connection, lock: true))
         guard !writes.isEmpty else { return }
         if !new.isEmpty {
