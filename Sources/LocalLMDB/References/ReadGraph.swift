@@ -14,54 +14,52 @@ import LocalLMDBEngine
 /// one built after it, or before it, or to itself, and every box naming an id gets the one
 /// instance the read has of it.
 ///
-/// Invariant: one slot per id (`slot(of:)` finds it); slots before `finished` are built.
+/// Invariants (asserted in debug builds): one slot per id (`slot(of:fingerprint:)` finds it), and
+/// a fingerprint per slot; a slot has a model or a record to build it from, never both; slots
+/// before `finished` are built. Building and filling move a slot's fields in place: a slot is
+/// never copied.
 ///
-/// Confinement: belongs to one read on one thread (`ReadScratch.graph`).
+/// Confinement: belongs to one read on one thread (`ReadScratch.graph`); each access is a
+/// plain load or store, so exclusivity is not checked at run time.
 final class ReadGraph {
     /// A record the read has met: one of its own (built), or a referenced one.
     struct Slot {
-        /// Where a slot's model is: built, or waiting to be built from its record.
-        enum Content {
-            /// The model; `builder` is the box of a reference that met it while it waited
-            /// (filled by `finish`), nil when none did or it is filled.
-            case built(any Persistable, builder: ReferenceBox?)
-            /// The stored record (valid for the read: in its snapshot, or carried out of it),
-            /// which the box of the first reference to it builds as the type it asks for (its
-            /// stored class when that is the type or a subclass).
-            case waiting(record: DecodedRecord, builder: ReferenceBox)
-        }
-
         let id: String
-        /// The class name it is stored under, for errors.
+        /// The class name its record is stored under, for errors.
         let className: String
-        var content: Content
-        /// Boxes of later references that met it before it was built.
-        var waiting: [ReferenceBox] = []
-
-        /// The model, once built.
-        var instance: (any Persistable)? {
-            if case let .built(instance, _) = content { return instance }
-            return nil
-        }
+        /// Its model once built; nil while it waits.
+        var model: (any Persistable)?
+        /// The stored record a waiting slot is built from (valid for the read: in its snapshot,
+        /// or carried out of it); nil once built, and for the read's own records.
+        var record: DecodedRecord?
+        /// The box of the first reference to meet it: it builds a waiting record as the type it
+        /// asks for (its stored class when that is the type or a subclass), or, when the read
+        /// restored the record itself, `finish` fills it. Nil when no reference met the slot
+        /// first, and once used.
+        var builder: ReferenceBox?
     }
 
-    private(set) var slots: [Slot]
+    /// The slots, in the order met.
+    @exclusivity(unchecked) private(set) var slots: [Slot]
     /// The fingerprint of each slot's id (`ExactID.fingerprint(of:)`), for `slot(of:)` to scan:
     /// only a slot whose fingerprint matches has its id compared.
-    private var fingerprints: [UInt64]
+    @exclusivity(unchecked) private var fingerprints: [UInt64]
+    /// Boxes of later references that met a slot before it was built, with the slot: filled by
+    /// `finish` once every slot is built.
+    @exclusivity(unchecked) private var waiting: [(slot: Int, box: ReferenceBox)] = []
     /// The slot of each id, once there are more than `scanLimit` slots (fewer are found by
     /// scanning fingerprints: cheaper than hashing ids). Ids compare by their bytes: canonically
     /// equivalent ids are two records.
-    private var slotIndex: [ExactID: Int] = [:]
+    @exclusivity(unchecked) private var slotIndex: [ExactID: Int] = [:]
     private static let scanLimit = 16
     /// A graph that grew past this many slots is not kept for the thread's next read
     /// (`ReadScratch.spareGraph`): its arrays would hold that memory.
     static let spareLimit = 64
-    /// Slots before this one are built and their boxes filled.
-    var finished = 0
+    /// Slots before this one are built.
+    @exclusivity(unchecked) var finished = 0
     /// The read restored some of its records before it met its first reference, so those are
     /// not noted: a reference to one of them would be built as a second instance.
-    var missedRecords = false
+    @exclusivity(unchecked) var missedRecords = false
 
     /// Room for a parent and its few references without growing.
     init() {
@@ -71,23 +69,35 @@ final class ReadGraph {
         fingerprints.reserveCapacity(Self.scanLimit)
     }
 
+    /// How many records the read has met.
+    var count: Int { slots.count }
+
+    /// The ids of the records the read has met, in the order met.
+    var ids: [String] { slots.map(\.id) }
+
+    /// Whether the graph holds nothing: as made, or emptied.
+    var isEmpty: Bool { slots.isEmpty && fingerprints.isEmpty && waiting.isEmpty && finished == 0 && !missedRecords }
+
     /// Empties the graph for another read, keeping its arrays' room; nil when it grew past
     /// `spareLimit` slots (a new graph costs less than the memory it would hold).
     func emptied() -> ReadGraph? {
         guard slots.count <= Self.spareLimit else { return nil }
-        slots.removeAll(keepingCapacity: true)
+        // One at a time: `removeAll(keepingCapacity:)` goes through an unspecialized
+        // `replaceSubrange`, several times the cost for a few slots.
+        while slots.popLast() != nil {}
         fingerprints.removeAll(keepingCapacity: true)
-        slotIndex.removeAll(keepingCapacity: true)
+        if !waiting.isEmpty { waiting.removeAll(keepingCapacity: true) }
+        if !slotIndex.isEmpty { slotIndex.removeAll(keepingCapacity: true) }
         finished = 0
         missedRecords = false
-        assert(slots.isEmpty && fingerprints.isEmpty && slotIndex.isEmpty, "an emptied graph holds no slot")
+        assert(isEmpty && slotIndex.isEmpty, "an emptied graph holds no slot")
         return self
     }
 
-    /// The slot of `id`, if the read has met it.
-    func slot(of id: String) -> Int? {
+    /// The slot of `id`, whose fingerprint is `fingerprint`, if the read has met it.
+    func slot(of id: String, fingerprint: UInt64) -> Int? {
+        assert(fingerprint == ExactID.fingerprint(of: id), "the fingerprint is the id's")
         guard slots.count > Self.scanLimit else {
-            let fingerprint = ExactID.fingerprint(of: id)
             for index in fingerprints.indices where fingerprints[index] == fingerprint && slots[index].id.hasSameUTF8(as: id) {
                 return index
             }
@@ -96,10 +106,9 @@ final class ReadGraph {
         return slotIndex[ExactID(id)]
     }
 
-    private func append(_ slot: Slot) {
+    private func append(_ slot: Slot, fingerprint: UInt64) {
         slots.append(slot)
-        fingerprints.append(ExactID.fingerprint(of: slot.id))
-        assert(fingerprints.count == slots.count, "a fingerprint per slot")
+        fingerprints.append(fingerprint)
         if slots.count > Self.scanLimit {
             if slotIndex.isEmpty {
                 slotIndex.reserveCapacity(Self.scanLimit * 4)
@@ -108,46 +117,61 @@ final class ReadGraph {
                 slotIndex[ExactID(slot.id)] = slots.count - 1
             }
         }
+        assert(fingerprints.count == slots.count, "a fingerprint per slot")
         assert(slots.count <= Self.scanLimit || slotIndex.count == slots.count, "every slot is indexed")
+        assert((slot.model == nil) != (slot.record == nil), "a slot has a model or a record to build it from")
     }
 
-    /// Adds a slot for a referenced record waiting for `box`.
-    func addReferenced(_ id: String, record: DecodedRecord, builder: ReferenceBox) {
-        append(Slot(id: id, className: record.className, content: .waiting(record: record, builder: builder)))
+    /// Adds a slot for the referenced record `id` (whose fingerprint is `fingerprint`), waiting
+    /// for `builder` to build it.
+    func addReferenced(_ id: String, fingerprint: UInt64, record: DecodedRecord, builder: ReferenceBox) {
+        append(Slot(id: id, className: record.className, model: nil, record: record, builder: builder), fingerprint: fingerprint)
     }
 
     /// Notes one of the read's own records, built as `instance`: references to it (met before
     /// or after) get this instance.
     func noteRecord(_ id: String, className: String, _ instance: any Persistable) {
-        if let index = slot(of: id) {
-            // A reference met it first: its box gets this instance (`finish`).
-            if case let .waiting(_, builder) = slots[index].content { slots[index].content = .built(instance, builder: builder) }
+        let fingerprint = ExactID.fingerprint(of: id)
+        if let index = slot(of: id, fingerprint: fingerprint) {
+            // A reference met it first: its builder gets this instance (`finish`), and the
+            // record is not built.
+            if slots[index].model == nil { (slots[index].model, slots[index].record) = (instance, nil) }
             return
         }
-        append(Slot(id: id, className: className, content: .built(instance, builder: nil)))
+        append(Slot(id: id, className: className, model: instance, record: nil, builder: nil), fingerprint: fingerprint)
     }
 
-    /// Adds `box` to the boxes waiting for slot `index`.
+    /// Adds `box` to the boxes waiting for slot `index`, which is not built yet.
     func wait(_ box: ReferenceBox, for index: Int) {
-        slots[index].waiting.append(box)
+        assert(slots[index].model == nil, "a box waits only for a slot not built")
+        waiting.append((index, box))
+    }
+
+    /// What `finish` does for slot `index`: takes its record and builder when it waits (the
+    /// builder then builds it), or its builder alone when it is built (the builder is filled).
+    func takeWork(at index: Int) -> (record: DecodedRecord?, builder: ReferenceBox?) {
+        let work = (slots[index].record.take(), slots[index].builder.take())
+        assert(work.0 == nil || work.1 != nil, "a waiting record has its builder")
+        return work
     }
 
     /// Sets the model of slot `index`, built by its builder (which holds it already).
     func setBuilt(_ instance: any Persistable, at index: Int) {
-        slots[index].content = .built(instance, builder: nil)
+        assert(slots[index].model == nil && slots[index].record == nil, "a slot is built once")
+        slots[index].model = instance
     }
 
-    /// Takes the boxes waiting for slot `index`.
-    func takeWaiting(at index: Int) -> [ReferenceBox] {
-        guard !slots[index].waiting.isEmpty else { return [] }
-        defer { slots[index].waiting = [] }
-        return slots[index].waiting
+    /// Takes the boxes waiting for slots, with their slots.
+    func takeWaiting() -> [(slot: Int, box: ReferenceBox)] {
+        guard !waiting.isEmpty else { return [] }
+        defer { waiting.removeAll(keepingCapacity: true) }
+        return waiting
     }
 
     /// Whether a waiting reference may name one of the records missed (`missedRecords`): some
     /// slot is neither built nor one of the read's records.
     var mayNameMissedRecords: Bool {
-        slots[finished...].contains { $0.instance == nil }
+        slots[finished...].contains { $0.model == nil }
     }
 }
 
@@ -172,8 +196,9 @@ extension ReadScratch {
     func resolveReference(to id: String, box: ReferenceBox) throws(DatabaseError) -> ReferenceLookup {
         guard isReading else { return .unavailable }
         let graph = self.graph ?? startGraph()
-        if let index = graph.slot(of: id) {
-            if let instance = graph.slots[index].instance {
+        let fingerprint = ExactID.fingerprint(of: id)
+        if let index = graph.slot(of: id, fingerprint: fingerprint) {
+            if let instance = graph.slots[index].model {
                 guard box.fill(with: instance) else {
                     // Recorded as well as thrown: a model's own code may swallow the throw
                     // (`try?`, `DataObject.get`), and the read must still fail.
@@ -204,7 +229,7 @@ extension ReadScratch {
             throw error
         }
         guard let record else { return .missing }
-        graph.addReferenced(id, record: record, builder: box)
+        graph.addReferenced(id, fingerprint: fingerprint, record: record, builder: box)
         return .resolving
     }
 
@@ -221,22 +246,26 @@ extension ReadScratch {
     /// - Throws: What restoring a referenced record throws (naming it); `typeMismatch` naming the
     ///   referenced record when it is not of the type a reference to it asks for.
     func finish(_ graph: ReadGraph) throws(DatabaseError) {
-        while graph.finished < graph.slots.count {
+        while graph.finished < graph.count {
             let index = graph.finished
             graph.finished += 1
-            let instance: any Persistable
-            switch graph.slots[index].content {
-            case let .built(built, builder):
-                instance = built
-                if let builder, !builder.fill(with: built) {
+            switch graph.takeWork(at: index) {
+            case let (record?, builder?):
+                graph.setBuilt(try builder.build(from: record, id: graph.slots[index].id, scratch: self), at: index)
+            case let (nil, builder?):
+                // One of the read's own records, met by a reference before it was restored.
+                if let built = graph.slots[index].model, !builder.fill(with: built) {
                     throw .typeMismatch(id: graph.slots[index].id, requested: builder.requestedName, stored: graph.slots[index].className)
                 }
-            case let .waiting(record, builder):
-                instance = try builder.build(from: record, id: graph.slots[index].id, scratch: self)
-                graph.setBuilt(instance, at: index)
+            case (_, nil):
+                assert(graph.slots[index].model != nil, "a slot without a builder is one of the read's own records")
             }
-            // Boxes that met the record while it was built wait in the slot too.
-            for box in graph.takeWaiting(at: index) where !box.fill(with: instance) {
+        }
+        // Boxes that met a record before it was built.
+        for (index, box) in graph.takeWaiting() {
+            let built = graph.slots[index].model
+            assert(built != nil, "every slot is built")
+            if let built, !box.fill(with: built) {
                 throw .typeMismatch(id: graph.slots[index].id, requested: box.requestedName, stored: graph.slots[index].className)
             }
         }

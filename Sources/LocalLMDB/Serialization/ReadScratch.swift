@@ -150,7 +150,7 @@ final class ReadScratch {
         guard let graph else { return (result, false) }
         if graph.missedRecords, graph.mayNameMissedRecords { return (result, true) }
         try finish(graph)
-        reached?(graph.slots.map(\.id))
+        reached?(graph.ids)
         return (result, false)
     }
 
@@ -159,7 +159,7 @@ final class ReadScratch {
     func takeGraph() -> ReadGraph {
         guard let spare = spareGraph else { return ReadGraph() }
         spareGraph = nil
-        assert(spare.slots.isEmpty && spare.finished == 0 && !spare.missedRecords, "a spare graph is empty")
+        assert(spare.isEmpty, "a spare graph is empty")
         return spare
     }
 
