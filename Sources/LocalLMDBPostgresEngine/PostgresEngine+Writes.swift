@@ -50,7 +50,7 @@ extension PostgresEngine {
     /// most their busy timeout (`lock_timeout`, set when the pool connects; then `busy`).
     /// Group commit makes one such transaction carry many writes.
     func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
-        _ = try run("BEGIN", on: connection, operation)
+        _ = try run("BEGIN ISOLATION LEVEL READ COMMITTED", on: connection, operation)
         let locked = try run(schema.lockQuery, on: connection, operation)
         guard let row = locked.rows.first, let (_, version, schemaVersion) = try? row.decode((Int64, Int64, Int32).self) else {
             throw .server(operation: operation, message: "the store is no longer listed on the server")

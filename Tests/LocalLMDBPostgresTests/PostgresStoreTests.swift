@@ -76,6 +76,45 @@ extension PostgresTests {
             for database in databases { await database.close() }
         }
 
+        /// A server (or role, or database) whose default isolation is stricter than PostgreSQL's
+        /// own: the store's write transactions serialize on its row lock, and under repeatable
+        /// read or serializable a writer that waited for that lock would fail (SQLSTATE 40001)
+        /// as soon as the writer before it committed. They choose read committed themselves.
+        @Test("Writers from several pools at once on a server whose default isolation is stricter", arguments: ["repeatable read", "serializable"])
+        func concurrentWritersUnderAStricterDefaultIsolation(isolation: String) async throws {
+            let store = PostgresServer.uniqueStore()
+            let configuration = try {
+                var configuration = try PostgresServer.configuration()
+                configuration.options.additionalStartupParameters.append(("default_transaction_isolation", isolation))
+                return configuration
+            }()
+            let writers = 4
+            let perWriter = 40
+            // Opened at once too: creating the store's tables is a write transaction of its own.
+            let databases = try await withThrowingTaskGroup(of: PostgresStore.self) { group in
+                for _ in 0..<writers { group.addTask { try await PostgresStore(configuration: configuration, name: store, connections: 2) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            // The setting reaches the server: a connection made with it reports it.
+            let probe = try await PostgresConnection.connect(configuration: configuration, id: 2, logger: Logger(label: "tests"))
+            let shown = try await probe.query("SHOW default_transaction_isolation", logger: Logger(label: "tests")).collect()
+            try await probe.close()
+            #expect(try shown.first?.decode(String.self) == isolation)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (writer, database) in databases.enumerated() {
+                    group.addTask {
+                        for index in 0..<perWriter {
+                            try await database.write(Record(id: "w\(writer)-\(index)", data: Entry(sequence: index, payload: "w\(writer)")))
+                        }
+                        try await database.write(contentsOf: (0..<5).map { Record(id: "b\(writer)-\($0)", data: Entry(sequence: $0, payload: "b")) })
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for database in databases { #expect(try await database.count(Entry.self) == writers * (perWriter + 5)) }
+            for database in databases { await database.close() }
+        }
+
         @Test("Replaying the change log gives the store's records, with writers changing classes, deleting and clearing at once")
         func logReplaysToTheStore() async throws {
             let store = PostgresServer.uniqueStore()
