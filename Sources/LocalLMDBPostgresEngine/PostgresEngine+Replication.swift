@@ -195,15 +195,21 @@ extension PostgresEngine {
         try checkOpen()
         let connection = try await leased("trimming the change log")
         let result: PostgresQueryResult
+        func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
+            try await connection.send(query, logger: logger, within: queryTimeout).value("trimming the change log")
+        }
         do throws(DatabaseError) {
-            result = try await connection.send(
+            // Its own transaction at read committed, whatever the server's default: under
+            // repeatable read or serializable, two trims at once would fail (SQLSTATE 40001).
+            _ = try await send(Self.beginWrite)
+            result = try await send(
                 PostgresQuery(
                     unsafeSQL: "DELETE FROM \(schema.log) WHERE sequence <= (SELECT sequence FROM locallmdb_stores WHERE name = $1) - $2",
-                    binds: binds(schema.nameBytes, Int64(max(0, keeping)))),
-                logger: logger, within: queryTimeout
-            ).value("trimming the change log")
+                    binds: binds(schema.nameBytes, Int64(max(0, keeping)))))
+            _ = try await send("COMMIT")
         } catch {
-            pool.release(connection, broken: connection.isClosed)
+            let rolledBack = connection.isClosed ? false : ((try? await send("ROLLBACK")) != nil)
+            pool.release(connection, broken: !rolledBack)
             throw error
         }
         pool.release(connection)

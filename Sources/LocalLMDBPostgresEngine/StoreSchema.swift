@@ -89,7 +89,9 @@ struct StoreSchema: Sendable {
         let prefix = Self.prefix(for: name)
         let nameBytes = ByteBuffer(bytes: Array(name.utf8))
         return try await ServerCall.run("opening the store") { () async throws -> StoreSchema in
-            _ = try await run("BEGIN ISOLATION LEVEL READ COMMITTED")
+            // Read committed and read-write whatever the server's defaults: under repeatable read,
+            // an opener that waited for the lock would not see the tables the one before it made.
+            _ = try await run("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
             do {
                 // One lock for every store's creation: creations are rare and short.
                 _ = try await run("SELECT pg_advisory_xact_lock(7236051267330040897)")

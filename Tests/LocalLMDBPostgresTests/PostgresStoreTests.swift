@@ -76,16 +76,24 @@ extension PostgresTests {
             for database in databases { await database.close() }
         }
 
-        /// A server (or role, or database) whose default isolation is stricter than PostgreSQL's
-        /// own: the store's write transactions serialize on its row lock, and under repeatable
-        /// read or serializable a writer that waited for that lock would fail (SQLSTATE 40001)
-        /// as soon as the writer before it committed. They choose read committed themselves.
-        @Test("Writers from several pools at once on a server whose default isolation is stricter", arguments: ["repeatable read", "serializable"])
-        func concurrentWritersUnderAStricterDefaultIsolation(isolation: String) async throws {
+        /// A server (or role, or database) whose defaults are stricter than PostgreSQL's own: the
+        /// store's write transactions serialize on its row lock, and under repeatable read or
+        /// serializable a writer that waited for that lock would fail (SQLSTATE 40001) once the
+        /// writer before it committed, as would two trims of the log at once; an opener that waited
+        /// for the creation lock would not see the tables the one before it made; and nothing
+        /// could be written by default read-only. The engine's transactions choose read
+        /// committed and read-write themselves.
+        @Test(
+            "Writers, trims and openers from several pools at once on a server whose defaults are stricter",
+            arguments: [
+                ("default_transaction_isolation", "repeatable read"), ("default_transaction_isolation", "serializable"),
+                ("default_transaction_read_only", "on"),
+            ])
+        func concurrentWritersUnderStricterDefaults(setting: String, value: String) async throws {
             let store = PostgresServer.uniqueStore()
             let configuration = try {
                 var configuration = try PostgresServer.configuration()
-                configuration.options.additionalStartupParameters.append(("default_transaction_isolation", isolation))
+                configuration.options.additionalStartupParameters.append((setting, value))
                 return configuration
             }()
             let writers = 4
@@ -97,14 +105,15 @@ extension PostgresTests {
             }
             // The setting reaches the server: a connection made with it reports it.
             let probe = try await PostgresConnection.connect(configuration: configuration, id: 2, logger: Logger(label: "tests"))
-            let shown = try await probe.query("SHOW default_transaction_isolation", logger: Logger(label: "tests")).collect()
+            let shown = try await probe.query(PostgresQuery(unsafeSQL: "SHOW " + setting), logger: Logger(label: "tests")).collect()
             try await probe.close()
-            #expect(try shown.first?.decode(String.self) == isolation)
+            #expect(try shown.first?.decode(String.self) == value)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for (writer, database) in databases.enumerated() {
                     group.addTask {
                         for index in 0..<perWriter {
                             try await database.write(Record(id: "w\(writer)-\(index)", data: Entry(sequence: index, payload: "w\(writer)")))
+                            if index % 10 == 9 { _ = try await database.trimChangeLog(keeping: 5) }
                         }
                         try await database.write(contentsOf: (0..<5).map { Record(id: "b\(writer)-\($0)", data: Entry(sequence: $0, payload: "b")) })
                     }

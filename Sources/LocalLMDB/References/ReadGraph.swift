@@ -37,6 +37,16 @@ final class ReadGraph {
         /// restored the record itself, `finish` fills it. Nil when no reference met the slot
         /// first, and once used.
         var builder: ReferenceBox?
+        /// The first and last of the boxes that met it before it was built, in `waiting`
+        /// (linked by `next`); nil when none did.
+        var firstWaiting: Int?
+        var lastWaiting: Int?
+    }
+
+    /// A box that met a slot before the slot was built, and the next box that met the same slot.
+    struct WaitingBox {
+        let box: ReferenceBox
+        var next: Int?
     }
 
     /// The slots, in the order met.
@@ -44,9 +54,10 @@ final class ReadGraph {
     /// The fingerprint of each slot's id (`ExactID.fingerprint(of:)`), for `slot(of:)` to scan:
     /// only a slot whose fingerprint matches has its id compared.
     @exclusivity(unchecked) private var fingerprints: [UInt64]
-    /// Boxes of later references that met a slot before it was built, with the slot: filled by
-    /// `finish` once every slot is built.
-    @exclusivity(unchecked) private var waiting: [(slot: Int, box: ReferenceBox)] = []
+    /// Boxes of later references that met a slot before it was built, one list for all slots
+    /// (each slot's linked from its `firstWaiting`): `finish` fills a slot's as soon as it is
+    /// built, in the order they met it. Emptied with the graph.
+    @exclusivity(unchecked) private var waiting: [WaitingBox] = []
     /// The slot of each id, once there are more than `scanLimit` slots (fewer are found by
     /// scanning fingerprints: cheaper than hashing ids). Ids compare by their bytes: canonically
     /// equivalent ids are two records.
@@ -69,6 +80,9 @@ final class ReadGraph {
         fingerprints.reserveCapacity(Self.scanLimit)
     }
 
+    /// The capacities of the slots and of the waiting boxes: what an emptied graph holds.
+    var room: (slots: Int, waiting: Int) { (slots.capacity, waiting.capacity) }
+
     /// How many records the read has met.
     var count: Int { slots.count }
 
@@ -81,12 +95,14 @@ final class ReadGraph {
     /// Empties the graph for another read, keeping its arrays' room; nil when it grew past
     /// `spareLimit` slots (a new graph costs less than the memory it would hold).
     func emptied() -> ReadGraph? {
-        guard slots.count <= Self.spareLimit else { return nil }
+        // The waiting boxes count too: a few records with many references to them (100,000
+        // references to 3 owners) would otherwise leave a large list held by the thread.
+        guard slots.count <= Self.spareLimit, waiting.capacity <= Self.spareLimit else { return nil }
         // One at a time: `removeAll(keepingCapacity:)` goes through an unspecialized
-        // `replaceSubrange`, several times the cost for a few slots.
+        // `replaceSubrange`, several times the cost for a few elements.
         while slots.popLast() != nil {}
-        fingerprints.removeAll(keepingCapacity: true)
-        if !waiting.isEmpty { waiting.removeAll(keepingCapacity: true) }
+        while fingerprints.popLast() != nil {}
+        while waiting.popLast() != nil {}
         if !slotIndex.isEmpty { slotIndex.removeAll(keepingCapacity: true) }
         finished = 0
         missedRecords = false
@@ -144,7 +160,10 @@ final class ReadGraph {
     /// Adds `box` to the boxes waiting for slot `index`, which is not built yet.
     func wait(_ box: ReferenceBox, for index: Int) {
         assert(slots[index].model == nil, "a box waits only for a slot not built")
-        waiting.append((index, box))
+        waiting.append(WaitingBox(box: box, next: nil))
+        let added = waiting.count - 1
+        if let last = slots[index].lastWaiting { waiting[last].next = added } else { slots[index].firstWaiting = added }
+        slots[index].lastWaiting = added
     }
 
     /// What `finish` does for slot `index`: takes its record and builder when it waits (the
@@ -161,11 +180,23 @@ final class ReadGraph {
         slots[index].model = instance
     }
 
-    /// Takes the boxes waiting for slots, with their slots.
-    func takeWaiting() -> [(slot: Int, box: ReferenceBox)] {
-        guard !waiting.isEmpty else { return [] }
-        defer { waiting.removeAll(keepingCapacity: true) }
-        return waiting
+    /// Fills the boxes that met slot `index` before it was built, in the order they met it.
+    /// - Throws: `typeMismatch` naming the slot's record when it is not of the type a box asks for.
+    func fillWaiting(at index: Int) throws(DatabaseError) {
+        guard var next = slots[index].firstWaiting else { return }
+        let model = slots[index].model
+        assert(model != nil, "a slot's waiting boxes are filled once it is built")
+        guard let model else { return }
+        slots[index].firstWaiting = nil
+        slots[index].lastWaiting = nil
+        while true {
+            let waiter = waiting[next]
+            if !waiter.box.fill(with: model) {
+                throw .typeMismatch(id: slots[index].id, requested: waiter.box.requestedName, stored: slots[index].className)
+            }
+            guard let following = waiter.next else { return }
+            next = following
+        }
     }
 
     /// Whether a waiting reference may name one of the records missed (`missedRecords`): some
@@ -260,14 +291,8 @@ extension ReadScratch {
             case (_, nil):
                 assert(graph.slots[index].model != nil, "a slot without a builder is one of the read's own records")
             }
-        }
-        // Boxes that met a record before it was built.
-        for (index, box) in graph.takeWaiting() {
-            let built = graph.slots[index].model
-            assert(built != nil, "every slot is built")
-            if let built, !box.fill(with: built) {
-                throw .typeMismatch(id: graph.slots[index].id, requested: box.requestedName, stored: graph.slots[index].className)
-            }
+            // Boxes that met the record before it was built, and those that met it while it was.
+            try graph.fillWaiting(at: index)
         }
     }
 }

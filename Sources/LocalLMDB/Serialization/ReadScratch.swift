@@ -154,6 +154,10 @@ final class ReadScratch {
         return (result, false)
     }
 
+    /// The room the thread's spare graph holds, for tests: its slots' and waiting boxes'
+    /// capacities; nil when it has none.
+    var spareGraphRoom: (slots: Int, waiting: Int)? { spareGraph.map(\.room) }
+
     /// An empty graph for a read: the thread's spare, or a new one.
     @inline(__always)
     func takeGraph() -> ReadGraph {

@@ -65,6 +65,40 @@ struct KeepsOnlyTheID: Codable, Persistable {
     }
 }
 
+/// A record that refers to itself (`me`) and to an observer, which refers back to it.
+final class SelfLinked: Codable, Persistable, Identifiable {
+    let id: String
+    var me: Reference<SelfLinked>?
+    var observer: Reference<LinkObserver>?
+    init(id: String) { self.id = id }
+}
+
+/// Notes, while it is decoded, whether the record it refers to already has its link to itself:
+/// the boxes that met a record while it was being built are filled once it is built, before
+/// the records after it are.
+final class LinkObserver: Codable, Persistable, Identifiable {
+    let id: String
+    var linked: Reference<SelfLinked>
+    var sawSelfLink = false
+    init(id: String, linked: Reference<SelfLinked>) { (self.id, self.linked) = (id, linked) }
+    private enum Keys: String, CodingKey { case id, linked }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        id = try container.decode(String.self, forKey: .id)
+        linked = try container.decode(Reference<SelfLinked>.self, forKey: .linked)
+        sawSelfLink = linked.model?.me?.model === linked.model && linked.model != nil
+    }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(linked, forKey: .linked)
+    }
+}
+
+struct LinkRoot: Codable, Persistable {
+    var linked: Reference<SelfLinked>
+}
+
 /// How a read finds the records its references have met (`ReadGraph`): ids compared by their
 /// bytes through a fingerprint, and a graph reused by the thread's next read.
 @Suite("References: the read graph")
@@ -109,6 +143,49 @@ struct ReadGraphTests {
         // Fewer than 8 bytes: the fingerprint tells every one apart.
         let short = ["", "a", "a\u{0}", "ab", "abcdefg", "\u{E9}", "e\u{301}"]
         #expect(Set(short.map(ExactID.fingerprint(of:))).count == short.count)
+    }
+
+    /// A record whose own link to itself was met while it was built has that link filled before
+    /// the records after it are built (as when each slot kept its own waiting boxes).
+    @Test func boxesThatMetARecordWhileItWasBuiltAreFilledBeforeTheNextRecord() async throws {
+        try await withTemporaryDirectory { root in
+            let database = try LocalDatabase(directory: root.appendingPathComponent("db"))
+            let linked = SelfLinked(id: "a")
+            linked.me = Reference(id: "a")
+            linked.observer = Reference(id: "c")
+            try await database.write(Record(linked))
+            try await database.write(Record(LinkObserver(id: "c", linked: Reference(id: "a"))))
+            try await database.write(Record(id: "root", data: LinkRoot(linked: Reference(id: "a"))))
+            let read = try #require(try await database.read(id: "root") as LinkRoot?)
+            let model = try #require(read.linked.model)
+            #expect(model.me?.model === model)
+            #expect(model.observer?.model?.linked.model === model)
+            #expect(model.observer?.model?.sawSelfLink == true)
+        }
+    }
+
+    /// A read of a few records with many references to them leaves the thread no spare graph
+    /// holding room for all those references: the waiting boxes count against the spare's limit.
+    @Test func manyReferencesToFewRecordsLeaveNoLargeSpareGraph() async throws {
+        try await withTemporaryDirectory { root in
+            let database = try SerializationDatabase(directory: root.appendingPathComponent("db"))
+            #expect(database.write(contentsOf: (0..<3).map { Record(Owner(id: "owner-\($0)", name: "name \($0)")) }) == 3)
+            let drivers = (0..<5000).map { Reference<Owner>(id: "owner-\($0 % 3)") }
+            #expect(database.write(Record(id: "car", data: Car(plate: "many", owner: Reference(id: "owner-0"), previousOwner: nil, drivers: drivers))))
+            // The synchronous face reads on this thread, whose scratch is then the one to look at.
+            let car: Car? = database.read(id: "car")
+            #expect(car?.drivers.count == 5000)
+            // One instance per owner.
+            #expect(Set(car?.drivers.compactMap { $0.model.map(ObjectIdentifier.init) } ?? []).count == 3)
+            let room = ReadScratch.current.spareGraphRoom
+            #expect((room?.waiting ?? 0) <= ReadGraph.spareLimit, "the spare graph holds room for \(room?.waiting ?? 0) waiting boxes")
+            // A small graph read afterwards is kept as the spare.
+            #expect(database.write(Record(id: "small", data: Car(plate: "small", owner: Reference(id: "owner-1"), previousOwner: nil, drivers: [Reference(id: "owner-2")]))))
+            let small: Car? = database.read(id: "small")
+            #expect(small?.drivers.first?.model?.name == "name 2")
+            #expect(ReadScratch.current.spareGraphRoom != nil)
+            database.close()
+        }
     }
 
     /// Graphs of many references (past the scan, and past the size a thread keeps for its next
