@@ -77,7 +77,7 @@
         case let .classRegistration(type, reason):
             return "Cannot register \(type): \(reason)."
         case let .busy(timeout):
-            return "Waited \(timeout) for another database's transaction on this directory to end (the busy timeout)."
+            return "Waited \(timeout) for another transaction on this database to end (the busy timeout)."
         case let .transactionFailed(reason):
             return "The transaction failed and must be rolled back (nothing of it will be kept): \(reason)"
         case .closed:

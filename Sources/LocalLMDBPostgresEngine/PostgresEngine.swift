@@ -136,7 +136,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         do throws(DatabaseError) {
             let connection = try await pool.lease().value("connecting")
             do throws(DatabaseError) {
-                schema = try await StoreSchema.open(store, on: connection, logger: options.logger, within: options.queryTimeout)
+                schema = try await StoreSchema.open(
+                    store, on: connection, logger: options.logger, within: options.queryTimeout, busyTimeout: options.busyTimeout)
                 pool.release(connection)
             } catch {
                 pool.release(connection, broken: true)

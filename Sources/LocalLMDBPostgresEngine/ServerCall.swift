@@ -5,12 +5,13 @@ import PostgresNIO
 /// errors pass through, the server's answers and lost connections become `server` errors that
 /// name the operation and, for the server's answers, its SQLSTATE and message.
 enum ServerCall {
-    /// `body`'s result; its errors as `DatabaseError`s, `operation` naming what failed.
-    static func run<T>(_ operation: String, _ body: () async throws -> T) async throws(DatabaseError) -> T {
+    /// `body`'s result; its errors as `DatabaseError`s, `operation` naming what failed, and a
+    /// lock wait past `busyTimeout` (the server's `lock_timeout`) as `busy` naming it.
+    static func run<T>(_ operation: String, busyTimeout: Duration = .zero, _ body: () async throws -> T) async throws(DatabaseError) -> T {
         do {
             return try await body()
         } catch {
-            throw databaseError(error, operation)
+            throw databaseError(error, operation, busyTimeout: busyTimeout)
         }
     }
 

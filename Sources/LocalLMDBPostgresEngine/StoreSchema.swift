@@ -82,13 +82,15 @@ struct StoreSchema: Sendable {
     /// schema. Safe while other processes do the same: the work is done in one transaction
     /// holding a transaction-level advisory lock.
     /// - Throws: `unsupportedFormat` when the store was made by a newer version of this library.
-    static func open(_ name: String, on connection: PostgresConnection, logger: Logger, within limit: Duration) async throws(DatabaseError) -> StoreSchema {
+    static func open(
+        _ name: String, on connection: PostgresConnection, logger: Logger, within limit: Duration, busyTimeout: Duration
+    ) async throws(DatabaseError) -> StoreSchema {
         func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
             try await connection.send(query, logger: logger, within: limit).get()
         }
         let prefix = Self.prefix(for: name)
         let nameBytes = ByteBuffer(bytes: Array(name.utf8))
-        return try await ServerCall.run("opening the store") { () async throws -> StoreSchema in
+        return try await ServerCall.run("opening the store", busyTimeout: busyTimeout) { () async throws -> StoreSchema in
             // Read committed and read-write whatever the server's defaults: under repeatable read,
             // an opener that waited for the lock would not see the tables the one before it made.
             _ = try await run("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
@@ -100,7 +102,16 @@ struct StoreSchema: Sendable {
                         name bytea PRIMARY KEY, prefix text NOT NULL UNIQUE, version integer NOT NULL,
                         log_id text NOT NULL, sequence bigint NOT NULL DEFAULT 0)
                     """)
-                _ = try await run("ALTER TABLE locallmdb_stores ADD COLUMN IF NOT EXISTS index_version bigint NOT NULL DEFAULT 0")
+                // Added only when missing: `ALTER TABLE` locks the table exclusively before it
+                // looks, so an open would wait for every write transaction on every store (they
+                // lock their row), and make new ones wait behind it.
+                let hasIndexVersion = try await run("""
+                    SELECT 1 FROM pg_attribute
+                    WHERE attrelid = 'locallmdb_stores'::regclass AND attname = 'index_version' AND NOT attisdropped
+                    """).rows.contains { _ in true }
+                if !hasIndexVersion {
+                    _ = try await run("ALTER TABLE locallmdb_stores ADD COLUMN IF NOT EXISTS index_version bigint NOT NULL DEFAULT 0")
+                }
                 var found: (prefix: String, version: Int, logID: String)?
                 for row in try await run("SELECT prefix, version, log_id FROM locallmdb_stores WHERE name = \(nameBytes)").rows {
                     let (storedPrefix, version, logID) = try row.decode((String, Int, String).self)

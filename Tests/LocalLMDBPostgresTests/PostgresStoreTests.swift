@@ -124,6 +124,29 @@ extension PostgresTests {
             for database in databases { await database.close() }
         }
 
+        /// Opening a store while another holds a transaction on the stores' table (as every write
+        /// transaction does, on its row) neither waits for it nor makes writers wait behind it.
+        @Test("A store opens while a transaction elsewhere holds its row of the stores' table")
+        func opensWhileAWriteTransactionIsOpen() async throws {
+            let first = PostgresServer.uniqueStore()
+            _ = try await PostgresServer.withDatabase(store: first) { database in
+                try await database.write(Record(id: "a", data: Entry(sequence: 1, payload: "a")))
+            }
+            try await PostgresServer.withConnection { connection in
+                let logger = Logger(label: "tests")
+                _ = try await connection.query("BEGIN", logger: logger)
+                _ = try await connection.query("SELECT sequence FROM locallmdb_stores FOR UPDATE", logger: logger).collect()
+                let started = ContinuousClock.now
+                let second = try await PostgresStore(
+                    configuration: PostgresServer.configuration(), name: PostgresServer.uniqueStore(), connections: 1, busyTimeout: .seconds(3))
+                #expect(ContinuousClock.now - started < .seconds(3))
+                try await second.write(Record(id: "b", data: Entry(sequence: 2, payload: "b")))
+                #expect(try await second.count(Entry.self) == 1)
+                await second.close()
+                _ = try await connection.query("COMMIT", logger: logger)
+            }
+        }
+
         @Test("Replaying the change log gives the store's records, with writers changing classes, deleting and clearing at once")
         func logReplaysToTheStore() async throws {
             let store = PostgresServer.uniqueStore()
