@@ -196,7 +196,7 @@ extension PostgresEngine {
         let connection = try await leased("trimming the change log")
         let result: PostgresQueryResult
         func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
-            try await connection.send(query, logger: logger, within: queryTimeout).value("trimming the change log")
+            try await connection.send(query, logger: logger, within: queryTimeout).value("trimming the change log", busyTimeout: busyTimeout)
         }
         do throws(DatabaseError) {
             // Its own transaction at read committed, whatever the server's default: under

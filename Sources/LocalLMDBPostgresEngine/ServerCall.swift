@@ -42,9 +42,10 @@ enum ServerCall {
 }
 
 extension EventLoopFuture where Value: Sendable {
-    /// The future's value, its error as a `DatabaseError`.
-    func value(_ operation: String) async throws(DatabaseError) -> Value {
-        try await ServerCall.run(operation) { try await self.get() }
+    /// The future's value, its error as a `DatabaseError` (a lock wait past `busyTimeout`, the
+    /// server's `lock_timeout`, as `busy` naming it).
+    func value(_ operation: String, busyTimeout: Duration = .zero) async throws(DatabaseError) -> Value {
+        try await ServerCall.run(operation, busyTimeout: busyTimeout) { try await self.get() }
     }
 }
 

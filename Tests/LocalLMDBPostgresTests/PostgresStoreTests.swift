@@ -140,9 +140,10 @@ extension PostgresTests {
                 let second = try await PostgresStore(
                     configuration: PostgresServer.configuration(), name: PostgresServer.uniqueStore(), connections: 1, busyTimeout: .seconds(3))
                 #expect(ContinuousClock.now - started < .seconds(3))
-                try await second.write(Record(id: "b", data: Entry(sequence: 2, payload: "b")))
-                #expect(try await second.count(Entry.self) == 1)
-                await second.close()
+                try await closing(second) { second in
+                    try await second.write(Record(id: "b", data: Entry(sequence: 2, payload: "b")))
+                    #expect(try await second.count(Entry.self) == 1)
+                }
                 _ = try await connection.query("COMMIT", logger: logger)
             }
         }
