@@ -201,7 +201,7 @@ extension PostgresEngine {
         do throws(DatabaseError) {
             // Its own transaction at read committed, whatever the server's default: under
             // repeatable read or serializable, two trims at once would fail (SQLSTATE 40001).
-            _ = try await send(Self.beginWrite)
+            _ = try await send(StoreSchema.beginWrite)
             result = try await send(
                 PostgresQuery(
                     unsafeSQL: "DELETE FROM \(schema.log) WHERE sequence <= (SELECT sequence FROM locallmdb_stores WHERE name = $1) - $2",

@@ -42,13 +42,6 @@ extension PostgresEngine {
         }
     }
 
-    /// How every write transaction begins: at read committed and read-write, whatever the
-    /// server's, role's or database's defaults (`default_transaction_isolation`,
-    /// `default_transaction_read_only`). Under repeatable read or serializable, a writer that
-    /// waited for the store's row lock would fail (SQLSTATE 40001) once the writer before it
-    /// committed.
-    static let beginWrite: PostgresQuery = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
-
     /// Begins a write transaction on `connection`, taking the store's row in `locallmdb_stores`
     /// first: write transactions on a store, from every process, run one at a time, as LMDB's
     /// do. So the log's order is the order writes were applied in (a mass deletion and a
@@ -57,7 +50,7 @@ extension PostgresEngine {
     /// most their busy timeout (`lock_timeout`, set when the pool connects; then `busy`).
     /// Group commit makes one such transaction carry many writes.
     func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
-        _ = try run(Self.beginWrite, on: connection, operation)
+        _ = try run(StoreSchema.beginWrite, on: connection, operation)
         let locked = try run(schema.lockQuery, on: connection, operation)
         guard let row = locked.rows.first, let (_, version, schemaVersion) = try? row.decode((Int64, Int64, Int32).self) else {
             throw .server(operation: operation, message: "the store is no longer listed on the server")

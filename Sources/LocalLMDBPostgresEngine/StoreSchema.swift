@@ -78,6 +78,14 @@ struct StoreSchema: Sendable {
         }.joined()
     }
 
+    /// How every transaction that writes begins (the store's creation, the engine's writes, the
+    /// log's trimming): at read committed and read-write, whatever the server's, role's or
+    /// database's defaults (`default_transaction_isolation`, `default_transaction_read_only`).
+    /// Under repeatable read or serializable, a writer that waited for the store's row lock
+    /// would fail (SQLSTATE 40001) once the writer before it committed, and an opener that
+    /// waited for the creation lock would not see the tables the one before it made.
+    static let beginWrite: PostgresQuery = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
+
     /// Creates the store's tables, or migrates them from an older version, and returns its
     /// schema. Safe while other processes do the same: the work is done in one transaction
     /// holding a transaction-level advisory lock.
@@ -91,9 +99,7 @@ struct StoreSchema: Sendable {
         let prefix = Self.prefix(for: name)
         let nameBytes = ByteBuffer(bytes: Array(name.utf8))
         return try await ServerCall.run("opening the store", busyTimeout: busyTimeout) { () async throws -> StoreSchema in
-            // Read committed and read-write whatever the server's defaults: under repeatable read,
-            // an opener that waited for the lock would not see the tables the one before it made.
-            _ = try await run("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")
+            _ = try await run(beginWrite)
             do {
                 // One lock for every store's creation: creations are rare and short.
                 _ = try await run("SELECT pg_advisory_xact_lock(7236051267330040897)")
