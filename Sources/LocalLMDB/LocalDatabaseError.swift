@@ -96,8 +96,10 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// another record or class, sealed under a key the database was not opened with, or is
     /// unencrypted in an encrypted database (`reason` says which). Other records are unaffected.
     case undecryptableRecord(id: String, reason: String)
-    /// The cipher failed to seal the value of record `id` (empty for a key check), saying
-    /// `reason`. Nothing of the write was stored.
+    /// The cipher failed to seal the value of record `id` (empty for a key check), or the
+    /// write of record `id` (the first of its batch) was refused because this process seals
+    /// under a key another process's re-encryption has retired; `reason` says which. Nothing of
+    /// the write was stored.
     case encryptionFailed(id: String, reason: String)
     /// An export of an encrypted database was asked for without `decrypting: true`: it would
     /// write the values in the clear. Nothing was written.

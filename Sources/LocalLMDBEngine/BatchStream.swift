@@ -105,12 +105,12 @@ package final class BatchStream: @unchecked Sendable {
     func merged() -> WriteOperation? {
         condition.withLock {
             var records = RecordBatch()
-            var classes: [StoredClass] = []
+            var classes = ClassList()
             for case let .put(part, partClasses) in parts {
                 records.append(contentsOf: part)
-                classes.addAbsent(partClasses[...])
+                classes.add(partClasses)
             }
-            return records.isEmpty ? nil : .put(records, classes: classes)
+            return records.isEmpty ? nil : .put(records, classes: classes.classes)
         }
     }
 }

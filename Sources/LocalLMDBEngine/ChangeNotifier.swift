@@ -76,6 +76,9 @@ package final class ChangeNotifier: Sendable {
         }
     }
 
+    /// How many waits are pending now (for tests: a wait that has begun).
+    package var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Waits until the version is past `version`; false when the task was cancelled.
     package func wait(after version: UInt64) async -> Bool {
         let id = state.withLock { state in

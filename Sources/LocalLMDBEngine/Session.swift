@@ -28,10 +28,12 @@ import Foundation
         var closed = false
         /// Records written in the open transaction and not sent to the writer thread yet.
         var buffer = WriteBuffer()
-        /// Stored classes that writes applied in the open transaction have claimed: a write of
-        /// these alone cannot meet a class-name conflict, so it may be buffered. Any other goes
-        /// to the writer thread at once, and a conflict is that write's error alone.
-        var claimed: [StoredClass] = []
+        /// Stored classes that writes applied in the open transaction have claimed, by their
+        /// names' bytes: a write of these alone cannot meet a class-name conflict, so it may be
+        /// buffered. Any other goes to the writer thread at once, and a conflict is that write's
+        /// error alone. (A dictionary: a transaction may claim many classes, and every write
+        /// looks its own up.)
+        var claimed: [ExactID: StoredClass] = [:]
         /// The open transaction has failed (it refuses everything until rolled back).
         var failed = false
         /// Commits and rollbacks queued for the writer thread and not finished yet. While any
@@ -45,7 +47,7 @@ import Foundation
 
         /// Whether a put of `records` (using `classes`) may be acknowledged and buffered.
         func mayBuffer(_ records: RecordBatch, classes: [StoredClass]) -> Bool {
-            inTransaction && !failed && buffer.hasRoom(for: records) && classes.allSatisfy(claimed.contains)
+            inTransaction && !failed && buffer.hasRoom(for: records) && classes.allSatisfy { claimed[ExactID($0.name)] == $0 }
         }
 
         /// The state's invariants, checked in debug builds after every change (`withState`): a
@@ -58,7 +60,7 @@ import Foundation
         /// Forgets what was known of the transaction: one begins or ends.
         mutating func transactionChanged() {
             buffer = WriteBuffer()
-            claimed = []
+            claimed = [:]
             failed = false
             generation &+= 1
         }
@@ -141,11 +143,8 @@ import Foundation
             guard state.generation == generation else { return }
             state.failed = failed
             guard !failed else { return }
-            for storedClass in classes where !state.claimed.contains(storedClass) {
-                // Claims are by name: a type that took a name over (by registration) unclaims the one before.
-                state.claimed.removeAll { $0.name == storedClass.name }
-                state.claimed.append(storedClass)
-            }
+            // Claims are by name: a type that took a name over (by registration) unclaims the one before.
+            for storedClass in classes { state.claimed[ExactID(storedClass.name)] = storedClass }
         }
     }
 

@@ -10,7 +10,7 @@ import LocalLMDBStore
 /// that would take it past `maxRecords` or `maxBytes` sends it, with that write, at once.
 package struct WriteBuffer: Sendable {
     private var records = RecordBatch()
-    private var classes: [StoredClass] = []
+    private var classes = ClassList()
 
     static let maxRecords = 4096
     static let maxBytes = 4 << 20
@@ -25,7 +25,7 @@ package struct WriteBuffer: Sendable {
 
     mutating func append(_ more: RecordBatch, classes moreClasses: [StoredClass]) {
         records.append(contentsOf: more)
-        classes.addAbsent(moreClasses[...])
+        classes.add(moreClasses)
     }
 
     /// The buffered records as one put, in the order they were written; nil when there are none.
@@ -33,6 +33,6 @@ package struct WriteBuffer: Sendable {
     mutating func take() -> WriteOperation? {
         guard !records.isEmpty else { return nil }
         defer { self = WriteBuffer() }
-        return .put(records, classes: classes)
+        return .put(records, classes: classes.classes)
     }
 }

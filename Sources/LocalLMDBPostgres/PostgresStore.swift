@@ -245,7 +245,7 @@ public final class PostgresStore: ObjectDatabase {
     // MARK: Changes and observation
 
     /// The object stored under `id`, then again after each commit (of any server process) that
-    /// wrote or deleted it; see `DatabaseObservation`. Other processes' commits are seen within
+    /// changed its stored bytes (wrote other bytes or deleted it); see `DatabaseObservation`. Other processes' commits are seen within
     /// about 50 ms (the store's last sequence number is polled while anyone observes).
     public nonisolated func observe<T: Persistable>(_ type: T.Type, id: String) -> DatabaseObservation<T?> {
         face.observe(type, id: id)

@@ -49,16 +49,7 @@ extension PostgresEngine {
                 }
                 if !classRows.isEmpty {
                     try checkSpelling(of: classRows, on: connection)
-                    _ = try run(
-                        PostgresQuery(
-                            unsafeSQL: """
-                                INSERT INTO \(schema.classes) (name_key, row) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-                                ON CONFLICT (name_key) DO NOTHING
-                                """,
-                            binds: binds(
-                                classRows.map { ByteBuffer(bytes: StorageKey($0.name, maxKeySize: maxKeySize).bytes) },
-                                classRows.map { ByteBuffer(bytes: $0.encoded) })),
-                        on: connection, "replicating")
+                    _ = try run(recordClassesQuery(classRows, update: false), on: connection, "replicating")
                 }
                 // The entries of every record the run writes go first, so that its unique indexes
                 // are checked against the run's final state, whichever part a record is in.

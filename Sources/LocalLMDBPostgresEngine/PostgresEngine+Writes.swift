@@ -253,11 +253,34 @@ extension PostgresEngine {
             PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(hashtext($1))", binds: binds(schema.prefix)), on: connection, "recording classes")
     }
 
-    /// Every class name stored on the server.
-    private func storedClassNames(on connection: PostgresConnection) throws(DatabaseError) -> [String] {
-        try run(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), on: connection, "reading classes").rows.compactMap { row in
+    /// The stored class names with the canonical form of any of `names` (their other
+    /// spellings, or themselves), found by the classes' `spelling_key` (`StoredClass.spellingKey`),
+    /// and every name a row without one holds (written by an earlier version): a lookup, at a
+    /// cost that does not grow with the number of classes stored.
+    private func storedClassNames(spelledLike names: [String], on connection: PostgresConnection) throws(DatabaseError) -> [String] {
+        let keys = Set(names.map { StoredClass.spellingKey(of: $0, maxKeySize: maxKeySize) })
+        return try run(
+            PostgresQuery(
+                unsafeSQL: "SELECT row FROM \(schema.classes) WHERE spelling_key = ANY($1) OR spelling_key IS NULL",
+                binds: binds(keys.map { ByteBuffer(bytes: $0) })),
+            on: connection, "reading classes"
+        ).rows.compactMap { row in
             (try? row.decode(ByteBuffer.self)).flatMap { buffer in buffer.withUnsafeReadableBytes { StoredClass(parsing: $0)?.name } }
         }
+    }
+
+    /// The statement that records class rows: `$1` their keys, `$2` the rows, `$3` their
+    /// spelling keys; an existing row is replaced (`update`) or kept.
+    func recordClassesQuery(_ rows: [StoredClass], update: Bool) -> PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: """
+                INSERT INTO \(schema.classes) (name_key, row, spelling_key) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[])
+                ON CONFLICT (name_key) DO \(update ? "UPDATE SET row = EXCLUDED.row" : "NOTHING")
+                """,
+            binds: binds(
+                rows.map { ByteBuffer(bytes: StorageKey($0.name, maxKeySize: maxKeySize).bytes) },
+                rows.map { ByteBuffer(bytes: $0.encoded) },
+                rows.map { ByteBuffer(bytes: StoredClass.spellingKey(of: $0.name, maxKeySize: maxKeySize)) }))
     }
 
     /// The spelling rule (`StoredClass.checkSpelling(againstStored:)`) for class rows a push
@@ -267,10 +290,11 @@ extension PostgresEngine {
     /// records a name meanwhile.
     func checkSpelling(of classRows: [StoredClass], on connection: PostgresConnection) throws(DatabaseError) {
         try lockClasses(on: connection)
-        let stored = try storedClassNames(on: connection)
+        let stored = try storedClassNames(spelledLike: classRows.map(\.name), on: connection)
         let present = Set(stored.map(ExactID.init))
+        let byForm = Dictionary(grouping: stored) { StoredClass.spellingKey(of: $0, maxKeySize: maxKeySize) }
         for row in classRows where !present.contains(ExactID(row.name)) {
-            try row.checkSpelling(againstStored: stored)
+            try row.checkSpelling(againstStored: byForm[StoredClass.spellingKey(of: row.name, maxKeySize: maxKeySize)] ?? [])
         }
     }
 
@@ -299,20 +323,16 @@ extension PostgresEngine {
         let (writes, new) = try toWrite(try classRows(keys, on: connection, lock: true))
         guard !writes.isEmpty else { return }
         if !new.isEmpty {
-            // Under the lock: no other server records a name meanwhile.
-            let stored = try storedClassNames(on: connection)
-            for storedClass in new { try storedClass.checkSpelling(againstStored: stored + new.map(\.name)) }
+            // Under the lock: no other server records a name meanwhile. Each new name against
+            // the stored and new names of its canonical form.
+            let names = new.map(\.name)
+            let stored = try storedClassNames(spelledLike: names, on: connection)
+            let byForm = Dictionary(grouping: stored + names) { StoredClass.spellingKey(of: $0, maxKeySize: maxKeySize) }
+            for storedClass in new {
+                try storedClass.checkSpelling(againstStored: byForm[StoredClass.spellingKey(of: storedClass.name, maxKeySize: maxKeySize)] ?? [])
+            }
         }
-        _ = try run(
-            PostgresQuery(
-                unsafeSQL: """
-                    INSERT INTO \(schema.classes) (name_key, row) SELECT * FROM unnest($1::bytea[], $2::bytea[])
-                    ON CONFLICT (name_key) DO UPDATE SET row = EXCLUDED.row
-                    """,
-                binds: binds(
-                    writes.map { ByteBuffer(bytes: StorageKey($0.name, maxKeySize: maxKeySize).bytes) },
-                    writes.map { ByteBuffer(bytes: $0.encoded) })),
-            on: connection, "recording classes")
+        _ = try run(recordClassesQuery(writes, update: true), on: connection, "recording classes")
     }
 
     /// Puts `records` (the last of each key wins, as on LMDB), logging each write, and each

@@ -48,7 +48,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     let thread: WriterThread
     package let databaseSerial: UInt64
     /// LMDB's key limit, so that a record's key is the same bytes on both engines.
-    package let maxKeySize = 511
+    package static let maxKeySize = 511
+    package var maxKeySize: Int { Self.maxKeySize }
     package let notifier: ChangeNotifier
     /// Hears other processes' commits announced (`LISTEN`/`NOTIFY`).
     let listener: ChangeListener
@@ -137,7 +138,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
             let connection = try await pool.lease().value("connecting")
             do throws(DatabaseError) {
                 schema = try await StoreSchema.open(
-                    store, on: connection, logger: options.logger, within: options.queryTimeout, busyTimeout: options.busyTimeout)
+                    store, on: connection, logger: options.logger, within: options.queryTimeout, busyTimeout: options.busyTimeout,
+                    maxKeySize: Self.maxKeySize)
                 pool.release(connection)
             } catch {
                 pool.release(connection, broken: true)

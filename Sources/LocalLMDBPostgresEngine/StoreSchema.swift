@@ -1,6 +1,7 @@
 import Foundation
 import LocalLMDBLMDB
 import LocalLMDBJSON
+import LocalLMDBStore
 import PostgresNIO
 
 /// The tables of one named store on a PostgreSQL server, and their creation and migration.
@@ -15,7 +16,8 @@ import PostgresNIO
 ///   LMDB's `records` and `types` together. `key` is the record's `StorageKey`, `value` the
 ///   complete `RecordValue` LocalLMDB stores (header, checksum, JSON), so a record is the same
 ///   bytes on either engine.
-/// - `<prefix>_classes (name_key bytea primary key, row bytea)`: the class table (`StoredClass`).
+/// - `<prefix>_classes (name_key bytea primary key, row bytea, spelling_key bytea)`: the class
+///   table (`StoredClass`), with the key of each name's canonical form (`StoredClass.spellingKey`).
 /// - `<prefix>_log (sequence bigint primary key, changes bytea)`: the change log, one row per
 ///   commit, written in the commit (`ChangeLog.encode`).
 /// - `<prefix>_replication (source text primary key, position text)`: where each replicator
@@ -91,7 +93,7 @@ struct StoreSchema: Sendable {
     /// holding a transaction-level advisory lock.
     /// - Throws: `unsupportedFormat` when the store was made by a newer version of this library.
     static func open(
-        _ name: String, on connection: PostgresConnection, logger: Logger, within limit: Duration, busyTimeout: Duration
+        _ name: String, on connection: PostgresConnection, logger: Logger, within limit: Duration, busyTimeout: Duration, maxKeySize: Int
     ) async throws(DatabaseError) -> StoreSchema {
         func run(_ query: PostgresQuery) async throws -> PostgresQueryResult {
             try await connection.send(query, logger: logger, within: limit).get()
@@ -142,6 +144,7 @@ struct StoreSchema: Sendable {
                     _ = try await run(
                         "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))")
                 }
+                try await addSpellingKeys(prefix: prefix, maxKeySize: maxKeySize, run)
                 _ = try await run("COMMIT")
                 return StoreSchema(name: name, prefix: prefix, logID: logID)
             } catch {
@@ -162,6 +165,41 @@ struct StoreSchema: Sendable {
             _ = try await run(PostgresQuery(unsafeSQL: statement))
         }
         try await migrate(prefix: prefix, from: 1, run)
+    }
+
+    /// The classes' `spelling_key` (`StoredClass.spellingKey`), by which the spelling rule finds
+    /// the stored names of a canonical form: the column and its index, added when missing (not a
+    /// schema version: an earlier version of this library, which writes rows without it, keeps
+    /// working, and its rows are read by every check until an open fills them in), then filled
+    /// in for the rows that lack it.
+    private static func addSpellingKeys(
+        prefix: String, maxKeySize: Int, _ run: (PostgresQuery) async throws -> PostgresQueryResult
+    ) async throws {
+        let hasColumn = try await run(PostgresQuery(unsafeSQL: """
+            SELECT 1 FROM pg_attribute
+            WHERE attrelid = '\(prefix)_classes'::regclass AND attname = 'spelling_key' AND NOT attisdropped
+            """)).rows.contains { _ in true }
+        if !hasColumn {
+            _ = try await run(PostgresQuery(unsafeSQL: "ALTER TABLE \(prefix)_classes ADD COLUMN IF NOT EXISTS spelling_key bytea"))
+            _ = try await run(PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(prefix)_classes_spelling ON \(prefix)_classes (spelling_key)"))
+        }
+        var nameKeys: [ByteBuffer] = []
+        var spellingKeys: [ByteBuffer] = []
+        for row in try await run(PostgresQuery(unsafeSQL: "SELECT name_key, row FROM \(prefix)_classes WHERE spelling_key IS NULL")).rows {
+            let (nameKey, stored) = try row.decode((ByteBuffer, ByteBuffer).self)
+            // A row that does not parse (damaged) is keyed by its key's text.
+            let name = stored.withUnsafeReadableBytes { StoredClass(parsing: $0)?.name }
+                ?? nameKey.withUnsafeReadableBytes { String(decoding: $0, as: UTF8.self) }
+            nameKeys.append(nameKey)
+            spellingKeys.append(ByteBuffer(bytes: StoredClass.spellingKey(of: name, maxKeySize: maxKeySize)))
+        }
+        guard !nameKeys.isEmpty else { return }
+        _ = try await run(PostgresQuery(
+            unsafeSQL: """
+                UPDATE \(prefix)_classes c SET spelling_key = u.spelling_key
+                FROM unnest($1::bytea[], $2::bytea[]) AS u(name_key, spelling_key) WHERE c.name_key = u.name_key
+                """,
+            binds: binds(nameKeys, spellingKeys)))
     }
 
     /// Brings the tables from version `version` to the current one.

@@ -23,24 +23,11 @@ package struct EntryScan: Sendable, Hashable {
 
 extension IndexRange {
     /// The range as half-open byte bounds (`from <= tuple < to`; nil: unbounded), as a server
-    /// compares bytes; nil when it holds no tuple. The same tuples as `contains`: a bound is a
-    /// prefix bound (see `IndexRange`).
+    /// compares bytes; nil when it holds no tuple. The same tuples as `contains`: the tuples
+    /// that begin with a bound's values are those from its bytes up to its `end` (see `IndexRange`).
     package var byteBounds: (from: [UInt8]?, to: [UInt8]?)? {
-        var from: [UInt8]?
-        if let lower {
-            if lower.inclusive {
-                from = lower.bytes
-            } else {
-                guard let successor = RecordStore.successor(of: lower.bytes) else { return nil }
-                from = successor
-            }
-        }
-        var to: [UInt8]?
-        if let upper {
-            // An inclusive upper bound takes every tuple that starts with it: up to its successor
-            // (none: every tuple from there on).
-            to = upper.inclusive ? RecordStore.successor(of: upper.bytes) : upper.bytes
-        }
+        let from = lower.map { $0.inclusive ? $0.bytes : $0.end }
+        let to = upper.map { $0.inclusive ? $0.end : $0.bytes }
         if let from, let to, !from.lexicographicallyPrecedes(to) { return nil }
         return (from, to)
     }

@@ -12,16 +12,20 @@ import LocalLMDBJSON
 /// 2. `false`, then `true`;
 /// 3. numbers, by value, whatever their type: `-Infinity`, negatives, zero (`-0.0` is zero),
 ///    positives, `Infinity`, then NaN (every NaN after every number; NaNs with other bit
-///    patterns are distinct, ordered by pattern). Integers, `UInt64` beyond 2^53, doubles and
+///    patterns are distinct, ordered by pattern as an unsigned integer). Integers, `UInt64` beyond 2^53, doubles and
 ///    `Decimal`s compare exactly: the JSON text is compared as a decimal number, never through
 ///    `Double` (1 and 1.0 are equal);
 /// 4. strings, by the bytes of their UTF-8 in Unicode's canonical composition (NFC):
-///    canonically equivalent strings are equal, as Swift compares them;
+///    canonically equivalent strings are equal, as Swift compares them; a string another
+///    starts with comes first (`"a"`, `"a\u{0}"`, `"a\u{1}"`);
 /// 5. dates, for a field declared a date: chronologically, whatever the ISO 8601 form stored
 ///    (a value there that is not a date's text is indexed as the string it is);
 /// 6. arrays and objects (not indexed by element), by the bytes of their JSON.
 ///
-/// Invariant: two values encode to the same bytes exactly when they are equal in this order;
+/// Invariant: two values encode to the same bytes exactly when they are equal in this order,
+/// and an encoding is followed in a tuple by the next field's tag or nothing, never by `0xFF`,
+/// unless it is a string's (or array's) shorter text whose next byte was an escaped zero (what
+/// `IndexRange`'s bounds rely on: a string's encoding is a prefix of a longer one's);
 /// nothing distinct is merged (a decimal exponent beyond ±2^31, which no Swift number has, is
 /// the one limit: such values compare as if at that bound).
 package enum IndexKey {

@@ -142,10 +142,20 @@ extension IndexQuery {
     }
 }
 
-/// The tuples between two bounds. A bound compares a tuple with its bytes *as a prefix*: an
-/// inclusive upper bound takes every tuple that starts with its bytes, an exclusive lower bound
-/// leaves them all out. So a bound made of some fields' values bounds the tuples of every
-/// longer index whose first fields those are.
+/// The tuples between two bounds. A bound is the encoding of some fields' values (or of a
+/// string prefix, `IndexKey.stringPrefix`), and stands for the tuples that *begin with those
+/// values*: an inclusive lower bound takes them and every tuple after them, an exclusive one
+/// only the tuples after them; an inclusive upper bound takes them and every tuple before them,
+/// an exclusive one only the tuples before. So a bound made of some fields' values bounds the
+/// tuples of every longer index whose first fields those are.
+///
+/// The tuples that begin with a bound's values are exactly those from its bytes `B` up to,
+/// not including, `B` followed by `0xFF` (`Bound.end`). Every `IndexKey` encoding is followed
+/// in a tuple by the next field's tag (below `0xFF`) or by nothing, and so is a string prefix's
+/// (UTF-8 has no `0xFF` byte); the one tuple that starts with `B`'s bytes and goes on with
+/// `0xFF` is one whose last string goes on with an escaped zero byte (`00 FF`), a longer
+/// string that sorts after `B`'s: `"a\u{0}"` after `"a"`. Bytes are never compared as a bare
+/// prefix: `"a"`'s encoding is a prefix of `"a\u{0}"`'s.
 package struct IndexRange: Sendable, Hashable {
     package struct Bound: Sendable, Hashable {
         package var bytes: [UInt8]
@@ -154,6 +164,23 @@ package struct IndexRange: Sendable, Hashable {
         package init(_ bytes: [UInt8], inclusive: Bool) {
             self.bytes = bytes
             self.inclusive = inclusive
+        }
+
+        /// The first byte string past every tuple that begins with the bound's values.
+        package var end: [UInt8] { bytes + [0xFF] }
+
+        /// Where `tuple` stands against the tuples that begin with the bound's values: before
+        /// them all (-1), one of them (0), or after them all (1). Compares with `memcmp`: a
+        /// count of a range compares every key it walks.
+        func position(of tuple: UnsafeRawBufferPointer) -> Int {
+            bytes.withUnsafeBytes { bound in
+                let common = min(tuple.count, bound.count)
+                let order = UnsafeRawBufferPointer(rebasing: tuple[..<common]).compareBytes(with: UnsafeRawBufferPointer(rebasing: bound[..<common]))
+                if order != 0 { return order < 0 ? -1 : 1 }
+                if tuple.count < bound.count { return -1 }
+                // Starts with the bound's bytes: past its values only where a string goes on.
+                return tuple.count > bound.count && tuple[bound.count] == 0xFF ? 1 : 0
+            }
         }
     }
 
@@ -168,7 +195,7 @@ package struct IndexRange: Sendable, Hashable {
     /// No tuple at all (a condition such as `isIn([])`).
     package static let nothing = IndexRange(lower: Bound([0xFF, 0xFF], inclusive: true), upper: Bound([0], inclusive: false))
 
-    /// The tuples that start with `prefix`.
+    /// The tuples that begin with the values (or string prefix) `prefix` encodes.
     package static func prefix(_ prefix: [UInt8]) -> IndexRange {
         IndexRange(lower: Bound(prefix, inclusive: true), upper: Bound(prefix, inclusive: true))
     }
@@ -177,27 +204,16 @@ package struct IndexRange: Sendable, Hashable {
         isAboveLower(tuple) && isBelowUpper(tuple)
     }
 
-    // The bounds compare bytes with `memcmp`: a count of a range compares every key it walks.
-
     func isAboveLower(_ tuple: UnsafeRawBufferPointer) -> Bool {
         guard let lower else { return true }
-        return lower.bytes.withUnsafeBytes { bound in
-            let common = min(tuple.count, bound.count)
-            let order = UnsafeRawBufferPointer(rebasing: tuple[..<common]).compareBytes(with: UnsafeRawBufferPointer(rebasing: bound[..<common]))
-            // Equal over the bound's length: the tuple starts with it.
-            if order == 0 { return tuple.count >= bound.count ? lower.inclusive : false }
-            return order > 0
-        }
+        let position = lower.position(of: tuple)
+        return lower.inclusive ? position >= 0 : position > 0
     }
 
     func isBelowUpper(_ tuple: UnsafeRawBufferPointer) -> Bool {
         guard let upper else { return true }
-        return upper.bytes.withUnsafeBytes { bound in
-            let common = min(tuple.count, bound.count)
-            let order = UnsafeRawBufferPointer(rebasing: tuple[..<common]).compareBytes(with: UnsafeRawBufferPointer(rebasing: bound[..<common]))
-            if order == 0 { return tuple.count >= bound.count ? upper.inclusive : true }
-            return order < 0
-        }
+        let position = upper.position(of: tuple)
+        return upper.inclusive ? position <= 0 : position < 0
     }
 }
 
@@ -323,14 +339,16 @@ extension RecordStore {
         // is cut there, which seeks no further than the entries it stands for.
         let seekLength = StoredIndex.stemLength(maxKeySize)
         if !descending {
-            let from = Array((prefix + (range.lower?.bytes ?? [])).prefix(seekLength))
+            // An exclusive lower bound starts past the tuples that begin with its values.
+            let lower = range.lower.map { $0.inclusive ? $0.bytes : $0.end } ?? []
+            let from = Array((prefix + lower).prefix(seekLength))
             return try from.withBytes { key throws(DatabaseError) in try cursor.get(.keyAtLeast, key: key) }
         }
         // The first key past the range's upper end, then one step back.
         let past: [UInt8]?
         if let upper = range.upper {
-            let bound = prefix + upper.bytes
-            past = upper.inclusive || bound.count > seekLength ? Self.successor(of: Array(bound.prefix(seekLength))) : bound
+            let bound = prefix + (upper.inclusive ? upper.end : upper.bytes)
+            past = bound.count > seekLength ? Self.successor(of: Array(bound.prefix(seekLength))) : bound
         } else {
             past = Self.successor(of: prefix)
         }

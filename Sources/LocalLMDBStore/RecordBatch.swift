@@ -102,6 +102,12 @@ import LocalLMDBJSON
         }
     }
 
+    /// The id of the batch's first record, in the order given; nil for an empty batch.
+    package var firstID: String? {
+        guard !entries.isEmpty else { return nil }
+        return withRecord(at: 0) { String(decoding: $0.id, as: UTF8.self) }
+    }
+
     /// Whether any class name the records are stored under satisfies `predicate`.
     package func containsClassName(where predicate: (String) -> Bool) -> Bool {
         types.contains { predicate($0.name) }

@@ -169,8 +169,9 @@ extension RecordStore {
 
     /// Refuses to write values sealed under a key the database's entry no longer lists (a
     /// process still sealing under a key that another process's re-encryption retired): they
-    /// could not be read by a process opened with the database's keys.
-    func checkSealingKeyListed(in transaction: Transaction) throws(DatabaseError) {
+    /// could not be read by a process opened with the database's keys. `refused` names the
+    /// record whose write is refused (the first of a batch), for the error; empty for none.
+    func checkSealingKeyListed(in transaction: Transaction, refused: @autoclosure () -> String = "") throws(DatabaseError) {
         guard let encryption else { return }
         let sealingKey = encryption.sealingKeyID
         let listed = try EncryptionEntry.metaKey.withBytes { key throws(DatabaseError) -> Bool in
@@ -182,7 +183,7 @@ extension RecordStore {
         }
         guard listed else {
             throw .encryptionFailed(
-                id: "", reason: "the key '\(sealingKey)' is no longer one of the database's keys (a re-encryption under another key has finished since this database was opened): open it again with the current key")
+                id: refused(), reason: "the key '\(sealingKey)' is no longer one of the database's keys (a re-encryption under another key has finished since this database was opened): open it again with the current key")
         }
     }
 

@@ -8,6 +8,7 @@ import Foundation
 /// - `types`: `MDB_DUPSORT`, class-name key → record key, one duplicate per record.
 /// - `meta`: `"format"` → the layout version; the change log's identity and size.
 /// - `classes`: class-name key → class name, a zero byte, the class's mangled Swift name.
+/// - `spellings`: `MDB_DUPSORT`, the key of a class name's canonical form → its `classes` key.
 /// - `changes`: what each commit changed (`ChangeLog`), written by the commit itself.
 /// - `indexes` and `entries`: secondary indexes' definitions and entries (`StoredIndex`).
 ///
@@ -46,6 +47,9 @@ import Foundation
     let entries: DatabaseHandle?
     /// The entries of counted indexes, counted by runs of keys (`RangeCounts`).
     let counts: DatabaseHandle?
+    /// Each class name's canonical form → its `classes` key (`ClassSpellings.swift`); nil for
+    /// a database opened read-only, which records no class names.
+    let spellings: DatabaseHandle?
     package let indexCatalog = IndexCatalog()
     /// The encryption of values at rest; nil for an unencrypted database.
     package let encryption: StoreEncryption?
@@ -81,6 +85,7 @@ import Foundation
                 (indexes, entries) = (nil, nil)
             }
             counts = try? environment.openExistingDatabases([("counts", false)]).first
+            spellings = nil
             if let logID, let changes = try? environment.openExistingDatabases([("changes", false)]).first {
                 changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: String(decoding: logID, as: UTF8.self))
             } else {
@@ -100,6 +105,7 @@ import Foundation
             indexes = try environment.openDatabase("indexes", dupSort: false, in: transaction)
             entries = try environment.openDatabase("entries", dupSort: true, in: transaction)
             counts = try environment.openDatabase("counts", dupSort: false, in: transaction)
+            spellings = try environment.openDatabase("spellings", dupSort: true, in: transaction)
             let formatKey = Array("format".utf8)
             if let stored = try Self.read(formatKey, meta, in: transaction) {
                 guard Self.readableLayouts.contains(stored) else {
@@ -311,7 +317,7 @@ import Foundation
         case .replicate, .detachReplica:
             return try apply(operation, in: transaction, changes: &changes)
         case let .put(records, classes):
-            try checkSealingKeyListed(in: transaction)
+            try checkSealingKeyListed(in: transaction, refused: records.firstID ?? "")
             try claim(classes, in: transaction)
             let indexes = try storedIndexes(in: transaction)
             // A record that changes class leaves its old class: observers of that class must
@@ -595,12 +601,15 @@ import Foundation
         for storedClass in storedClasses {
             let existing = try classTable.row(named: storedClass.name, in: transaction)
             guard try storedClass.claim(over: existing) else { continue }
-            if existing == nil, !storedClass.copied { try storedClass.checkSpelling(againstStored: try classTable.names(in: transaction)) }
+            if existing == nil, !storedClass.copied {
+                try storedClass.checkSpelling(againstStored: try storedNames(spelledLike: storedClass.name, in: transaction))
+            }
             try StorageKey(storedClass.name, maxKeySize: environment.maxKeySize).withBytes { key throws(DatabaseError) in
                 try storedClass.encoded.withBytes { bytes throws(DatabaseError) in
                     try transaction.put(classes, key, bytes)
                 }
             }
+            if existing == nil { try recordSpelling(of: storedClass.name, in: transaction) }
         }
     }
 

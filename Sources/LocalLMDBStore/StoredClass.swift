@@ -10,7 +10,7 @@ import LocalLMDBLMDB
 ///
 /// Stored as `name \0 mangledName \0 qualifiedName`; rows written before the qualified name was
 /// kept end after the mangled name.
-@usableFromInline package struct StoredClass: Sendable, Equatable {
+@usableFromInline package struct StoredClass: Sendable, Hashable {
     /// The class name records are stored under (SwiftLocal's short class name, or a registered one).
     @usableFromInline package let name: String
     /// The owning type's mangled Swift name, which the Swift runtime resolves in any process
@@ -160,9 +160,31 @@ extension ClassTable {
     }
 }
 
-extension [StoredClass] {
-    /// Appends each of `classes` not already here, in order.
-    @inlinable package mutating func addAbsent(_ classes: ArraySlice<StoredClass>) {
-        for storedClass in classes where !contains(storedClass) { append(storedClass) }
+/// The classes of a write, each once, in the order first met. Past a few, a set answers whether
+/// one is there already, so collecting the classes of many records costs time in proportion to
+/// their number, however many classes they have (a write of one record, the common case, makes
+/// no set).
+package struct ClassList: Sendable {
+    package private(set) var classes: [StoredClass] = []
+    /// The classes, once there are more than `linearLimit`.
+    private var members: Set<StoredClass>?
+    static let linearLimit = 8
+
+    package init() {}
+
+    /// Adds each of `more` not already here, in order.
+    @inlinable package mutating func add(_ more: some Sequence<StoredClass>) {
+        for storedClass in more { add(storedClass) }
+    }
+
+    @usableFromInline mutating func add(_ storedClass: StoredClass) {
+        if members == nil {
+            guard !classes.contains(storedClass) else { return }
+            classes.append(storedClass)
+            if classes.count > Self.linearLimit { members = Set(classes) }
+        } else if members?.insert(storedClass).inserted == true {
+            classes.append(storedClass)
+        }
+        assert(members.map { $0.count == classes.count } ?? true, "the set and the list hold the same classes")
     }
 }

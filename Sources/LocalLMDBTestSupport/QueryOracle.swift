@@ -49,7 +49,9 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 /// applied in memory to what the history left, itself checked against `read()`. Returns the
 /// disagreements, each naming the seed.
 public enum QueryOracle {
-    static let groups = ["a", "b", "é", "e\u{301}", "e\u{301}x"]  // "é" precomposed and decomposed: one group
+    // "é" precomposed and decomposed: one group; "a" and the strings it starts with U+0000 after:
+    // three groups (a string's key is a prefix of a longer one's).
+    static let groups = ["a", "b", "é", "e\u{301}", "e\u{301}x", "a\u{0}", "a\u{0}b", "", "\u{0}"]
     static let labels = ["red", "green", "blue", "", "x\u{0}y"]
 
     static func randomItem(_ random: inout SeededGenerator) -> OracleItem {
@@ -219,10 +221,31 @@ public enum QueryOracle {
         let chosenBytes = Set(chosen.map(composed))
         let inChosen = orderedByGroup(items.filter { chosenBytes.contains(composed($0.item.group)) })
         check(try await database.readIDs(Query(OracleItem.self).filter("group", .isIn(chosen))) == inChosen, "group in \(chosen)")
-        let prefix = ["", "e", "é", "e\u{301}", "a", "éx", "x"].randomElement(using: &random) ?? ""
+        let prefix = ["", "e", "é", "e\u{301}", "a", "éx", "x", "a\u{0}", "\u{0}"].randomElement(using: &random) ?? ""
         let prefixed = orderedByGroup(items.filter { composed($0.item.group).starts(with: composed(prefix)) })
         check(try await database.readIDs(Query(OracleItem.self).filter("group", .hasPrefix(prefix))) == prefixed, "group prefix \(prefix.debugDescription)")
         check(try await database.count(Query(OracleItem.self).filter("group", .hasPrefix(prefix))) == prefixed.count, "count of group prefix \(prefix.debugDescription)")
+        // Groups above and below one, by the composed bytes (strict and not).
+        let pivotGroup = groups.randomElement(using: &random) ?? "a"
+        let pivotBytes = composed(pivotGroup)
+        let bounded: [(QueryCondition, ([UInt8]) -> Bool, String)] = [
+            (.greaterThan(pivotGroup), { pivotBytes.lexicographicallyPrecedes($0) }, ">"),
+            (.atLeast(pivotGroup), { !$0.lexicographicallyPrecedes(pivotBytes) }, ">="),
+            (.lessThan(pivotGroup), { $0.lexicographicallyPrecedes(pivotBytes) }, "<"),
+            (.atMost(pivotGroup), { !pivotBytes.lexicographicallyPrecedes($0) }, "<="),
+        ]
+        for (condition, holds, symbol) in bounded {
+            let expectedGroups = orderedByGroup(items.filter { holds(composed($0.item.group)) })
+            let boundQuery = Query(OracleItem.self).filter("group", condition)
+            check(try await database.readIDs(boundQuery) == expectedGroups, "group \(symbol) \(pivotGroup.debugDescription)")
+            check(try await database.count(boundQuery) == expectedGroups.count, "count of group \(symbol) \(pivotGroup.debugDescription)")
+        }
+        // A limit of zero means none, in every method.
+        let none = Query(OracleItem.self).filter("group", .equals(group)).limit(0)
+        let (noneIDs, noneCount) = (try await database.readIDs(none), try await database.count(none))
+        check(noneIDs.isEmpty && noneCount == 0, "a limit of 0 of group \(group)")
+        let (noneFirst, noneExists) = (try await database.first(none), try await database.exists(none))
+        check(noneFirst == nil && !noneExists, "first and exists with a limit of 0")
         // A rank range within a group.
         let low = Int.random(in: -3...3, using: &random)
         let ranged = inGroup.filter { ($0.item.rank ?? .min) >= low && $0.item.rank != nil }

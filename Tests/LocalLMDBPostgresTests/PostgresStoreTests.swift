@@ -33,6 +33,50 @@ extension PostgresTests {
             }
         }
 
+        @Test("A store an earlier version made gets its classes' spelling keys, and the spelling rule holds with rows that lack one")
+        func spellingKeysOfAnEarlierStore() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await PostgresServer.withDatabase(store: store) { database in
+                try await database.write(Record(id: "a", data: PgSpellingA.Café(a: 1)))
+                try await database.write(Record(id: "n", data: Note(text: "n")))
+            }
+            let logger = Logger(label: "tests")
+            func classesTable(_ connection: PostgresConnection) async throws -> String {
+                var prefix = ""
+                let rows = try await connection.query("SELECT prefix FROM locallmdb_stores WHERE name = \(ByteBuffer(bytes: Array(store.utf8)))", logger: logger)
+                for try await found in rows.decode(String.self) { prefix = found }
+                try #require(!prefix.isEmpty)
+                return prefix + "_classes"
+            }
+            func missingKeys(_ connection: PostgresConnection, _ table: String) async throws -> Int {
+                var missing = -1
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table) WHERE spelling_key IS NULL"), logger: logger)
+                for try await count in rows.decode(Int.self) { missing = count }
+                return missing
+            }
+            // As an earlier version left it: no column.
+            try await PostgresServer.withConnection { connection in
+                let table = try await classesTable(connection)
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE \(table) DROP COLUMN spelling_key"), logger: logger)
+            }
+            try await PostgresServer.withDatabase(store: store) { database in
+                try await PostgresServer.withConnection { connection in
+                    let table = try await classesTable(connection)
+                    #expect(try await missingKeys(connection, table) == 0)
+                }
+                await #expect(throws: LocalDatabaseError.self) { try await database.write(Record(id: "b", data: PgSpellingB.Café(b: 2))) }
+                // A row an earlier version writes while this one runs has no key: it is still checked.
+                try await PostgresServer.withConnection { connection in
+                    let table = try await classesTable(connection)
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: "UPDATE \(table) SET spelling_key = NULL"), logger: logger)
+                    #expect(try await missingKeys(connection, table) == 2)
+                }
+                await #expect(throws: LocalDatabaseError.self) { try await database.write(Record(id: "b", data: PgSpellingB.Café(b: 2))) }
+                try await database.write(Record(id: "c", data: Course(id: "c", title: "t", credits: 1, tags: [])))
+                #expect(try await database.count() == 3)
+            }
+        }
+
         @Test("A 10 MB value is stored and read back intact")
         func largeValue() async throws {
             try await PostgresServer.withDatabase { database in

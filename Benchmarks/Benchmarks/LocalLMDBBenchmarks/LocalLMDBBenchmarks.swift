@@ -76,6 +76,7 @@ let benchmarks: @Sendable () -> Void = {
     let json = sample.toDataObject().toRawString() ?? "{}"
 
     observationBenchmarks()
+    classBenchmarks()
 
     Benchmark("Codec.encodeStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations {

@@ -63,7 +63,7 @@ extension LocalDatabase {
             classNames: RecordEncoding.classNames(type))
     }
 
-    /// The object stored under `id`, then again after each commit that wrote or deleted it
+    /// The object stored under `id`, then again after each commit that changed its stored bytes
     /// (nil while there is none); see `DatabaseObservation`.
     ///
     /// ```swift

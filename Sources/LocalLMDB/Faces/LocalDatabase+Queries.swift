@@ -21,7 +21,7 @@ extension LocalDatabase {
 
     /// The first record `query` selects; nil when none does.
     public nonisolated(nonsending) func first<T: Persistable>(_ query: Query<T>) async throws -> T? {
-        try await read(query.limit(1)).first
+        try await read(query.firstResult).first
     }
 
     /// The ids of the records `query` selects, in its order.
@@ -45,7 +45,7 @@ extension LocalDatabase {
 
     /// Whether `query` selects any record.
     public nonisolated(nonsending) func exists<T: Persistable>(_ query: Query<T>) async throws -> Bool {
-        try await count(query.limit(1)) > 0
+        try await count(query.firstResult) > 0
     }
 }
 

@@ -56,8 +56,8 @@ public protocol ObjectDatabase: AnyObject, Sendable {
     var transactionActive: Bool { get }
     /// Closes the database: later calls fail with `closed`; an open transaction is rolled back.
     nonisolated(nonsending) func close() async
-    /// The object stored under `id`, then again after each commit (of any process) that wrote
-    /// or deleted it; see `DatabaseObservation`.
+    /// The object stored under `id`, then again after each commit (of any process) that changed
+    /// its stored bytes (wrote other bytes or deleted it); see `DatabaseObservation`.
     func observe<T: Persistable>(_ type: T.Type, id: String) -> DatabaseObservation<T?>
     /// Every object stored as `T`, then again after each commit (of any process) that changed
     /// records of `T`; see `DatabaseObservation`.

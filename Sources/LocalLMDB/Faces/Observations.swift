@@ -7,14 +7,25 @@ import LocalLMDBEngine
 /// yields nil, as when there is none, and goes on (a `T` written there later is seen). A read by
 /// id throws `typeMismatch` there instead: it asked for a `T` that is not there. A mismatch of
 /// another record (one the observed record refers to) is an error of the observation.
+///
+/// Its digest is that of the record's class name and stored document (a fixed one when there is
+/// none), so a commit that may have changed the record but left its bytes as they were (the
+/// deletion of a whole class, which names no ids; a write of the same bytes) gives no value again.
 struct ObservedReadByID<T: Persistable>: SnapshotRead {
     let read: ReadByID<T>
 
-    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> T? {
+    /// The digest of no record under the id.
+    static var absent: UInt64 { 0 }
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Observed<T?> {
+        guard let record = try snapshot.record(read.key, id: read.id) else { return Observed(value: nil, digest: Self.absent) }
+        var className = record.className
+        var digest = className.withUTF8 { RecordChecksum.of(UnsafeRawBufferPointer($0)) }
+        digest = RecordChecksum.of(record.object.extent, after: digest)
         do {
-            return try read.snapshot(snapshot)
+            return Observed(value: try record.instantiate(as: T.self, context: snapshot.classes), digest: digest)
         } catch {
-            if case let .typeMismatch(id, _, _) = error, ExactID(id) == ExactID(read.id) { return nil }
+            if case let .typeMismatch(id, _, _) = error, ExactID(id) == ExactID(read.id) { return Observed(value: nil, digest: digest) }
             throw error
         }
     }
@@ -25,7 +36,7 @@ enum Observations {
     static func object<T: Persistable>(_ type: T.Type, id: String, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<T?> {
         let read = source.flatMap { engine in
             Result { () throws(DatabaseError) -> any SnapshotRead<Observed<T?>> in
-                EveryValue(read: ObservedReadByID(read: try ReadByID<T>(id, maxKeySize: engine.maxKeySize)))
+                ObservedReadByID(read: try ReadByID<T>(id, maxKeySize: engine.maxKeySize))
             }
         }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(id: id) })

@@ -15,7 +15,7 @@ extension SerializationDatabase {
 
     /// The first record `query` selects; nil when none does, or on failure.
     public func first<T: Persistable>(_ query: Query<T>) -> T? {
-        read(query.limit(1)).first
+        read(query.firstResult).first
     }
 
     /// The ids of the records `query` selects, in its order; `[]` on failure.
@@ -38,7 +38,7 @@ extension SerializationDatabase {
 
     /// Whether `query` selects any record (false on failure).
     public func exists<T: Persistable>(_ query: Query<T>) -> Bool {
-        count(query.limit(1)) > 0
+        count(query.firstResult) > 0
     }
 }
 

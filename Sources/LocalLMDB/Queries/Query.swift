@@ -55,6 +55,14 @@ public struct Query<T: Persistable>: Sendable {
         return query
     }
 
+    /// The query cut to its first result, for `first` and `exists`: a limit of one, or of none
+    /// when its own limit is zero (a limit means the same in every method).
+    var firstResult: Query {
+        var query = self
+        query.limit = min(limit ?? 1, 1)
+        return query
+    }
+
     /// The records after the first `count`.
     public func offset(_ count: Int) -> Query {
         var query = self

@@ -185,6 +185,8 @@ enum QueryPlan {
         var lower: IndexRange.Bound?
         var upper: IndexRange.Bound?
         var rangeField: Int?
+        // The equalities' fields with more than one distinct value (`isIn(["al", "al"])` has one).
+        var multiValued: [Int] = []
         while fieldIndex < definition.fields.count, used < conditions.count {
             let field = definition.fields[fieldIndex]
             guard let condition = condition(on: field.path, in: conditions) else { break }
@@ -204,6 +206,7 @@ enum QueryPlan {
                 var encodings: [[UInt8]] = []
                 for value in values { encodings.append(try value.encoded(as: field.kind)) }
                 let distinct = Set(encodings).sorted { $0.lexicographicallyPrecedes($1) }
+                if distinct.count > 1 { multiValued.append(fieldIndex) }
                 prefixes = prefixes.flatMap { prefix in distinct.map { prefix + $0 } }
             case .isNil:
                 var missing: [UInt8] = []
@@ -240,10 +243,6 @@ enum QueryPlan {
             // next), with one value for each equality; or that of the last equality's field,
             // the only one with several values.
             let orderField = rangeField ?? fieldIndex
-            let multiValued = (0..<(rangeField ?? fieldIndex)).filter { index in
-                if case let .isIn(values)? = condition(on: definition.fields[index].path, in: conditions), values.count > 1 { return true }
-                return false
-            }
             if orderField < definition.fields.count, definition.fields[orderField].path == order.path {
                 guard multiValued.isEmpty else { return nil }
             } else {

@@ -26,7 +26,7 @@ final class EncodeScratch {
 
     /// Runs `body`, adding to `classes` the stored class of every data object it creates
     /// (`DataObject(self)`) that `classes` does not hold yet.
-    func collectingClasses<R>(into classes: inout [StoredClass], _ body: () -> R) -> R {
+    func collectingClasses<R>(into classes: inout ClassList, _ body: () -> R) -> R {
         let start = encodedClasses.count
         collecting += 1
         defer {
@@ -34,7 +34,7 @@ final class EncodeScratch {
             encodedClasses.removeSubrange(start...)
         }
         let result = body()
-        classes.addAbsent(encodedClasses[start...])
+        classes.add(encodedClasses[start...])
         return result
     }
 

@@ -20,7 +20,7 @@ enum RecordEncoding {
     /// (a record given after it replaces it, as any later record of a batch does).
     static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout [StoredClass], written: inout Set<ExactID>, givenEarlier: (String) -> Bool = { _ in false }
+        classes: inout ClassList, written: inout Set<ExactID>, givenEarlier: (String) -> Bool = { _ in false }
     ) throws(DatabaseError) {
         let scratch = EncodeScratch.current
         let start = scratch.referencedCount
@@ -45,7 +45,7 @@ enum RecordEncoding {
     /// `encode` for a model a reference holds, as the record `id`.
     private static func encodeReferenced<M: Persistable>(
         _ model: M, id: String, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout [StoredClass]
+        classes: inout ClassList
     ) throws(DatabaseError) {
         try encode(Record(id: id, data: model), into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
     }
@@ -53,7 +53,7 @@ enum RecordEncoding {
     /// Encodes `record` alone (its references' models are `encode(_:into:…written:)`'s).
     private static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout [StoredClass]
+        classes: inout ClassList
     ) throws(DatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
         let fields = EncodeScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
@@ -134,12 +134,12 @@ enum RecordEncoding {
 
     /// The operation writing `record`.
     static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int, encryption: StoreEncryption?) throws(DatabaseError) -> WriteOperation {
-        var classes: [StoredClass] = []
+        var classes = ClassList()
         var batch = RecordBatch()
         var header: [UInt8] = []
         var written: Set<ExactID> = []
         try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written)
-        return .put(batch, classes: classes)
+        return .put(batch, classes: classes.classes)
     }
 
     /// `parts` calls `progress` after every this many records.
@@ -152,7 +152,7 @@ enum RecordEncoding {
         contentsOf records: [Record<T>], maxKeySize: Int, encryption: StoreEncryption?, partLimits: PartLimits,
         parts send: (WriteOperation) throws(DatabaseError) -> Void, progress: () -> Void
     ) throws(DatabaseError) {
-        var classes: [StoredClass] = []
+        var classes = ClassList()
         var batch = RecordBatch()
         var header: [UInt8] = []
         header.reserveCapacity(64)
@@ -176,14 +176,14 @@ enum RecordEncoding {
                     return firstGiven?[ExactID(id)].map { $0 < index } ?? false
                 })
             if batch.count >= partLimits.records || batch.valueBytes >= partLimits.bytes {
-                try send(.put(batch, classes: classes))
+                try send(.put(batch, classes: classes.classes))
                 batch = RecordBatch()
-                classes = []
+                classes = ClassList()
                 written = []
             }
             if index % progressInterval == progressInterval - 1 { progress() }
         }
-        if !batch.isEmpty { try send(.put(batch, classes: classes)) }
+        if !batch.isEmpty { try send(.put(batch, classes: classes.classes)) }
     }
 
     /// The operation deleting every record stored as `type` (its current and legacy names).

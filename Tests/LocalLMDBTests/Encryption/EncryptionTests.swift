@@ -328,8 +328,12 @@ struct EncryptionTests {
             // Another process rotates to the new key.
             let child = try runHelper(["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)])])
             #expect(child.lines.last == "done 1")
-            await expectError({ if case .encryptionFailed = $0 { true } else { false } }) {
+            // The error names the record refused (the first of a batch).
+            await expectError({ if case .encryptionFailed("b", _) = $0 { true } else { false } }) {
                 try await stale.write(Record(id: "b", data: Note(text: "b")))
+            }
+            await expectError({ if case .encryptionFailed("c", _) = $0 { true } else { false } }) {
+                try await stale.write(contentsOf: [Record(id: "c", data: Note(text: "c")), Record(id: "d", data: Note(text: "d"))])
             }
             await stale.close()
             let database = try LocalDatabase(directory: directory, configuration: try encrypted(new))

@@ -385,3 +385,40 @@ struct ObservationTests {
     }
     #endif
 }
+
+/// A model for the observation of one id whose bytes stay as they were.
+struct ObservedAccount: Codable, Persistable {
+    var balance: Int
+}
+
+@Suite("Observing one id")
+struct ObservedIDTests {
+    /// Deleting a whole class of another type, or writing the same bytes again, may have changed
+    /// the observed id (the deletion names no ids), but its bytes are as they were: nothing is
+    /// given again, and the next value is the next change.
+    @Test func anUnchangedRecordIsNotGivenAgain() async throws {
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "acct", data: ObservedAccount(balance: 5)))
+            try await database.write(Record(id: "other", data: Note(text: "x")))
+            let notifier = database.session.engine.notifier
+            let observation = database.observe(ObservedAccount.self, id: "acct")
+            let (first, firstValue) = AsyncStream<Int?>.makeStream()
+            let (go, goOn) = AsyncStream<Void>.makeStream()
+            let task = Task { () async throws -> Int? in
+                var iterator = observation.makeAsyncIterator()
+                firstValue.yield(try await iterator.next()??.balance)
+                for await _ in go { break }
+                return try await iterator.next()??.balance
+            }
+            var firstIterator = first.makeAsyncIterator()
+            #expect(await firstIterator.next() == 5)
+            _ = try await database.delete(Note.self)
+            try await database.write(Record(id: "acct", data: ObservedAccount(balance: 5)))
+            goOn.yield()
+            // The observation has read again after both commits and waits for another.
+            #expect(await waitUntil(seconds: 10) { notifier.waiting > 0 })
+            try await database.write(Record(id: "acct", data: ObservedAccount(balance: 6)))
+            #expect(try await task.value == 6)
+        }
+    }
+}
