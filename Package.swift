@@ -107,3 +107,17 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The fuzz targets (`scripts/fuzz`), only when asked for: `LOCALLMDB_FUZZ=1` adds one executable
+// built with libFuzzer and AddressSanitizer in a build folder of its own, so that no other build
+// of the package, the library's release build included, compiles or links it.
+if Context.environment["LOCALLMDB_FUZZ"] == "1" {
+    package.targets += [
+        .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),
+        .executableTarget(
+            name: "LocalLMDBFuzz",
+            dependencies: ["LocalLMDB", "LocalLMDBStore", "LocalLMDBJSON", "LocalLMDBLMDB", "CLibFuzzer"],
+            path: "Fuzz/Sources/LocalLMDBFuzz"
+        ),
+    ]
+}

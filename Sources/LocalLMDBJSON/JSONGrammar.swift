@@ -189,7 +189,11 @@ import LocalLMDBLMDB
         /// The value `shortNumber` gives: `.int` with no fraction, else `.double`.
         @inline(__always)
         @inlinable var value: JSONValue {
-            guard fractionDigits > 0 else { return .int(integer) }
+            guard fractionDigits > 0 else {
+                // `-0` is kept as written: as an integer it would be written back as `0`, and a
+                // `Double` reads it as -0.0.
+                return negative && mantissa == 0 ? .number("-0") : .int(integer)
+            }
             return .double(double)
         }
 

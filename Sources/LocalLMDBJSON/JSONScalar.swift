@@ -59,12 +59,13 @@ extension Double: JSONScalar {
     @inlinable package static func readNumber(_ scanner: JSONScanner, at offset: Int) -> (value: Double, end: Int)? {
         // The common number read straight into the type: the value `number(at:)` would give.
         if let number = JSONGrammar.shortNumberParts(in: scanner.input, at: offset) {
-            guard number.fractionDigits > 0 else { return Double(exactly: number.integer).map { ($0, number.end) } }
+            // Exact with or without a fraction (at most 15 digits), and `-0` is -0.0.
             return (number.double, number.end)
         }
         switch scanner.longNumber(at: offset) {
         case let (.double(number), end)?: return (number, end)
-        case let (.int(number), end)?: return Double(exactly: number).map { ($0, end) }
+        // The nearest double, as for a number beyond 64 bits (and as `JSONDecoder` reads it).
+        case let (.int(number), end)?: return (Double(number), end)
         default: return nil
         }
     }

@@ -92,9 +92,8 @@ import LocalLMDBJSON
             guard let kindByte = byte(), let kind = IndexKey.FieldKind(rawValue: kindByte), let components = byte() else { return nil }
             var path: [String] = []
             for _ in 0..<components {
-                guard let length = Varint.number(in: bytes, at: &offset), length >= 0, offset + length <= bytes.count else { return nil }
-                path.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]), as: UTF8.self))
-                offset += length
+                guard let component = Varint.lengthPrefixed(in: bytes, at: &offset) else { return nil }
+                path.append(String(decoding: component, as: UTF8.self))
             }
             fields.append(Field(path: path, kind: kind))
         }

@@ -83,8 +83,9 @@ import LocalLMDBJSON
     package init?(encoded bytes: [UInt8]) {
         var offset = 0
         let parsed: IndexCursor? = bytes.withBytes { raw in
-            guard let length = Varint.number(in: raw, at: &offset), length >= 0, offset + length <= raw.count else { return nil }
-            return IndexCursor(tuple: Array(raw[offset..<(offset + length)]), recordKey: Array(raw[(offset + length)...]))
+            // Any bytes (an app hands a cursor back): a length past the end is none.
+            guard let tuple = Varint.lengthPrefixed(in: raw, at: &offset) else { return nil }
+            return IndexCursor(tuple: Array(tuple), recordKey: Array(raw[offset...]))
         }
         guard let parsed else { return nil }
         self = parsed

@@ -35,7 +35,7 @@ public enum StoredClasses {
     /// records already exist, use `Legacy.addClassRefactor(old:new:)` as well.
     /// - Throws: `LocalDatabaseError.classRegistration` when `type` was already used under
     ///   another name or without registration, when another type is registered under `name`, or
-    ///   when `name` is empty.
+    ///   when `name` is empty or holds U+0000 (the class table's separator).
     public static func register(_ type: any Persistable.Type, as name: String? = nil) throws {
         try LocalDatabaseError.publishing { () throws(DatabaseError) in try TypeRegistry.shared.register(type, as: name) }
     }

@@ -84,6 +84,11 @@ final class TypeRegistry: Sendable {
             guard !name.isEmpty else {
                 throw .classRegistration(type: _typeName(type, qualified: true), reason: "a stored class name must not be empty")
             }
+            // The class table separates a row's fields with zero bytes (`StoredClass`): a name
+            // holding one would be stored as another name.
+            guard !name.utf8.contains(0) else {
+                throw .classRegistration(type: _typeName(type, qualified: true), reason: "a stored class name must not contain U+0000")
+            }
             if let registered = state.customNames[id], registered != name {
                 throw .classRegistration(type: _typeName(type, qualified: true), reason: "it is already registered as '\(registered)'")
             }

@@ -10,8 +10,10 @@ import Testing
 @Suite("JSON fast paths")
 struct JSONFastPathTests {
     /// What the number text is, by Swift's own parsers: an `Int64` when it is one, else the
-    /// nearest `Double` (the value the general path, and the format, give it).
+    /// nearest `Double` (the value the general path, and the format, give it); `-0` as written
+    /// (an integer would lose its sign).
     static func general(_ text: String) -> JSONValue? {
+        if text == "-0" { return .number(text) }
         if let integer = Int64(text) { return .int(integer) }
         return Double(text).map { .double($0) }
     }
@@ -37,8 +39,9 @@ struct JSONFastPathTests {
         for text in Self.edgeNumbers { Self.check(text) }
     }
 
-    /// `Int` and `Double` read a number straight into their type: exactly the conversion of
-    /// `number(at:)`'s value (the sign of a zero included), ending where it ends.
+    /// `Int` and `Double` read a number straight into their type: the conversion of
+    /// `number(at:)`'s value — exact for `Int`, the nearest `Double` (as `Double(String)` reads
+    /// the text; the sign of a zero included) — ending where it ends.
     @Test func typedNumberReadsMatchTheGeneralNumber() {
         var generator = SystemRandomNumberGenerator()
         let random = (0..<2_000).map { _ in
@@ -59,12 +62,17 @@ struct JSONFastPathTests {
                 case let .int(number)?:
                     #expect(int?.value == Int(exactly: number), "\(text)")
                     #expect(int?.end == (Int(exactly: number) == nil ? nil : general?.end), "\(text)")
-                    #expect(double?.value.bitPattern == Double(exactly: number)?.bitPattern, "\(text)")
-                    #expect(double?.end == (Double(exactly: number) == nil ? nil : general?.end), "\(text)")
+                    #expect(double?.value.bitPattern == Double(number).bitPattern, "\(text)")
+                    #expect(double?.value.bitPattern == Double(text)?.bitPattern, "\(text)")
+                    #expect(double?.end == general?.end, "\(text)")
                 case let .double(number)?:
                     #expect(int?.value == Int(exactly: number), "\(text)")
                     #expect(int?.end == (Int(exactly: number) == nil ? nil : general?.end), "\(text)")
                     #expect(double?.value.bitPattern == number.bitPattern && double?.end == general?.end, "\(text)")
+                case let .number(written)?:
+                    // `-0`, kept as written: 0 as an `Int`, -0.0 as a `Double`.
+                    #expect(int?.value == Int(written) && int?.end == general?.end, "\(text)")
+                    #expect(double?.value.bitPattern == Double(written)?.bitPattern && double?.end == general?.end, "\(text)")
                 default:
                     #expect(int == nil, "\(text)")
                     if text != "\"1\"" { #expect(double == nil, "\(text)") }

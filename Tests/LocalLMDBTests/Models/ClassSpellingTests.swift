@@ -35,6 +35,9 @@ func writeModel(of type: any SpellingMarker.Type, id: String, to database: Local
     try await write(type)
 }
 
+/// A type whose registration under a name with a zero byte is refused.
+struct SpellingZeroByte: Codable, Persistable { var z: Int }
+
 /// Empties a named database of `directory` with raw LMDB (as a process of an earlier version
 /// leaves it: the `spellings` database did not exist then).
 private func rawEmpty(_ directory: URL, _ database: String) {
@@ -80,6 +83,20 @@ struct ClassSpellingTests {
             #expect((try await database.read(id: "a") as SpellingPrecomposed.Café?)?.a == 1)
             #expect(try await database.count() == 3)
             await database.close()
+        }
+    }
+
+    /// A class name with a zero byte cannot be registered: the class table separates a row's
+    /// fields with zero bytes, so the row would read as another name (found by the `rows` fuzz
+    /// target). The type keeps its own name.
+    @Test func aClassNameWithAZeroByteIsRefused() async throws {
+        await expectError({ if case let .classRegistration(_, reason) = $0 { reason.contains("U+0000") } else { false } }) {
+            try StoredClasses.register(SpellingZeroByte.self, as: "a\u{0}b")
+        }
+        try await withDatabase { database, _ in
+            try await database.write(Record(id: "z", data: SpellingZeroByte(z: 1)))
+            #expect(try await database.statistics().types.map(\.className) == ["SpellingZeroByte"])
+            #expect((try await database.read(id: "z") as SpellingZeroByte?)?.z == 1)
         }
     }
 
