@@ -10,6 +10,12 @@ struct FuzzFoundDouble: Codable, Persistable {
     var x: Double
 }
 
+/// A model with a date, read in a pattern format.
+struct FuzzFoundDay: Codable {
+    var x: Double
+    var day: Date
+}
+
 /// What the fuzz targets (`scripts/fuzz`, Fuzz/README.md) found, each input as the target
 /// minimized it, kept as a test that failed before its fix.
 @Suite("Fuzz findings")
@@ -38,6 +44,16 @@ struct FuzzFindingsTests {
             let model: FuzzFoundDouble = try ModelFactory.model(fromJSON: Data(#"{"x":\#(text)}"#.utf8))
             #expect(model.x == Double(text), "\(text)")
         }
+    }
+
+    /// `modelfactory`: a date in a pattern format (`DateFormat.pattern`) whose parse ends inside
+    /// a character of several scalars stopped the process inside Foundation's `DateFormatter`
+    /// ("Incorrect range"); it is a decoding error, and dates in the pattern still read.
+    @Test func aPatternDateThatFoundationCannotReadIsAnError() throws {
+        let json = Data(#"{"x":1,"day":"2025-01\#u{612}ls;6-00T00:00:00Z"}"#.utf8)
+        #expect(throws: LocalDatabaseError.self) { let _: FuzzFoundDay = try ModelFactory.model(fromJSON: json, dates: .pattern("yyyy-MM-dd")) }
+        let day: FuzzFoundDay = try ModelFactory.model(fromJSON: Data(#"{"x":1,"day":"2025-01-02"}"#.utf8), dates: .pattern("yyyy-MM-dd"))
+        #expect(day.day == Date(timeIntervalSince1970: 1_735_776_000))
     }
 
     /// `rows`: a query cursor (or an index catalog row) whose length prefix is near `Int.max`

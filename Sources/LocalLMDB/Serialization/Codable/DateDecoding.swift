@@ -50,7 +50,7 @@ struct DateDecoding: CustomStringConvertible {
         case .stored, .iso8601:
             return Date.read(scanner, at: offset)?.value
         case let .formatted(formatter, _):
-            return scanner.string(at: offset).flatMap { formatter.date(from: $0.value) }
+            return scanner.string(at: offset).flatMap { Self.date(from: $0.value, formatter) }
         case .secondsSince1970:
             return Double.readNumber(scanner, at: offset).map { Date(timeIntervalSince1970: $0.value) }
         case .millisecondsSince1970:
@@ -58,6 +58,17 @@ struct DateDecoding: CustomStringConvertible {
         case let .custom(parse):
             return scanner.string(at: offset).flatMap { parse($0.value) }
         }
+    }
+
+    /// `formatter.date(from: text)`, for text it reads without stopping the process:
+    /// Foundation on Linux traps ("Incorrect range") when a pattern's parse ends inside a
+    /// character made of several Unicode scalars (a digit and a combining mark:
+    /// `"2025-01\u{612}…"`, found by fuzzing `ModelFactory`). So text with such a character,
+    /// once composed (NFC), is not a date in a pattern: a decoding error, never a crash.
+    static func date(from text: String, _ formatter: DateFormatter) -> Date? {
+        let composed = text.precomposedStringWithCanonicalMapping
+        guard composed.unicodeScalars.count == composed.count else { return nil }
+        return formatter.date(from: composed)
     }
 
     var description: String {
