@@ -29,6 +29,10 @@ struct FuzzFindingsTests {
         let model: FuzzFoundDouble = try ModelFactory.model(fromJSON: Data(#"{"x":-0}"#.utf8))
         #expect(model.x.bitPattern == (-0.0 as Double).bitPattern)
         object.add(key: "y", value: 2)
+        // Read again from the edited object: still -0.0, and 0 as an integer.
+        let edited: Double? = object.get("x")
+        #expect(edited?.bitPattern == (-0.0 as Double).bitPattern)
+        #expect(object.get("x") as Int? == 0)
         let written = try #require(object.toRawString())
         #expect(written.contains(#""x":-0"#) && !written.contains(#""x":0"#))
     }
