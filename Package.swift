@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import CompilerPluginSupport
 import PackageDescription
 
 let package = Package(
@@ -25,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         // The optional `LocalLMDBPostgres` product only.
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        // The model macros of the optional `LocalLMDBModels` product only.
+        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
     ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
@@ -107,6 +110,34 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The typed models (`@StoredModel`): macros, so swift-syntax, in a product of their own, so the core
+// depends on LMDB and the toolchain alone. `LOCALLMDB_MACROS=0` leaves them out (scripts/test's
+// ThreadSanitizer run: the macros generate synchronous coding, which the first run tests, and
+// swift-syntax would be built once more under the sanitizer).
+if Context.environment["LOCALLMDB_MACROS"] != "0" {
+    package.products += [.library(name: "LocalLMDBModels", targets: ["LocalLMDBModels"])]
+    package.targets += [
+        // The compiler plugin: reads a model's declaration, writes its coding.
+        .macro(
+            name: "LocalLMDBModelMacros",
+            dependencies: [
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]
+        ),
+        // The macros' declarations, with LocalLMDB re-exported.
+        .target(name: "LocalLMDBModels", dependencies: ["LocalLMDB", "LocalLMDBModelMacros"]),
+        .testTarget(
+            name: "LocalLMDBModelTests",
+            dependencies: [
+                "LocalLMDBModels", "LocalLMDBModelMacros", "LocalLMDBTestSupport",
+                .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
+            ]
+        ),
+    ]
+}
 
 // The fuzz targets (`scripts/fuzz`), only when asked for: `LOCALLMDB_FUZZ=1` adds one executable
 // built with libFuzzer and AddressSanitizer in a build folder of its own, so that no other build

@@ -79,6 +79,11 @@ public final class DataObject {
         storage = .encoded(encoded)
     }
 
+    /// An empty object with no class member: a nested `StoredValue` being written.
+    init(plainObject: Void) {
+        storage = .building(ObjectBuilder(className: nil))
+    }
+
     private static func parse(_ text: String) throws(DatabaseError) -> EncodedObject {
         var text = text
         let buffer = text.withUTF8 { JSONBuffer(copying: UnsafeRawBufferPointer($0)) }
@@ -223,6 +228,11 @@ public final class DataObject {
         try reusing(object, spare: &spare) { try type._restore(from: $0) }
     }
 
+    /// A value restored by `restore`, reading `object` in place (see `reusing(_:spare:_:)`).
+    static func restoreValue<T>(from object: EncodedObject, spare: inout DataObject?, _ restore: (DataObject) throws -> T) throws -> T {
+        try reusing(object, spare: &spare, restore)
+    }
+
     /// `body` given a data object reading `object` in place. A data object that `body` keeps
     /// (so that it outlives this call) is given bytes of its own first: borrowed bytes never
     /// outlive the read transaction that lent them. One it does not keep is handed back in
@@ -254,10 +264,10 @@ public final class DataObject {
 
     /// Runs `body` with `spareChild` taken out (so a nested read inside finds none rather than
     /// the same one), and keeps what `body` leaves in it as the new spare.
-    func withSpareChild<R>(_ body: (inout DataObject?) -> R) -> R {
+    func withSpareChild<R>(_ body: (inout DataObject?) throws -> R) rethrows -> R {
         var spare = spareChild
         spareChild = nil
         defer { spareChild = spare }
-        return body(&spare)
+        return try body(&spare)
     }
 }

@@ -13,8 +13,9 @@ import LocalLMDBEngine
 /// else, changing nothing, and the data object then turns the fields into a tree and goes on
 /// there. Two such keys are equal as Swift strings exactly when their bytes are.
 ///
-/// Invariant: the output is `{`, the class member, then one member per added field, each key
-/// once; with a closing `}` it is a JSON object that `JSONValidator` accepts.
+/// Invariant: the output is `{`, the class member (when the object has a class: a nested value
+/// of a `StoredValue` type has none), then one member per added field, each key once, members
+/// separated by commas; with a closing `}` it is a JSON object that `JSONValidator` accepts.
 final class ObjectBuilder {
     // Exclusivity is not checked at run time on these two (the checks cost more than the
     // writes): a builder belongs to one data object, which is not Sendable, and no access is
@@ -23,18 +24,23 @@ final class ObjectBuilder {
     @exclusivity(unchecked) private var writer = JSONWriter()
     /// Where each field's key lies in the output, for finding a repeated key.
     @exclusivity(unchecked) private var keys = KeyPositions()
-    /// The stored class name.
-    let className: String
+    /// The stored class name; nil for a plain nested object.
+    let className: String?
+    /// Whether the output has a member yet (the next one follows a comma).
+    @exclusivity(unchecked) private var hasMembers: Bool
 
     /// Beyond this many fields a data object is a tree, whose index finds keys in constant time.
     static let maxMembers = 32
 
-    init(className: String) {
+    init(className: String?) {
         self.className = className
+        hasMembers = className != nil
         _ = writer.open(UInt8(ascii: "{"))
-        writer.write(key: DataObject.classNameKey)
-        writer.write(literal: ":")
-        writer.write(className)
+        if let className {
+            writer.write(key: DataObject.classNameKey)
+            writer.write(literal: ":")
+            writer.write(className)
+        }
     }
 
     /// The deepest nesting in the output, counting the object itself.
@@ -48,11 +54,11 @@ final class ObjectBuilder {
         var key = key
         return key.withUTF8 { utf8 in
             let key = UnsafeRawBufferPointer(utf8)
-            let keyStart = writer.byteCount + 2  // After `,"`.
+            let keyStart = writer.byteCount + (hasMembers ? 2 : 1)  // After `,"` or `"`.
             guard JSONGrammar.isPlain(key), !FieldKey.needsEscape(key), KeyPositions.fits(start: keyStart, count: key.count),
                   !contains(key) else { return false }
             let mark = writer.mark
-            writer.write(literal: ",\"")
+            if hasMembers { writer.write(literal: ",\"") } else { writer.write(literal: "\"") }
             writer.write(raw: key)
             writer.write(literal: "\":")
             write(&writer)
@@ -61,6 +67,7 @@ final class ObjectBuilder {
                 return false
             }
             keys.append(start: keyStart, count: key.count)
+            hasMembers = true
             return true
         }
     }

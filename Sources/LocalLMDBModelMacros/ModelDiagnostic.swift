@@ -1,0 +1,44 @@
+import SwiftDiagnostics
+import SwiftSyntax
+
+/// The macros' diagnostics: what cannot be stored, and why.
+struct ModelDiagnostic: DiagnosticMessage {
+    let message: String
+    let id: String
+    var severity: DiagnosticSeverity { .error }
+    var diagnosticID: MessageID { MessageID(domain: "LocalLMDBModels", id: id) }
+
+    static func notAStructOrFinalClass(_ macro: String) -> Self {
+        Self(message: "@\(macro) applies to a struct or a final class", id: "kind")
+    }
+    static let nonFinalClass = Self(
+        message: "a class model must be final: its stored form is its own fields, which a subclass could not extend", id: "final")
+    static let subclass = Self(message: "a class model cannot inherit from another class (its fields would not be stored)", id: "superclass")
+    static func unstorableType(_ name: String, _ type: String) -> Self {
+        Self(message: "property '\(name)' of type '\(type)' cannot be stored (functions, tuples, metatypes and existentials have no stored form)", id: "type")
+    }
+    static func noType(_ name: String) -> Self {
+        Self(message: "property '\(name)' needs a type annotation to be stored", id: "annotation")
+    }
+    static func lazy(_ name: String) -> Self {
+        Self(message: "lazy property '\(name)' cannot be stored", id: "lazy")
+    }
+    static func notStoredNeedsDefault(_ name: String) -> Self {
+        Self(message: "property '\(name)' is not stored, so it needs a default value", id: "default")
+    }
+    static func duplicateKey(_ key: String, _ first: String, _ second: String) -> Self {
+        Self(message: "properties '\(first)' and '\(second)' are both stored under the key \"\(key)\"", id: "duplicate")
+    }
+    static func indexedNotStored(_ name: String) -> Self {
+        Self(message: "property '\(name)' is not stored, so it cannot be indexed", id: "indexed")
+    }
+    static let indexesTwice = Self(
+        message: "declare the indexes with @Indexed or with 'static var indexes', not both", id: "indexes")
+    static let multiEntryCounted = Self(message: "an index on an array (one entry per element) cannot be counted", id: "counted")
+}
+
+/// A fix-it's message.
+struct ModelFixIt: FixItMessage {
+    let message: String
+    var fixItID: MessageID { MessageID(domain: "LocalLMDBModels", id: message) }
+}

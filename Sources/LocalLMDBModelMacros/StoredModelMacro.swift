@@ -1,0 +1,189 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@StoredModel`: a record type's `StoredModel` conformance, its coding generated.
+public struct StoredModelMacro: MemberMacro, ExtensionMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context) else { return [] }
+        return ModelCodeGenerator(model: model, isRecord: true).members()
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        // Diagnosed by the member expansion, which reads the same declaration.
+        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context, diagnose: false) else { return [] }
+        return [ModelCodeGenerator(model: model, isRecord: true).extension(of: type, conformance: "StoredModel")]
+    }
+}
+
+/// `@StoredValue`: a nested value's `StoredValue` conformance, its coding generated.
+public struct StoredValueMacro: MemberMacro, ExtensionMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context) else { return [] }
+        return ModelCodeGenerator(model: model, isRecord: false).members()
+    }
+
+    public static func expansion(
+        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        // Diagnosed by the member expansion, which reads the same declaration.
+        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context, diagnose: false) else { return [] }
+        return [ModelCodeGenerator(model: model, isRecord: false).extension(of: type, conformance: "StoredValue")]
+    }
+}
+
+/// `@Indexed` and `@NotStored`: markers the model macros read; they add nothing themselves.
+public struct MarkerMacro: PeerMacro {
+    public static func expansion(
+        of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        []
+    }
+}
+
+/// The members a model macro adds: the generated coding, the stored properties' table, the
+/// indexes `@Indexed` declares, and `CodingKeys` when properties are left out.
+struct ModelCodeGenerator {
+    let model: ModelDeclaration
+    let isRecord: Bool
+
+    /// The members in the type's body: a class's initializer (a designated initializer cannot be
+    /// declared in an extension), the indexes, and `CodingKeys`.
+    func members() -> [DeclSyntax] {
+        var members: [DeclSyntax] = []
+        if model.isClass { members.append(initializer()) }
+        members += bodyMembers()
+        return members
+    }
+
+    /// The extension: the conformance, a struct's initializer (in an extension, so the struct
+    /// keeps its memberwise initializer), the writes and the stored properties' table.
+    func `extension`(of type: some TypeSyntaxProtocol, conformance: String) -> ExtensionDeclSyntax {
+        var members: [DeclSyntax] = []
+        if !model.isClass { members.append(initializer()) }
+        members += extensionMembers(typeName: type.trimmedDescription)
+        let body = members.map { $0.formatted().description }.joined(separator: "\n\n")
+        return ExtensionDeclSyntax(DeclSyntax("extension \(type.trimmed): LocalLMDB.\(raw: conformance) {\n\(raw: body)\n}"))
+            ?? ExtensionDeclSyntax(extendedType: type.trimmed, memberBlock: MemberBlockSyntax(members: []))
+    }
+
+    private func initializer() -> DeclSyntax {
+        let access = model.access
+        var reads = ""
+        for property in model.properties where !property.isConstant {
+            let key = Self.literal(property.key)
+            // The type read is inferred from the property's: named here, a type nested beside
+            // the model would not be found from the extension a struct's initializer is in.
+            if property.isOptional {
+                reads += "    self.\(property.name) = try object._readIfPresent(\(key))\n"
+            } else if let value = property.defaultValue {
+                // A struct's initializer has already given the property its default; a class's
+                // cannot read it before every property has a value, but the expression means
+                // the same in the class's body.
+                let fallback = model.isClass ? value.trimmedDescription : "self.\(property.name)"
+                reads += "    self.\(property.name) = try object._read(\(key), default: \(fallback))\n"
+            } else {
+                reads += "    self.\(property.name) = try object._read(\(key))\n"
+            }
+        }
+        return """
+            /// Restores a value from its stored fields (generated by the macro).
+            \(raw: access)init(_storedFields object: LocalLMDB.DataObject) throws {
+            \(raw: reads)}
+            """
+    }
+
+    /// `typeName`: the type as the extension names it (qualified for a nested type, which the
+    /// extension's body does not see by its own name).
+    private func extensionMembers(typeName: String) -> [DeclSyntax] {
+        let access = model.access
+        var members: [DeclSyntax] = []
+        var writes = ""
+        for property in model.properties {
+            let key = Self.literal(property.key)
+            let method = property.isOptional ? "_writeIfPresent" : "_write"
+            writes += "    try object.\(method)(self.\(property.name), forKey: \(key))\n"
+        }
+        members.append("""
+            /// Writes the stored fields into `object` (generated by the macro).
+            \(raw: access)func _writeFields(to object: LocalLMDB.DataObject) throws {
+            \(raw: writes)}
+            """)
+        let table = model.properties.map { "LocalLMDB.StoredProperty(\\\(typeName).\($0.name), key: \(Self.literal($0.key)))" }
+        members.append("""
+            /// The stored properties: key paths and stored keys (generated by the macro).
+            \(raw: access)static var _storedProperties: [LocalLMDB.StoredProperty<\(raw: typeName)>] {
+                [\(raw: table.joined(separator: ", "))]
+            }
+            """)
+        return members
+    }
+
+    private func bodyMembers() -> [DeclSyntax] {
+        let access = model.access
+        var members: [DeclSyntax] = []
+        let indexes = model.properties.compactMap(index)
+        if isRecord, !indexes.isEmpty, !model.declaresIndexes {
+            members.append("""
+                /// The indexes `@Indexed` declares (generated by the macro).
+                \(raw: access)static var indexes: [LocalLMDB.Index] {
+                    [\(raw: indexes.joined(separator: ", "))]
+                }
+                """)
+        }
+        if !model.notStored.isEmpty, !model.hasCodingKeys {
+            // Synthesized `Codable` then stores what the generated coding stores.
+            let cases = model.properties.map { "case \($0.name)" }.joined(separator: "\n")
+            members.append("""
+                \(raw: access)enum CodingKeys: String, CodingKey {
+                \(raw: cases)
+                }
+                """)
+        }
+        return members
+    }
+
+    /// The `Index` an `@Indexed` property declares: one entry per element for an array, dates
+    /// compared chronologically.
+    func index(_ property: ModelProperty) -> String? {
+        guard let attribute = property.indexed else { return nil }
+        let field = property.isDate ? "LocalLMDB.IndexField.date(\(Self.literal(property.key)))" : Self.literal(property.key)
+        var options = ""
+        if let unique = ModelDeclaration.argument("unique", of: attribute) { options += ", unique: \(unique)" }
+        if property.isArray { return "LocalLMDB.Index.each(\(field)\(options))" }
+        if let counted = ModelDeclaration.argument("counted", of: attribute) { options += ", counted: \(counted)" }
+        return "LocalLMDB.Index.on(\(field)\(options))"
+    }
+
+    /// `text` as a Swift string literal.
+    static func literal(_ text: String) -> String {
+        var escaped = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped += "\\\""
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            case "\r": escaped += "\\r"
+            case "\t": escaped += "\\t"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    escaped += "\\u{\(String(scalar.value, radix: 16))}"
+                } else {
+                    escaped.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return escaped + "\""
+    }
+}
