@@ -27,13 +27,8 @@ struct ModelDeclaration {
             name = type.name.text
             isClass = true
             if !type.modifiers.contains(where: { $0.name.tokenKind == .keyword(.final) }) {
-                var modifiers = type.modifiers
-                modifiers.append(DeclModifierSyntax(name: .keyword(.final), trailingTrivia: .space))
                 diagnostics.append(Diagnostic(
-                    node: Syntax(type.classKeyword), message: ModelDiagnostic.nonFinalClass,
-                    fixIt: FixIt(message: ModelFixIt(message: "make the class final"), changes: [
-                        .replace(oldNode: Syntax(type.modifiers), newNode: Syntax(modifiers)),
-                    ])))
+                    node: Syntax(type.classKeyword), message: ModelDiagnostic.nonFinalClass, fixIt: Self.finalFixIt(type)))
             }
             // A superclass is named first, but so may a protocol be: only `NSObject` is known
             // to be a class here (any other superclass fails to compile: its `init(from:)` is
@@ -180,13 +175,35 @@ struct ModelDeclaration {
         return arguments.first(where: { $0.label?.text == label })?.expression.trimmedDescription
     }
 
+    /// A fix-it that makes `type` final: `final` after its modifiers, or before `class` (taking
+    /// the keyword's leading trivia, the line break after the attributes) when it has none.
+    static func finalFixIt(_ type: ClassDeclSyntax) -> FixIt {
+        let message = ModelFixIt(message: "make the class final")
+        if type.modifiers.isEmpty {
+            let modifiers = DeclModifierListSyntax([
+                DeclModifierSyntax(name: .keyword(.final, leadingTrivia: type.classKeyword.leadingTrivia, trailingTrivia: .space)),
+            ])
+            return FixIt(message: message, changes: [
+                .replace(oldNode: Syntax(type.modifiers), newNode: Syntax(modifiers)),
+                .replace(oldNode: Syntax(type.classKeyword), newNode: Syntax(type.classKeyword.with(\.leadingTrivia, []))),
+            ])
+        }
+        var modifiers = type.modifiers
+        modifiers.append(DeclModifierSyntax(name: .keyword(.final), trailingTrivia: .space))
+        return FixIt(message: message, changes: [.replace(oldNode: Syntax(type.modifiers), newNode: Syntax(modifiers))])
+    }
+
     /// A fix-it that marks `variable` `@NotStored`.
     static func notStoredFixIt(_ variable: VariableDeclSyntax) -> FixIt {
         var attributes = variable.attributes
         attributes.append(.attribute(AttributeSyntax(
             attributeName: IdentifierTypeSyntax(name: .identifier("NotStored")), trailingTrivia: .space)))
+        // The declaration's leading trivia (its line break and indentation) goes before the
+        // attribute, now its first token.
+        var fixed = variable.with(\.leadingTrivia, []).with(\.attributes, attributes)
+        fixed.leadingTrivia = variable.leadingTrivia
         return FixIt(message: ModelFixIt(message: "leave it out of the stored form with @NotStored"), changes: [
-            .replace(oldNode: Syntax(variable.attributes), newNode: Syntax(attributes)),
+            .replace(oldNode: Syntax(variable), newNode: Syntax(fixed)),
         ])
     }
 

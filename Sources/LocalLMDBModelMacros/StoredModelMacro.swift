@@ -9,7 +9,8 @@ public struct StoredModelMacro: MemberMacro, ExtensionMacro {
         of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context) else { return [] }
+        // Nothing is generated for a declaration with errors: its diagnostics are all the user sees.
+        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context), model.diagnostics.isEmpty else { return [] }
         return ModelCodeGenerator(model: model, isRecord: true).members()
     }
 
@@ -18,7 +19,9 @@ public struct StoredModelMacro: MemberMacro, ExtensionMacro {
         conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
     ) throws -> [ExtensionDeclSyntax] {
         // Diagnosed by the member expansion, which reads the same declaration.
-        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context, diagnose: false) else { return [] }
+        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context, diagnose: false), model.diagnostics.isEmpty else {
+            return []
+        }
         return [ModelCodeGenerator(model: model, isRecord: true).extension(of: type, conformance: "StoredModel")]
     }
 }
@@ -29,7 +32,7 @@ public struct StoredValueMacro: MemberMacro, ExtensionMacro {
         of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context) else { return [] }
+        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context), model.diagnostics.isEmpty else { return [] }
         return ModelCodeGenerator(model: model, isRecord: false).members()
     }
 
@@ -38,7 +41,9 @@ public struct StoredValueMacro: MemberMacro, ExtensionMacro {
         conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
     ) throws -> [ExtensionDeclSyntax] {
         // Diagnosed by the member expansion, which reads the same declaration.
-        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context, diagnose: false) else { return [] }
+        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context, diagnose: false), model.diagnostics.isEmpty else {
+            return []
+        }
         return [ModelCodeGenerator(model: model, isRecord: false).extension(of: type, conformance: "StoredValue")]
     }
 }
