@@ -29,6 +29,9 @@ public struct Query<T: Persistable>: Sendable {
     var offset = 0
     var limit: Int?
     var after: QueryCursor?
+    /// A key path given to `filter` or `sorted` that names no stored field: running the query
+    /// throws `invalidQuery` (a builder cannot throw).
+    var unresolvedKeyPath: String?
 
     /// Every record of `type`.
     public init(_ type: T.Type = T.self) {}

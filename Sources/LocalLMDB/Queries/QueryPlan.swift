@@ -10,7 +10,10 @@ enum QueryPlan {
     /// - Throws: `invalidQuery` when no index order can serve the conditions and order together,
     ///   or a value cannot be compared.
     static func indexQuery<T: Persistable>(_ query: Query<T>) throws(DatabaseError) -> IndexQuery {
-        try indexQuery(
+        if let keyPath = query.unresolvedKeyPath {
+            throw .invalidQuery(reason: "the key path \(keyPath) is not a stored property of \(T.self) (nor of a stored value in it)")
+        }
+        return try indexQuery(
             Shape(conditions: query.conditions, order: query.order, offset: query.offset, limit: query.limit, after: query.after),
             classNames: RecordEncoding.classNames(T.self), declared: IndexDeclarations.planning(T.self))
     }
