@@ -26,8 +26,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         // The optional `LocalLMDBPostgres` product only.
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
-        // The model macros of the optional `LocalLMDBModels` product only.
-        .package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1"),
     ],
     targets: [
         // LMDB itself, found through pkg-config (Debian: liblmdb-dev, Homebrew: lmdb).
@@ -116,6 +114,8 @@ let package = Package(
 // ThreadSanitizer run: the macros generate synchronous coding, which the first run tests, and
 // swift-syntax would be built once more under the sanitizer).
 if Context.environment["LOCALLMDB_MACROS"] != "0" {
+    // The model macros of the optional `LocalLMDBModels` product only.
+    package.dependencies += [.package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1")]
     package.products += [.library(name: "LocalLMDBModels", targets: ["LocalLMDBModels"])]
     package.targets += [
         // The compiler plugin: reads a model's declaration, writes its coding.

@@ -46,6 +46,7 @@ let package = Package(
                 "BenchmarkCore",
                 .product(name: "LocalLMDB", package: "LocalLMDB"),
                 .product(name: "LocalLMDBEncryption", package: "LocalLMDB"),
+                .product(name: "LocalLMDBModels", package: "LocalLMDB"),
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/LocalLMDBBenchmarks",

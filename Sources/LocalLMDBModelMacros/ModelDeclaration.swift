@@ -47,7 +47,7 @@ struct ModelDeclaration {
     }
 
     private mutating func readMembers(_ members: MemberBlockSyntax) {
-        var codingKeys: [String: String]?
+        var codingKeys: [(name: String, key: String)]?
         for member in members.members {
             if let enumeration = member.decl.as(EnumDeclSyntax.self), enumeration.name.text == "CodingKeys" {
                 codingKeys = Self.codingKeys(enumeration)
@@ -56,18 +56,36 @@ struct ModelDeclaration {
             if let variable = member.decl.as(VariableDeclSyntax.self) {
                 readVariable(variable)
             }
+            if let function = member.decl.as(FunctionDeclSyntax.self), function.name.text == "encode",
+               function.signature.parameterClause.parameters.first?.firstName.text == "to" {
+                diagnostics.append(Diagnostic(node: Syntax(function.name), message: ModelDiagnostic.ownCoding))
+            }
+            if let initializer = member.decl.as(InitializerDeclSyntax.self),
+               initializer.signature.parameterClause.parameters.first?.firstName.text == "from" {
+                diagnostics.append(Diagnostic(node: Syntax(initializer.initKeyword), message: ModelDiagnostic.ownCoding))
+            }
+            // Stored properties the macro would not see whatever the build configuration.
+            if let conditional = member.decl.as(IfConfigDeclSyntax.self), conditional.description.contains("var ") || conditional.description.contains("let ") {
+                diagnostics.append(Diagnostic(node: Syntax(conditional), message: ModelDiagnostic.conditionalMembers))
+            }
         }
         if let codingKeys {
+            // Synthesized `Codable` writes the members in the order of `CodingKeys`' cases.
             var kept: [ModelProperty] = []
-            for var property in properties {
-                if let key = codingKeys[property.name] {
-                    property.key = key
-                    kept.append(property)
-                } else {
-                    notStored.append(property.name)
-                    if property.defaultValue == nil, !property.isOptional {
-                        diagnostics.append(Diagnostic(node: property.node, message: ModelDiagnostic.notStoredNeedsDefault(property.name)))
+            for (name, key) in codingKeys {
+                guard var property = properties.first(where: { $0.name == name }) else {
+                    if notStored.contains(name) {
+                        diagnostics.append(Diagnostic(node: Syntax(members), message: ModelDiagnostic.notStoredButCoded(name)))
                     }
+                    continue
+                }
+                property.key = key
+                kept.append(property)
+            }
+            for property in properties where !codingKeys.contains(where: { $0.name == property.name }) {
+                notStored.append(property.name)
+                if property.defaultValue == nil, !property.isOptional {
+                    diagnostics.append(Diagnostic(node: property.node, message: ModelDiagnostic.notStoredNeedsDefault(property.name)))
                 }
             }
             properties = kept
@@ -86,16 +104,16 @@ struct ModelDeclaration {
 
     /// The cases of a `CodingKeys` enum: each case's name and stored key (its raw value, when a
     /// string literal gives one).
-    static func codingKeys(_ enumeration: EnumDeclSyntax) -> [String: String] {
-        var keys: [String: String] = [:]
+    static func codingKeys(_ enumeration: EnumDeclSyntax) -> [(name: String, key: String)] {
+        var keys: [(name: String, key: String)] = []
         for member in enumeration.memberBlock.members {
             guard let cases = member.decl.as(EnumCaseDeclSyntax.self) else { continue }
             for element in cases.elements {
                 let name = element.name.text.trimmingCharacters(in: "`")
                 if let literal = element.rawValue?.value.as(StringLiteralExprSyntax.self), let text = literal.representedLiteralValue {
-                    keys[name] = text
+                    keys.append((name, text))
                 } else {
-                    keys[name] = name
+                    keys.append((name, name))
                 }
             }
         }
@@ -121,13 +139,32 @@ struct ModelDeclaration {
         let isLet = variable.bindingSpecifier.tokenKind == .keyword(.let)
         let notStoredAttribute = Self.attribute("NotStored", in: variable.attributes)
         let indexed = Self.attribute("Indexed", in: variable.attributes)
-        // A type annotation written once for several names (`var a, b: Int`) applies to each.
+        // Any other attribute on a stored property is a property wrapper (its `Codable` form is
+        // the wrapper's, which the generated coding does not write) or unknown to the macro.
+        if notStoredAttribute == nil, let other = variable.attributes.compactMap({ $0.as(AttributeSyntax.self) }).first(where: {
+            let name = $0.attributeName.trimmedDescription
+            return !["Indexed", "NotStored", "MainActor", "available", "objc", "nonobjc", "preconcurrency"].contains(name)
+                && !name.hasSuffix(".Indexed") && !name.hasSuffix(".NotStored")
+        }), !variable.bindings.allSatisfy({ $0.accessorBlock.map(Self.isComputed) ?? false }) {
+            diagnostics.append(Diagnostic(
+                node: Syntax(other), message: ModelDiagnostic.wrapper(other.attributeName.trimmedDescription), fixIt: Self.notStoredFixIt(variable)))
+            return
+        }
+        // A type annotation written once for several names (`var a, b: Int`) applies to each
+        // name before it that has no initializer.
         var pendingType: TypeSyntax?
         var read: [ModelProperty] = []
         for binding in variable.bindings.reversed() {
-            guard let identifier = binding.pattern.as(IdentifierPatternSyntax.self) else { continue }
+            guard let identifier = binding.pattern.as(IdentifierPatternSyntax.self) else {
+                diagnostics.append(Diagnostic(node: Syntax(binding.pattern), message: ModelDiagnostic.pattern))
+                continue
+            }
             let name = identifier.identifier.text.trimmingCharacters(in: "`")
-            if let annotation = binding.typeAnnotation?.type { pendingType = annotation }
+            if let annotation = binding.typeAnnotation?.type {
+                pendingType = annotation
+            } else if binding.initializer != nil {
+                pendingType = nil
+            }
             if let accessors = binding.accessorBlock, Self.isComputed(accessors) {
                 if indexed != nil { diagnostics.append(Diagnostic(node: Syntax(binding), message: ModelDiagnostic.indexedNotStored(name))) }
                 continue
@@ -158,7 +195,7 @@ struct ModelDeclaration {
                 diagnostics.append(Diagnostic(node: Syntax(indexed), message: ModelDiagnostic.multiEntryCounted))
             }
             read.append(ModelProperty(
-                name: name, type: type.trimmed, key: name, isOptional: ModelProperty.isOptional(type),
+                name: name, spelled: identifier.identifier.text, type: type.trimmed, key: name, isOptional: ModelProperty.isOptional(type),
                 defaultValue: binding.initializer?.value.trimmed, isConstant: isLet && binding.initializer != nil,
                 indexed: indexed, node: Syntax(binding)))
         }

@@ -34,6 +34,17 @@ struct ModelDiagnostic: DiagnosticMessage {
     }
     static let indexesTwice = Self(
         message: "declare the indexes with @Indexed or with 'static var indexes', not both", id: "indexes")
+    static let ownCoding = Self(
+        message: "a model with its own encode(to:) or init(from:) cannot use the macro: its generated coding would store other bytes", id: "coding")
+    static let conditionalMembers = Self(
+        message: "stored properties inside #if are not supported: the macro sees the declaration, not the build configuration", id: "if")
+    static let pattern = Self(message: "a tuple pattern cannot be stored: declare each property on its own", id: "pattern")
+    static func wrapper(_ name: String) -> Self {
+        Self(message: "property wrapper '@\(name)' cannot be stored by the macro (its Codable form is the wrapper's)", id: "wrapper")
+    }
+    static func notStoredButCoded(_ name: String) -> Self {
+        Self(message: "property '\(name)' is @NotStored but listed in CodingKeys, which Codable then stores", id: "coded")
+    }
     static let multiEntryCounted = Self(message: "an index on an array (one entry per element) cannot be counted", id: "counted")
 }
 

@@ -5,7 +5,9 @@ import SwiftSyntax
 struct ModelProperty {
     /// The property's name.
     let name: String
-    /// Its declared type, as written (nil when it has none: a literal's type is inferred).
+    /// The name as written in the source (in backticks when it is a keyword), for generated code.
+    let spelled: String
+    /// Its declared type, as written, or the type of its literal default value.
     let type: TypeSyntax
     /// Its stored key: the name, or the raw value of its `CodingKeys` case.
     var key: String

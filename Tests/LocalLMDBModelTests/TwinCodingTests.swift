@@ -111,3 +111,31 @@ import Testing
         return (context.codingPath + path).map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
     }
 }
+
+extension TwinCodingTests {
+    /// Optionals the spelling hides, reordered `CodingKeys`, defaults first, keywords as names:
+    /// the same bytes as `Codable`, both ways (found by review: the first four stored other bytes).
+    @Test func whatTheSpellingHides() throws {
+        for note in [nil, "n"] as [String?] {
+            for count in [nil, 3] as [Int?] {
+                for tail in [nil, [], [1, 2]] as [[Int]?] {
+                    let plain = PlainEdges.Edge(level: 2, first: "f", note: note, count: count, default: 4, tail: tail)
+                    let bytes = try plain._storedFields().rawData
+                    let typed = TypedEdges.Edge(level: 2, first: "f", note: note, count: count, default: 4, tail: tail)
+                    #expect(try typed._storedFields().rawData == bytes, "\(String(decoding: bytes, as: UTF8.self))")
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    let read = try TypedEdges.Edge._restore(from: DataObject(validating: text))
+                    #expect(read == typed)
+                    #expect(try PlainEdges.Edge._restore(from: DataObject(validating: text)) == plain)
+                }
+            }
+        }
+        // A missing optional is nil; a missing field with a default is the default.
+        let read = try TypedEdges.Edge._restore(from: DataObject(validating: #"{"object":"Edge","1st":"x","default":1}"#))
+        #expect(read == TypedEdges.Edge(level: 7, first: "x", note: nil, count: nil, default: 1, tail: nil))
+        let sparse = TypedEdges.Sparse(class: "k", kept: 1, scratch: [9])
+        let sparseBytes = try sparse._storedFields().rawData
+        #expect(sparseBytes == (try PlainEdges.Sparse(class: "k", kept: 1)._storedFields().rawData))
+        #expect(try TypedEdges.Sparse._restore(from: DataObject(validating: String(decoding: sparseBytes, as: UTF8.self))).scratch == [])
+    }
+}

@@ -123,3 +123,59 @@ enum Plain {
         }
     }
 }
+
+typealias MaybeText = String?
+
+/// What the declaration's spelling hides from the macro: an optional behind a type alias or in
+/// parentheses, `CodingKeys` in another order than the properties, a default declared before
+/// properties without one, a keyword as a name, a property left out by `@NotStored`.
+enum TypedEdges {
+    @StoredModel
+    struct Edge: Equatable {
+        var level: Int = 7
+        var first: String
+        var note: MaybeText
+        var count: (Int?)
+        var `default`: Int
+        var tail: [Int]?
+
+        enum CodingKeys: String, CodingKey {
+            case tail, `default`, note, count
+            case first = "1st"
+            case level
+        }
+    }
+
+    @StoredModel
+    struct Sparse: Equatable {
+        var `class`: String = "c"
+        var kept: Int
+        @NotStored var scratch: [Int] = []
+    }
+}
+
+enum PlainEdges {
+    struct Edge: Codable, Persistable, Equatable {
+        var level: Int = 7
+        var first: String
+        var note: MaybeText
+        var count: (Int?)
+        var `default`: Int
+        var tail: [Int]?
+
+        enum CodingKeys: String, CodingKey {
+            case tail, `default`, note, count
+            case first = "1st"
+            case level
+        }
+    }
+
+    struct Sparse: Codable, Persistable, Equatable {
+        var `class`: String = "c"
+        var kept: Int
+
+        enum CodingKeys: String, CodingKey {
+            case `class`, kept
+        }
+    }
+}

@@ -77,6 +77,7 @@ let benchmarks: @Sendable () -> Void = {
 
     observationBenchmarks()
     classBenchmarks()
+    typedModelBenchmarks()
 
     Benchmark("Codec.encodeStudent300B", configuration: .init(scalingFactor: .kilo)) { benchmark in
         for _ in benchmark.scaledIterations {

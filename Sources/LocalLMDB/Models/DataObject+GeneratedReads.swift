@@ -184,11 +184,19 @@ extension DataObject {
     /// A value of a type with no reader of its own here. (One generic entry point: overloads for
     /// `StoredValue` and `Decodable` told apart by their result alone are ambiguous.)
     private func value<T: Decodable>(_ key: String, _ nullIsAbsent: Bool, _ type: T.Type) throws -> T? {
-        // A nested `StoredModel` is read as the `Codable` decoder reads a nested model (its stored
-        // class name resolved), which then runs its generated code.
-        if let valueType = T.self as? any StoredValue.Type, !(T.self is any Persistable.Type) {
+        if let valueType = T.self as? any StoredValue.Type {
+            // A nested `StoredModel` is read as the `Codable` decoder reads a nested model (its
+            // stored class name resolved), which then runs its generated code.
+            if T.self is any Persistable.Type { return try decodable(key, nullIsAbsent, type) }
             guard let value = try storedValue(key, nullIsAbsent, valueType) else { return nil }
             return try ModelCoding.same(value, as: T.self)
+        }
+        if T.self is any OptionalProtocol.Type, let nilType = T.self as? any ExpressibleByNilLiteral.Type {
+            // An optional whose type the macro could not see as one (a type alias, `(Int?)`): read
+            // as synthesized `Codable` reads it, which sees the type (`decodeIfPresent`): a missing
+            // field or `null` is nil.
+            if let found = try decodable(key, true, type) { return found }
+            return nilType.init(nilLiteral: ()) as? T
         }
         return try decodable(key, nullIsAbsent, type)
     }
@@ -204,7 +212,6 @@ extension DataObject {
         guard !CodecScratch.current.stackIsLow else {
             throw DecodingError.dataCorrupted(.init(codingPath: [ModelKey(stringValue: key)], debugDescription: StackGuard.refusal))
         }
-        let end = scanner.end(ofValueAt: offset)
         let value: T
         do {
             // `object` holds the bytes' owner while the value's initializer runs.
@@ -216,7 +223,8 @@ extension DataObject {
         } catch {
             throw ModelCoding.prefixing(error, with: [ModelKey(stringValue: key)])
         }
-        continueLookups(after: end, in: object)
+        // The next lookup starts at this member (`memberValue` left it there) and walks on, as
+        // after `getObject`: finding the object's end now would scan it a second time.
         return value
     }
 

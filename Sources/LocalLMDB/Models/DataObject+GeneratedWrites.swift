@@ -35,6 +35,13 @@ extension DataObject {
     /// generated code, anything else through the `Codable` encoder. (One generic entry point, as
     /// for reads.)
     public func _write<T: Encodable>(_ value: T, forKey key: String) throws {
+        if let optional = value as? any OptionalProtocol {
+            // An optional whose type the macro could not see as one (a type alias, `(Int?)`):
+            // written as synthesized `Codable` writes it, which sees the type (`encodeIfPresent`).
+            guard let wrapped = optional.wrappedValue as? any Encodable else { return }
+            func writeWrapped<U: Encodable>(_ value: U) throws { try _writeIfPresent(Optional(value), forKey: key) }
+            return try writeWrapped(wrapped)
+        }
         if let value = value as? any StoredValue {
             try writeStoredValue(value, forKey: key)
         } else {

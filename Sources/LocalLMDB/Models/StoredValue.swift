@@ -29,8 +29,8 @@ public protocol StoredValue: Codable {
     static var _storedProperties: [StoredProperty<Self>] { get }
 }
 
-/// One stored property of a `StoredValue` type: its key path, its stored key, and how an index
-/// or a query compares it. Made by the macros' generated code.
+/// One stored property of a `StoredValue` type: its key path, its stored key, and the nested
+/// `StoredValue` type whose properties are fields below it. Made by the macros' generated code.
 public struct StoredProperty<Root>: @unchecked Sendable {
     // Key paths are immutable once made; `PartialKeyPath` is not declared `Sendable`.
     /// The property's key path.
@@ -40,56 +40,31 @@ public struct StoredProperty<Root>: @unchecked Sendable {
     /// The property's value type, when it is a `StoredValue` too: its own properties are fields
     /// below this one (`address.city`).
     let nested: (any StoredValue.Type)?
-    /// Whether the property holds dates (an index compares them chronologically).
-    let isDate: Bool
-    /// Whether the property holds an array (an index takes each element).
-    let isArray: Bool
+
+    /// The `StoredValue` type a property of type `type` holds, seen through optionals (nil when
+    /// it holds none). Arrays are not followed: a key path cannot name their elements.
+    static func nestedValue(_ type: Any.Type) -> (any StoredValue.Type)? {
+        var type = type
+        while let optional = type as? any OptionalProtocol.Type { type = optional.wrappedType }
+        return type as? any StoredValue.Type
+    }
 
     /// A stored property; for the macros' generated code.
     public init<Value>(_ keyPath: KeyPath<Root, Value>, key: String) {
         self.keyPath = keyPath
         self.key = key
-        let shape = FieldShape(Value.self)
-        nested = shape.nested
-        isDate = shape.isDate
-        isArray = shape.isArray
+        nested = StoredProperty.nestedValue(Value.self)
     }
 }
 
-/// What a property's type says of its stored field: the date and array kinds, and a nested
-/// `StoredValue` type, seen through optionals.
-struct FieldShape {
-    var nested: (any StoredValue.Type)?
-    var isDate = false
-    var isArray = false
-
-    init(_ type: Any.Type) {
-        var type = type
-        while let optional = type as? any OptionalProtocol.Type { type = optional.wrappedType }
-        if let array = type as? any ArrayProtocol.Type {
-            isArray = true
-            type = array.elementType
-            while let optional = type as? any OptionalProtocol.Type { type = optional.wrappedType }
-        }
-        isDate = type == Date.self
-        nested = type as? any StoredValue.Type
-    }
-}
-
-/// `Optional`, seen from code that holds only its metatype.
+/// `Optional`, seen from code that holds only its metatype, or holds it as a value of a generic type.
 protocol OptionalProtocol {
     static var wrappedType: Any.Type { get }
+    /// The wrapped value, if any.
+    var wrappedValue: Any? { get }
 }
 
 extension Optional: OptionalProtocol {
     static var wrappedType: Any.Type { Wrapped.self }
-}
-
-/// `Array`, seen from code that holds only its metatype.
-protocol ArrayProtocol {
-    static var elementType: Any.Type { get }
-}
-
-extension Array: ArrayProtocol {
-    static var elementType: Any.Type { Element.self }
+    var wrappedValue: Any? { self.map { $0 as Any } }
 }
