@@ -3,15 +3,24 @@ import SwiftSyntax
 import SwiftSyntaxBuilder
 import SwiftSyntaxMacros
 
-/// `@StoredModel`: a record type's `StoredModel` conformance, its coding generated.
-public struct StoredModelMacro: MemberMacro, ExtensionMacro {
+/// What the two model macros share: one reads the declaration and generates its members and its
+/// extension, the other differs in its conformance alone.
+public protocol ModelMacro: MemberMacro, ExtensionMacro {
+    /// The macro's name, which is its conformance's: `StoredModel` or `StoredValue`.
+    static var name: String { get }
+}
+
+extension ModelMacro {
+    /// Whether the type is a record type (its indexes are generated).
+    static var isRecord: Bool { name == "StoredModel" }
+
     public static func expansion(
         of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
         // Nothing is generated for a declaration with errors: its diagnostics are all the user sees.
-        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context), model.diagnostics.isEmpty else { return [] }
-        return ModelCodeGenerator(model: model, isRecord: true).members()
+        guard let model = ModelDeclaration(declaration, macro: name, in: context), model.diagnostics.isEmpty else { return [] }
+        return ModelCodeGenerator(model: model, isRecord: isRecord).members()
     }
 
     public static func expansion(
@@ -19,33 +28,21 @@ public struct StoredModelMacro: MemberMacro, ExtensionMacro {
         conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
     ) throws -> [ExtensionDeclSyntax] {
         // Diagnosed by the member expansion, which reads the same declaration.
-        guard let model = ModelDeclaration(declaration, macro: "StoredModel", in: context, diagnose: false), model.diagnostics.isEmpty else {
+        guard let model = ModelDeclaration(declaration, macro: name, in: context, diagnose: false), model.diagnostics.isEmpty else {
             return []
         }
-        return [ModelCodeGenerator(model: model, isRecord: true).extension(of: type, conformance: "StoredModel")]
+        return [ModelCodeGenerator(model: model, isRecord: isRecord).extension(of: type, conformance: name)]
     }
 }
 
-/// `@StoredValue`: a nested value's `StoredValue` conformance, its coding generated.
-public struct StoredValueMacro: MemberMacro, ExtensionMacro {
-    public static func expansion(
-        of node: AttributeSyntax, providingMembersOf declaration: some DeclGroupSyntax, conformingTo protocols: [TypeSyntax],
-        in context: some MacroExpansionContext
-    ) throws -> [DeclSyntax] {
-        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context), model.diagnostics.isEmpty else { return [] }
-        return ModelCodeGenerator(model: model, isRecord: false).members()
-    }
+/// `@StoredModel`: a record type's `StoredModel` conformance, its coding generated.
+public struct StoredModelMacro: ModelMacro {
+    public static let name = "StoredModel"
+}
 
-    public static func expansion(
-        of node: AttributeSyntax, attachedTo declaration: some DeclGroupSyntax, providingExtensionsOf type: some TypeSyntaxProtocol,
-        conformingTo protocols: [TypeSyntax], in context: some MacroExpansionContext
-    ) throws -> [ExtensionDeclSyntax] {
-        // Diagnosed by the member expansion, which reads the same declaration.
-        guard let model = ModelDeclaration(declaration, macro: "StoredValue", in: context, diagnose: false), model.diagnostics.isEmpty else {
-            return []
-        }
-        return [ModelCodeGenerator(model: model, isRecord: false).extension(of: type, conformance: "StoredValue")]
-    }
+/// `@StoredValue`: a nested value's `StoredValue` conformance, its coding generated.
+public struct StoredValueMacro: ModelMacro {
+    public static let name = "StoredValue"
 }
 
 /// `@Indexed` and `@NotStored`: markers the model macros read; they add nothing themselves.
