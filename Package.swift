@@ -128,15 +128,22 @@ if Context.environment["LOCALLMDB_MACROS"] != "0" {
         ),
         // The macros' declarations, with LocalLMDB re-exported.
         .target(name: "LocalLMDBModels", dependencies: ["LocalLMDB", "LocalLMDBModelMacros"]),
+        // The random-predicate oracle, for the model tests and the PostgreSQL ones.
+        .target(name: "LocalLMDBModelTestSupport", dependencies: ["LocalLMDBModels", "LocalLMDBTestSupport"]),
         .testTarget(
             name: "LocalLMDBModelTests",
             dependencies: [
-                "LocalLMDBModels", "LocalLMDBModelMacros", "LocalLMDBTestSupport",
+                "LocalLMDBModels", "LocalLMDBModelMacros", "LocalLMDBTestSupport", "LocalLMDBModelTestSupport",
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]
         ),
     ]
+    // The PostgreSQL tests run the predicate oracle on the server engine too.
+    for target in package.targets where target.name == "LocalLMDBPostgresTests" {
+        target.dependencies.append("LocalLMDBModelTestSupport")
+        target.swiftSettings = (target.swiftSettings ?? []) + [.define("LOCALLMDB_MODELS")]
+    }
 }
 
 // The fuzz targets (`scripts/fuzz`), only when asked for: `LOCALLMDB_FUZZ=1` adds one executable

@@ -201,6 +201,16 @@ extension FetchedSnapshot {
         return (records, page.last)
     }
 
+    package func positionedRecords<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [(record: R, position: IndexCursor)] {
+        var query = query
+        query.keepsPositions = true
+        guard let page = try page(query), let records = try records(page.keys, transform) else { return [] }
+        assert(page.tuples.count == page.keys.count && records.count == page.keys.count, "one tuple and one record per key")
+        return zip(records, zip(page.tuples, page.keys)).map { ($0, IndexCursor(tuple: $1.0, recordKey: $1.1)) }
+    }
+
     package func ids(matching query: IndexQuery) throws(DatabaseError) -> [String] {
         guard let page = try page(query) else { return [] }
         return try records(page.keys) { _, id in id() } ?? []

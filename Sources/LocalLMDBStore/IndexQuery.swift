@@ -20,6 +20,9 @@ import LocalLMDBJSON
     package var limit: Int?
     /// Where the results start: after this position, in the query's order (keyset paging).
     package var after: IndexCursor?
+    /// Whether a page keeps the position of every record it takes (`Page.tuples`), not only the
+    /// last's: for reads that continue after any record of a page (`RecordSnapshot.positionedRecords`).
+    package var keepsPositions = false
 
     package init(classNames: [String], definition: IndexDefinition, ranges: [IndexRange], descending: Bool, offset: Int, limit: Int?) {
         self.classNames = classNames
@@ -109,6 +112,9 @@ extension IndexQuery {
         let after: IndexCursor?
         let descending: Bool
         private(set) var keys: [[UInt8]] = []
+        /// The tuple of each key taken, when the query keeps positions (`keepsPositions`).
+        private(set) var tuples: [[UInt8]] = []
+        let keepsTuples: Bool
         /// The position of the last key taken.
         private(set) var last: IndexCursor?
         private var skipped = 0
@@ -120,6 +126,7 @@ extension IndexQuery {
             offset = max(0, query.offset)
             limit = query.limit.map { max(0, $0) }
             deduplicates = query.definition.isMultiEntry
+            keepsTuples = query.keepsPositions
         }
 
         var isFull: Bool { limit.map { keys.count >= $0 } ?? false }
@@ -137,6 +144,7 @@ extension IndexQuery {
             }
             let recordKey = Array(key)
             keys.append(recordKey)
+            if keepsTuples { tuples.append(tuple) }
             last = IndexCursor(tuple: tuple, recordKey: recordKey)
             return !isFull
         }

@@ -44,6 +44,12 @@ import LocalLMDBLMDB
         matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
     ) throws(DatabaseError) -> (records: [R], last: IndexCursor?)
 
+    /// `records(matching:_:)`, each with its position in the query's order: a read that goes on
+    /// after any of them (`IndexQuery.after`), not only after the last.
+    func positionedRecords<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [(record: R, position: IndexCursor)]
+
     /// The ids of the records `query` selects, in its order.
     func ids(matching query: IndexQuery) throws(DatabaseError) -> [String]
 

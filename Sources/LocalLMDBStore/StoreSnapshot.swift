@@ -73,6 +73,26 @@ import LocalLMDBLMDB
         return (results, page.last)
     }
 
+    @usableFromInline package func positionedRecords<R>(
+        matching query: IndexQuery, _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [(record: R, position: IndexCursor)] {
+        var query = query
+        query.keepsPositions = true
+        let page = try store.page(matching: query, in: transaction)
+        assert(page.tuples.count == page.keys.count, "a page keeping positions has one tuple per key")
+        var results: [(record: R, position: IndexCursor)] = []
+        results.reserveCapacity(page.keys.count)
+        for (key, tuple) in zip(page.keys, page.tuples) {
+            try key.withBytes { key throws(DatabaseError) in
+                guard let value = try transaction.get(store.records, key) else { return }
+                let stored = try RecordDecoding.decode(key: key, value: value, encryption: store.encryption)
+                let record = try transform(stored) { (try? RecordValue(parsing: value))?.id(key: key) ?? RecordDecoding.displayID(key) }
+                results.append((record, IndexCursor(tuple: tuple, recordKey: Array(key))))
+            }
+        }
+        return results
+    }
+
     @usableFromInline package func ids(matching query: IndexQuery) throws(DatabaseError) -> [String] {
         var ids: [String] = []
         for key in try store.recordKeys(matching: query, in: transaction) {

@@ -13,9 +13,9 @@ extension LocalDatabase {
     ///   value; as `read()` otherwise.
     public nonisolated(nonsending) func read<T: Persistable>(_ query: Query<T>) async throws -> [T] {
         do throws(DatabaseError) {
-            let plan = try QueryPlan.indexQuery(query)
+            let plan = try QueryPlan.plan(query)
             try await IndexDeclarations.ensure(T.self, in: engine)
-            return try await engine.read(ReadQuery<T>(query: plan))
+            return try await engine.read(ReadQuery<T>(plan))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -27,19 +27,21 @@ extension LocalDatabase {
     /// The ids of the records `query` selects, in its order.
     public nonisolated(nonsending) func readIDs<T: Persistable>(_ query: Query<T>) async throws -> [String] {
         do throws(DatabaseError) {
-            let plan = try QueryPlan.indexQuery(query)
+            let plan = try QueryPlan.plan(query)
             try await IndexDeclarations.ensure(T.self, in: engine)
-            return try await engine.read(ReadQueryIDs(type: ObjectIdentifier(T.self), query: plan))
+            if let filter = plan.filter { return try await engine.read(FilteredIDs(read: ReadQuery(plan), filter: filter)) }
+            return try await engine.read(ReadQueryIDs(type: ObjectIdentifier(T.self), query: plan.index))
         } catch { throw LocalDatabaseError(error) }
     }
 
     /// The number of records `query` selects (its offset and limit applied), read from the
-    /// index without decoding them.
+    /// index without decoding them (unless a predicate is evaluated on the models).
     public nonisolated(nonsending) func count<T: Persistable>(_ query: Query<T>) async throws -> Int {
         do throws(DatabaseError) {
-            let plan = try QueryPlan.indexQuery(query)
+            let plan = try QueryPlan.plan(query)
             try await IndexDeclarations.ensure(T.self, in: engine)
-            return try await engine.read(CountQuery(type: ObjectIdentifier(T.self), query: plan))
+            if let filter = plan.filter { return try await engine.read(FilteredCount(read: ReadQuery(plan), filter: filter)) }
+            return try await engine.read(CountQuery(type: ObjectIdentifier(T.self), query: plan.index))
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -54,9 +56,9 @@ extension LocalDatabase {
     /// the position to continue after (`QueryPage.next`, for `Query.after(_:)`).
     public nonisolated(nonsending) func readPage<T: Persistable>(_ query: Query<T>) async throws -> QueryPage<T> {
         do throws(DatabaseError) {
-            let plan = try QueryPlan.indexQuery(query.limit == nil ? query.limit(100) : query)
+            let plan = try QueryPlan.plan(query.limit == nil ? query.limit(100) : query, paged: true)
             try await IndexDeclarations.ensure(T.self, in: engine)
-            return try await engine.read(ReadQueryPage<T>(query: plan))
+            return try await engine.read(ReadQueryPage<T>(plan))
         } catch { throw LocalDatabaseError(error) }
     }
 

@@ -53,7 +53,7 @@ enum Observations {
     static func query<T: Persistable>(_ query: Query<T>, source: Result<FaceEngine, DatabaseError>) -> DatabaseObservation<[T]> {
         let classNames = RecordEncoding.classNames(T.self)
         let read = Result { () throws(DatabaseError) -> any SnapshotRead<Observed<[T]>> in
-            ObservedQuery<T>(read: ReadQuery(query: try QueryPlan.indexQuery(query)))
+            ObservedQuery<T>(read: ReadQuery(try QueryPlan.plan(query)))
         }
         return DatabaseObservation(source: source, read: read, isRelevant: { $0.concerns(classNames: classNames) })
     }

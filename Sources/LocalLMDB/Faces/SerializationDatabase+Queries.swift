@@ -7,9 +7,9 @@ extension SerializationDatabase {
     /// failure (`lastError` says why).
     public func read<T: Persistable>(_ query: Query<T>) -> [T] {
         run([]) { engine throws(DatabaseError) in
-            let plan = try QueryPlan.indexQuery(query)
+            let plan = try QueryPlan.plan(query)
             try IndexDeclarations.ensureBlocking(T.self, in: engine, "read")
-            return try engine.readBlocking(ReadQuery<T>(query: plan), "read")
+            return try engine.readBlocking(ReadQuery<T>(plan), "read")
         }
     }
 
@@ -21,18 +21,20 @@ extension SerializationDatabase {
     /// The ids of the records `query` selects, in its order; `[]` on failure.
     public func readIDs<T: Persistable>(_ query: Query<T>) -> [String] {
         run([]) { engine throws(DatabaseError) in
-            let plan = try QueryPlan.indexQuery(query)
+            let plan = try QueryPlan.plan(query)
             try IndexDeclarations.ensureBlocking(T.self, in: engine, "readIDs")
-            return try engine.readBlocking(ReadQueryIDs(type: ObjectIdentifier(T.self), query: plan), "readIDs")
+            if let filter = plan.filter { return try engine.readBlocking(FilteredIDs(read: ReadQuery(plan), filter: filter), "readIDs") }
+            return try engine.readBlocking(ReadQueryIDs(type: ObjectIdentifier(T.self), query: plan.index), "readIDs")
         }
     }
 
     /// The number of records `query` selects, without decoding them; 0 on failure.
     public func count<T: Persistable>(_ query: Query<T>) -> Int {
         run(0) { engine throws(DatabaseError) in
-            let plan = try QueryPlan.indexQuery(query)
+            let plan = try QueryPlan.plan(query)
             try IndexDeclarations.ensureBlocking(T.self, in: engine, "count")
-            return try engine.readBlocking(CountQuery(type: ObjectIdentifier(T.self), query: plan), "count")
+            if let filter = plan.filter { return try engine.readBlocking(FilteredCount(read: ReadQuery(plan), filter: filter), "count") }
+            return try engine.readBlocking(CountQuery(type: ObjectIdentifier(T.self), query: plan.index), "count")
         }
     }
 
@@ -47,9 +49,9 @@ extension SerializationDatabase {
     /// page on failure (`lastError` says why).
     public func readPage<T: Persistable>(_ query: Query<T>) -> QueryPage<T> {
         run(QueryPage(records: [], next: nil)) { engine throws(DatabaseError) in
-            let plan = try QueryPlan.indexQuery(query.limit == nil ? query.limit(100) : query)
+            let plan = try QueryPlan.plan(query.limit == nil ? query.limit(100) : query, paged: true)
             try IndexDeclarations.ensureBlocking(T.self, in: engine, "readPage")
-            return try engine.readBlocking(ReadQueryPage<T>(query: plan), "readPage")
+            return try engine.readBlocking(ReadQueryPage<T>(plan), "readPage")
         }
     }
 

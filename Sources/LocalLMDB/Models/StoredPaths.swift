@@ -58,6 +58,7 @@ extension Query where T: StoredValue {
         guard let path = StoredPaths.path(of: keyPath, in: T.self) else { return unresolved(keyPath) }
         var query = self
         query.order = (path, descending)
+        query.sortDescriptors = []
         return query
     }
 

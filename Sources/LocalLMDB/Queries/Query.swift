@@ -32,6 +32,11 @@ public struct Query<T: Persistable>: Sendable {
     /// A key path given to `filter` or `sorted` that names no stored field: running the query
     /// throws `invalidQuery` (a builder cannot throw).
     var unresolvedKeyPath: String?
+    /// The predicates given to `filter(_:)`, each with what an index can take of it.
+    var predicates: [(predicate: Predicate<T>, translation: PredicateTranslation)] = []
+    /// The sort descriptors given to `sorted(by:)`, when they are the order: `order` then holds
+    /// the one an index may serve, if any (otherwise the results are sorted in memory).
+    var sortDescriptors: [SortDescriptor<T>] = []
 
     /// Every record of `type`.
     public init(_ type: T.Type = T.self) {}
@@ -48,6 +53,7 @@ public struct Query<T: Persistable>: Sendable {
     public func sorted(by field: String, descending: Bool = false) -> Query {
         var query = self
         query.order = (Self.path(field), descending)
+        query.sortDescriptors = []
         return query
     }
 

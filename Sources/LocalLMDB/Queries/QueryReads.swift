@@ -6,14 +6,50 @@ import LocalLMDBEngine
 /// The records of `T` a query selects, in its order.
 struct ReadQuery<T: Persistable>: SessionRead {
     let query: IndexQuery
+    /// What is left to do on the decoded models (`PlannedQuery`).
+    var filter: ModelFilter<T>?
 
-    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> DetachedRecords {
-        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
-        return try DetachedRecords(snapshot.records(matching: query) { stored, id in (stored, id()) }, in: snapshot.classes)
+    init(query: IndexQuery, filter: ModelFilter<T>? = nil) {
+        self.query = query
+        self.filter = filter
     }
 
-    func restore(_ detached: DetachedRecords, classes: ClassLookup) throws(DatabaseError) -> [T] {
-        try ReadAll<T>.restoreAll(detached, classes: classes)
+    init(_ planned: PlannedQuery<T>) {
+        self.init(query: planned.index, filter: planned.filter)
+    }
+
+    /// The records read in the session's transaction, and with a filter the position of each.
+    typealias Detached = (records: DetachedRecords, positions: [IndexCursor])
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Detached {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        guard filter != nil else {
+            return (try DetachedRecords(snapshot.records(matching: query) { stored, id in (stored, id()) }, in: snapshot.classes), [])
+        }
+        // Every candidate: the filter runs on the caller's thread, where the models are made.
+        let candidates = try snapshot.positionedRecords(matching: query) { stored, id in (stored, id()) }
+        return (try DetachedRecords(candidates.map(\.record), in: snapshot.classes), candidates.map(\.position))
+    }
+
+    func restore(_ detached: Detached, classes: ClassLookup) throws(DatabaseError) -> [T] {
+        guard let filter else { return try ReadAll<T>.restoreAll(detached.records, classes: classes) }
+        return try Self.select(filter, from: detached, classes: classes, keepsIDs: false).results.map(\.model)
+    }
+
+    /// The results `filter` keeps of candidates read in a transaction, made on this thread.
+    static func select(
+        _ filter: ModelFilter<T>, from detached: Detached, classes: ClassLookup, keepsIDs: Bool
+    ) throws(DatabaseError) -> (results: [FilterSelection<T>.Result], last: IndexCursor?) {
+        let scratch = ReadScratch.current
+        return try scratch.reading(in: classes, prefetched: detached.records.referenced, records: ObjectIdentifier(T.self)) { () throws(DatabaseError) in
+            var selection = FilterSelection(filter, keepsIDs: keepsIDs)
+            for ((object, id), position) in zip(detached.records.records, detached.positions) {
+                guard selection.wantsMore else { break }
+                let model = try scratch.restore(T.self, from: object.stored.object, id: id, storedName: object.stored.className)
+                if try selection.accepts(model, id: { id }) { selection.take(model, id: id, position: position) }
+            }
+            return selection.finished()
+        }
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [T] {
@@ -29,6 +65,10 @@ struct ReadQuery<T: Persistable>: SessionRead {
     func models<Snapshot: RecordSnapshot>(
         in snapshot: Snapshot, visit: ((DecodedRecord, _ id: String) -> Void)? = nil, startOver: () -> Void = {}
     ) throws(DatabaseError) -> (records: [T], last: IndexCursor?) {
+        if let filter {
+            let (results, last) = try selected(filter, in: snapshot, keepsIDs: false, visit: visit, startOver: startOver)
+            return (results.map(\.model), last)
+        }
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
         let scratch = ReadScratch.current
         return try scratch.reading(in: snapshot.classes, records: ObjectIdentifier(T.self), startOver: startOver) { () throws(DatabaseError) in
@@ -37,6 +77,76 @@ struct ReadQuery<T: Persistable>: SessionRead {
                 return try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
             }
         }
+    }
+
+    /// The results `filter` keeps of the candidates, decoded in place in `snapshot` and read in
+    /// chunks while more can be results (`ModelFilter.firstChunk`); `visit` sees each accepted one.
+    func selected<Snapshot: RecordSnapshot>(
+        _ filter: ModelFilter<T>, in snapshot: Snapshot, keepsIDs: Bool,
+        visit: ((DecodedRecord, _ id: String) -> Void)? = nil, startOver: () -> Void = {}
+    ) throws(DatabaseError) -> (results: [FilterSelection<T>.Result], last: IndexCursor?) {
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        let scratch = ReadScratch.current
+        return try scratch.reading(in: snapshot.classes, records: ObjectIdentifier(T.self), startOver: startOver) { () throws(DatabaseError) in
+            var selection = FilterSelection(filter, keepsIDs: keepsIDs)
+            var chunk = query
+            chunk.limit = filter.firstChunk
+            while true {
+                let candidates = try snapshot.positionedRecords(matching: chunk) { stored, id throws(DatabaseError) -> (model: T, id: String?)? in
+                    guard selection.wantsMore else { return nil }
+                    let model = try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
+                    guard try selection.accepts(model, id: id) else { return nil }
+                    visit?(stored, id())
+                    return (model, selection.keepsIDs ? id() : nil)
+                }
+                for (candidate, position) in candidates {
+                    if let candidate { selection.take(candidate.model, id: candidate.id, position: position) }
+                }
+                guard let size = chunk.limit, candidates.count >= size, selection.wantsMore, let last = candidates.last else { break }
+                // The next chunk, after this one's last candidate; larger, up to 64 Ki.
+                chunk.after = last.position
+                chunk.limit = Swift.min(size * 4, 65_536)
+            }
+            return selection.finished()
+        }
+    }
+}
+
+/// The ids of the records of `T` a query with a filter selects: the models are decoded, for
+/// the filter.
+struct FilteredIDs<T: Persistable>: SessionRead {
+    let read: ReadQuery<T>
+    let filter: ModelFilter<T>
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> ReadQuery<T>.Detached {
+        try read.inTransaction(snapshot)
+    }
+
+    func restore(_ detached: ReadQuery<T>.Detached, classes: ClassLookup) throws(DatabaseError) -> [String] {
+        try ReadQuery<T>.select(filter, from: detached, classes: classes, keepsIDs: true).results.compactMap(\.id)
+    }
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String] {
+        try read.selected(filter, in: snapshot, keepsIDs: true).results.compactMap(\.id)
+    }
+}
+
+/// The number of records of `T` a query with a filter selects: the models are decoded, for
+/// the filter.
+struct FilteredCount<T: Persistable>: SessionRead {
+    let read: ReadQuery<T>
+    let filter: ModelFilter<T>
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> ReadQuery<T>.Detached {
+        try read.inTransaction(snapshot)
+    }
+
+    func restore(_ detached: ReadQuery<T>.Detached, classes: ClassLookup) throws(DatabaseError) -> Int {
+        try ReadQuery<T>.select(filter, from: detached, classes: classes, keepsIDs: false).results.count
+    }
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> Int {
+        try read.selected(filter, in: snapshot, keepsIDs: false).results.count
     }
 }
 
@@ -65,26 +175,44 @@ struct CountQuery: PlainRead {
 /// One page of the records of `T` a query selects, and the position after its last.
 struct ReadQueryPage<T: Persistable>: SessionRead {
     let query: IndexQuery
+    var filter: ModelFilter<T>?
 
-    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: DetachedRecords, last: IndexCursor?) {
-        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
-        let (records, last) = try snapshot.page(matching: query) { stored, id in (stored, id()) }
-        return (try DetachedRecords(records, in: snapshot.classes), last)
+    init(query: IndexQuery, filter: ModelFilter<T>? = nil) {
+        self.query = query
+        self.filter = filter
     }
 
-    func restore(_ detached: (records: DetachedRecords, last: IndexCursor?), classes: ClassLookup) throws(DatabaseError) -> QueryPage<T> {
-        let records = try ReadAll<T>.restoreAll(detached.records, classes: classes)
+    init(_ planned: PlannedQuery<T>) {
+        self.init(query: planned.index, filter: planned.filter)
+    }
+
+    /// The page's limit: the filter's when it applies the page.
+    private var limit: Int? { filter.map(\.limit) ?? query.limit }
+
+    func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: ReadQuery<T>.Detached, last: IndexCursor?) {
+        if filter != nil { return (try ReadQuery<T>(query: query, filter: filter).inTransaction(snapshot), nil) }
+        try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
+        let (records, last) = try snapshot.page(matching: query) { stored, id in (stored, id()) }
+        return ((try DetachedRecords(records, in: snapshot.classes), []), last)
+    }
+
+    func restore(_ detached: (records: ReadQuery<T>.Detached, last: IndexCursor?), classes: ClassLookup) throws(DatabaseError) -> QueryPage<T> {
+        if let filter {
+            let (results, last) = try ReadQuery<T>.select(filter, from: detached.records, classes: classes, keepsIDs: false)
+            return page(results.map(\.model), last)
+        }
+        let records = try ReadAll<T>.restoreAll(detached.records.records, classes: classes)
         return page(records, detached.last)
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> QueryPage<T> {
-        let (records, last) = try ReadQuery<T>(query: query).models(in: snapshot)
+        let (records, last) = try ReadQuery<T>(query: query, filter: filter).models(in: snapshot)
         return page(records, last)
     }
 
     /// A page is the last when it is short of the limit.
     private func page(_ records: [T], _ last: IndexCursor?) -> QueryPage<T> {
-        let isLast = query.limit.map { records.count < $0 } ?? true
+        let isLast = limit.map { records.count < $0 } ?? true
         return QueryPage(records: records, next: isLast ? nil : last.map(QueryCursor.init))
     }
 }

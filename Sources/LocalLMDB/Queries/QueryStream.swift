@@ -59,9 +59,18 @@ public struct QueryStream<T: Persistable>: AsyncSequence, Sendable {
             guard !finished, !Task.isCancelled, remaining.map({ $0 > 0 }) ?? true else { return nil }
             let engine = try engine.get()
             let size = Swift.min(batchSize, remaining ?? .max)
-            let plan = try QueryPlan.indexQuery(query.limit(size))
+            let plan = try QueryPlan.plan(query.limit(size))
             try await IndexDeclarations.ensure(T.self, in: engine)
-            let page = try await engine.read(ReadQueryPage<T>(query: plan))
+            if let filter = plan.filter, !filter.sort.isEmpty {
+                // An order sorted in memory: every result at once, in one snapshot (no cursor
+                // can continue it).
+                finished = true
+                var whole = query
+                whole.limit = remaining
+                batch = try await engine.read(ReadQuery<T>(try QueryPlan.plan(whole))).reversed()
+                return batch.popLast()
+            }
+            let page = try await engine.read(ReadQueryPage<T>(plan))
             // Later batches continue after this one: the offset is spent.
             query = query.offset(0).after(page.next)
             if page.next == nil { finished = true }
