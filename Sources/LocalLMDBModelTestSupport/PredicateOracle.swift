@@ -203,3 +203,79 @@ public enum PredicateOracle {
         return sorted.dropFirst(offset).prefix(limit ?? .max).map { matching[$0].id }
     }
 }
+
+extension PredicateOracle {
+    /// One random query: a predicate, descriptors, an offset and a limit, with a label.
+    public struct RandomQuery {
+        public let predicate: Predicate<OracleMember>
+        public let sort: [SortDescriptor<OracleMember>]
+        public let offset: Int
+        public let limit: Int?
+        public let label: String
+
+        public var query: Query<OracleMember> {
+            let query = Query(OracleMember.self, where: predicate, sortBy: sort).offset(offset)
+            return limit.map { query.limit($0) } ?? query
+        }
+
+        public init(_ random: inout SeededGenerator) {
+            let (predicate, text) = PredicateOracle.predicate(&random)
+            let (sort, sortText) = PredicateOracle.sort(&random)
+            self.predicate = predicate
+            self.sort = sort
+            offset = [0, 0, 3].randomElement(using: &random) ?? 0
+            limit = [nil, 1, 7, 50].randomElement(using: &random) ?? nil
+            label = "\(text) sorted by [\(sortText)] offset \(offset) limit \(limit.map(String.init) ?? "none")"
+        }
+
+        /// Whether `ids` are the query's answer over `members`: exactly `expected` when sorted;
+        /// with no order, records come in the order of the index that serves the query, so any
+        /// of the matches, as many as expected (all of them with no page).
+        public func agrees(_ ids: [String], members: [(id: String, member: OracleMember)]) throws -> Bool {
+            let expected = try PredicateOracle.expected(members, predicate, sort, offset: offset, limit: limit)
+            guard sort.isEmpty else { return ids == expected }
+            guard offset == 0, limit == nil else {
+                let all = Set(try PredicateOracle.expected(members, predicate, sort, offset: 0, limit: nil))
+                return ids.count == expected.count && Set(ids).count == ids.count && Set(ids).isSubset(of: all)
+            }
+            return ids.sorted() == expected
+        }
+    }
+
+    /// Runs `rounds` random queries on `database`, which holds `members` (and only them as
+    /// `OracleMember`): every query method, and pages continued by cursor, against
+    /// `Array.filter`. Returns the disagreements.
+    public static func disagreements(
+        in database: some ObjectDatabase, members: [(id: String, member: OracleMember)], rounds: Int, seed: UInt64
+    ) async throws -> [String] {
+        var random = SeededGenerator(state: seed)
+        var found: [String] = []
+        let byID = Dictionary(uniqueKeysWithValues: members.map { ($0.id, "\($0.member)") })
+        for round in 0..<rounds {
+            let drawn = RandomQuery(&random)
+            let query = drawn.query
+            let label = "round \(round): \(drawn.label) — \(try query.explain())"
+            let expected = try PredicateOracle.expected(members, drawn.predicate, drawn.sort, offset: drawn.offset, limit: drawn.limit)
+            let ids = try await database.readIDs(query)
+            if try !drawn.agrees(ids, members: members) { found.append("\(label): readIDs \(ids) instead of \(expected)") }
+            // Models compared by description (a NaN score is unequal to itself).
+            if try await database.read(query).map({ "\($0)" }) != ids.compactMap({ byID[$0] }) { found.append("\(label): read") }
+            if try await database.count(query) != expected.count { found.append("\(label): count") }
+            if try await database.exists(query) != !expected.isEmpty { found.append("\(label): exists") }
+            if try await database.first(query).map({ "\($0)" }) != ids.first.flatMap({ byID[$0] }) { found.append("\(label): first") }
+            guard !(try query.explain().sortsInMemory) else { continue }
+            // Pages of 16, each continued after the last by cursor.
+            var pageQuery = query.limit(16)
+            var paged: [String] = []
+            while true {
+                let page = try await database.readPage(pageQuery)
+                paged += page.records.map { "\($0)" }
+                guard let next = page.next else { break }
+                pageQuery = pageQuery.offset(0).after(next)
+            }
+            let rest = try PredicateOracle.expected(members, drawn.predicate, drawn.sort, offset: drawn.offset, limit: nil)
+            if drawn.sort.isEmpty ? paged.count != rest.count : paged != rest.compactMap({ byID[$0] }) { found.append("\(label): pages") }
+        }
+        return found
+    }
+}
