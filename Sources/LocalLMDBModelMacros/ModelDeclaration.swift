@@ -15,6 +15,8 @@ struct ModelDeclaration {
     var hasCodingKeys = false
     /// Whether it declares `static var indexes` itself.
     var declaresIndexes = false
+    /// The `#StoredIndex` declarations in its body.
+    var storedIndexes: [MacroExpansionDeclSyntax] = []
     /// Names of properties left out of the stored form (`@NotStored`, or missing from `CodingKeys`).
     var notStored: [String] = []
     var diagnostics: [Diagnostic] = []
@@ -55,6 +57,9 @@ struct ModelDeclaration {
             }
             if let variable = member.decl.as(VariableDeclSyntax.self) {
                 readVariable(variable)
+            }
+            if let expansion = member.decl.as(MacroExpansionDeclSyntax.self), expansion.macroName.text == "StoredIndex" {
+                storedIndexes.append(expansion)
             }
             if let function = member.decl.as(FunctionDeclSyntax.self), function.name.text == "encode",
                function.signature.parameterClause.parameters.first?.firstName.text == "to" {
@@ -99,6 +104,22 @@ struct ModelDeclaration {
         }
         if declaresIndexes, let indexed = properties.first(where: { $0.indexed != nil })?.indexed {
             diagnostics.append(Diagnostic(node: Syntax(indexed), message: ModelDiagnostic.indexesTwice))
+        }
+        if declaresIndexes, let first = storedIndexes.first {
+            diagnostics.append(Diagnostic(node: Syntax(first), message: ModelDiagnostic.indexesTwice))
+        }
+        // A key path's first property must be stored (a nested one's are checked when the
+        // index is made: the nested type is not visible here).
+        for expansion in storedIndexes {
+            for argument in expansion.arguments where argument.label == nil {
+                guard let keyPath = argument.expression.as(KeyPathExprSyntax.self),
+                      let first = keyPath.components.first?.component.as(KeyPathPropertyComponentSyntax.self)?.declName.baseName.text
+                else { continue }
+                let name = first.trimmingCharacters(in: "`")
+                if !properties.contains(where: { $0.name == name }) {
+                    diagnostics.append(Diagnostic(node: Syntax(argument), message: ModelDiagnostic.storedIndexNotStored(name)))
+                }
+            }
         }
     }
 

@@ -33,7 +33,12 @@ struct ModelDiagnostic: DiagnosticMessage {
         Self(message: "property '\(name)' is not stored, so it cannot be indexed", id: "indexed")
     }
     static let indexesTwice = Self(
-        message: "declare the indexes with @Indexed or with 'static var indexes', not both", id: "indexes")
+        message: "declare the indexes with @Indexed and #StoredIndex or with 'static var indexes', not both", id: "indexes")
+    static let storedIndexOutsideModel = Self(
+        message: "#StoredIndex declares an index of the @StoredModel type whose body holds it", id: "storedIndex")
+    static func storedIndexNotStored(_ name: String) -> Self {
+        Self(message: "'\(name)' is not a stored property of this model: an index cannot take it", id: "storedIndexNotStored")
+    }
     static let ownCoding = Self(
         message: "a model with its own encode(to:) or init(from:) cannot use the macro: its generated coding would store other bytes", id: "coding")
     static let conditionalMembers = Self(

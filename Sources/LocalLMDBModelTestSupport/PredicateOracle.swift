@@ -13,6 +13,7 @@ public struct OracleAddress: Equatable, Sendable {
 /// predicate translates (and some it does not).
 @StoredModel
 public struct OracleMember: Equatable, Sendable {
+    #StoredIndex<OracleMember>(\.address.city, \.level)
     @Indexed public var name: String
     @Indexed(counted: true) public var age: Int
     @Indexed public var tags: [String]

@@ -30,6 +30,15 @@ public macro StoredValue() = #externalMacro(module: "LocalLMDBModelMacros", type
 @attached(peer)
 public macro Indexed(unique: Bool = false, counted: Bool = false) = #externalMacro(module: "LocalLMDBModelMacros", type: "MarkerMacro")
 
+/// Declares an index on several properties of a `@StoredModel` type (a compound index), or on
+/// nested ones, inside the type's body: `#StoredIndex<User>(\.address.city, \.age)`. The key
+/// paths are checked by the compiler; the index is `Index.on(_:unique:counted:)` by key path,
+/// added to those `@Indexed` declares: a first property that is an array is indexed element by
+/// element, dates chronologically. Outside a `@StoredModel` type it is an error.
+@freestanding(declaration)
+public macro StoredIndex<Root>(_ keyPaths: PartialKeyPath<Root>..., unique: Bool = false, counted: Bool = false) =
+    #externalMacro(module: "LocalLMDBModelMacros", type: "StoredIndexMacro")
+
 /// Leaves the property out of a model's stored form (it must have a default value, which a
 /// value read from the database gets).
 @attached(peer)

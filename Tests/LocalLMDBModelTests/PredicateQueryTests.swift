@@ -22,7 +22,11 @@ import Testing
             let members = Self.members(250, seed: 38)
             try await database.write(contentsOf: members.map { Record(id: $0.id, data: $0.member) })
             #expect(sync.write(contentsOf: members.map { Record(id: $0.id, data: $0.member) }) == members.count)
-            let found = try await PredicateOracle.disagreements(in: database, members: members, rounds: 150, seed: 0x38_38)
+            // LOCALLMDB_ORACLE_ROUNDS runs more (and LOCALLMDB_ORACLE_SEED other ones), by hand.
+            let environment = ProcessInfo.processInfo.environment
+            let rounds = environment["LOCALLMDB_ORACLE_ROUNDS"].flatMap(Int.init) ?? 150
+            let seed = environment["LOCALLMDB_ORACLE_SEED"].flatMap(UInt64.init) ?? 0x38_38
+            let found = try await PredicateOracle.disagreements(in: database, members: members, rounds: rounds, seed: seed)
             #expect(found.isEmpty, "\(found.prefix(5).joined(separator: "\n"))")
             // The synchronous face, and how often an index serves a random predicate.
             var random = SeededGenerator(state: 0x38_39)

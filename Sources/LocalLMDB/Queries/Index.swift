@@ -19,6 +19,14 @@ import LocalLMDBStore
 /// process keeps it exact, in the same transaction as the record.
 public struct Index: Sendable, Hashable, CustomStringConvertible {
     let definition: IndexDefinition
+    /// Why the index cannot be stored (a key path that names no stored field): the type's first
+    /// write or query throws `invalidQuery` with it, rather than index something else.
+    var problem: String?
+
+    init(definition: IndexDefinition, problem: String? = nil) {
+        self.definition = definition
+        self.problem = problem
+    }
 
     /// An index on `fields`, in this order: equality on the first fields and a range or order on
     /// the next one are what it serves. With `unique`, no two records may have equal values

@@ -41,17 +41,23 @@ enum IndexDeclarations {
     }
 
     /// The operations that store `T`'s indexes; none when they are stored or it declares none.
-    private static func pending<T: Persistable>(_ type: T.Type, _ engine: FaceEngine, progress: IndexBuildListener? = nil) -> (Key, [WriteOperation])? {
+    /// - Throws: `invalidQuery` when an index `T` declares cannot be stored (`Index.problem`).
+    private static func pending<T: Persistable>(
+        _ type: T.Type, _ engine: FaceEngine, progress: IndexBuildListener? = nil
+    ) throws(DatabaseError) -> (Key, [WriteOperation])? {
         guard !T.indexes.isEmpty || type is any Syncable.Type else { return nil }
         let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
         if progress == nil, stored.withLock({ $0.contains(key) }) { return nil }
+        if let problem = T.indexes.lazy.compactMap(\.problem).first {
+            throw .invalidQuery(reason: "an index of \(T.self) cannot be stored: \(problem)")
+        }
         let definitions = declared(type)
         return (key, RecordEncoding.classNames(type).map { WriteOperation.defineIndexes(className: $0, definitions, progress: progress) })
     }
 
     /// `ensure`, telling `progress` of each index built (even when this process stored them before).
     nonisolated(nonsending) static func prepare<T: Persistable>(_ type: T.Type, in engine: FaceEngine, progress: @escaping IndexBuildListener) async throws(DatabaseError) {
-        guard let (key, operations) = pending(type, engine, progress: progress) else { return }
+        guard let (key, operations) = try pending(type, engine, progress: progress) else { return }
         for operation in operations { _ = try await engine.perform(operation) }
         remember(key, engine)
     }
@@ -73,7 +79,7 @@ enum IndexDeclarations {
     }
 
     nonisolated(nonsending) static func ensure<T: Persistable>(_ type: T.Type, in engine: FaceEngine) async throws(DatabaseError) {
-        guard let (key, operations) = pending(type, engine) else { return }
+        guard let (key, operations) = try pending(type, engine) else { return }
         do {
             for operation in operations { _ = try await engine.perform(operation) }
         } catch .readOnly {
@@ -83,7 +89,7 @@ enum IndexDeclarations {
     }
 
     static func ensureBlocking<T: Persistable>(_ type: T.Type, in engine: FaceEngine, _ name: String) throws(DatabaseError) {
-        guard let (key, operations) = pending(type, engine) else { return }
+        guard let (key, operations) = try pending(type, engine) else { return }
         do {
             for operation in operations { _ = try engine.performBlocking(operation, name) }
         } catch .readOnly {

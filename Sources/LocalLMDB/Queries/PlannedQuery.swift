@@ -96,6 +96,9 @@ extension QueryPlan {
                 failure = error
                 continue
             }
+            // Descriptors' ties come by id: an index with fields after the order's would order
+            // them by those first.
+            if orderIsOptional, let order, planned.definition.fields.last?.path != order.path { continue }
             let evaluates = dropped || conditions.count < optional.count
                 ? query.predicates.map(\.predicate)
                 : query.predicates.filter { !$0.translation.isExact }.map(\.predicate)
