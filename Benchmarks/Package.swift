@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 .product(name: "LocalLMDB", package: "LocalLMDB"),
                 .product(name: "LocalLMDBEncryption", package: "LocalLMDB"),
+                .product(name: "LocalLMDBModels", package: "LocalLMDB"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 "CLMDBRaw",
                 "CMemoryProbe",

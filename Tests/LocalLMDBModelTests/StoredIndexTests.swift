@@ -78,3 +78,54 @@ struct BadShop: Sendable {
         }
     }
 }
+
+/// A value that nests itself, through generated code all the way down.
+@StoredValue
+final class Link: Sendable {
+    let label: String
+    let next: Link?
+
+    init(label: String, next: Link?) {
+        self.label = label
+        self.next = next
+    }
+
+    /// A chain `depth` links long.
+    static func chain(_ depth: Int) -> Link? {
+        var link: Link?
+        for level in 0..<depth { link = Link(label: "l\(level)", next: link) }
+        return link
+    }
+
+    var depth: Int { 1 + (next?.depth ?? 0) }
+}
+
+@StoredModel
+struct Chained: Sendable {
+    var chain: Link?
+}
+
+@Suite struct DeepNestingTests {
+    /// Nesting deeper than the store's 512 levels, through generated code, is a typed error at
+    /// write time that stores nothing; a chain within the limit reads back whole.
+    @Test func nestingPastTheLimitIsRefusedAtWrite() async throws {
+        try await withDirectory { directory in
+            let database = try LocalDatabase(directory: directory.appendingPathComponent("db"))
+            try await database.write(Record(id: "ok", data: Chained(chain: Link.chain(400))))
+            let read: Chained? = try await database.read(id: "ok")
+            #expect(read?.chain?.depth == 400)
+            for depth in [511, 512, 600, 5000] {
+                do {
+                    try await database.write(Record(id: "deep\(depth)", data: Chained(chain: Link.chain(depth))))
+                    // Up to the limit it is stored (the record object is one level).
+                    #expect(depth < 512, "a chain \(depth) deep was stored")
+                } catch let error as LocalDatabaseError {
+                    guard case .unencodableValue = error else { throw error }
+                    #expect(depth >= 511, "a chain \(depth) deep was refused")
+                }
+            }
+            #expect(try await database.count(Chained.self) <= 2)
+            #expect(try await database.read(id: "deep600") as Chained? == nil)
+        }
+    }
+}

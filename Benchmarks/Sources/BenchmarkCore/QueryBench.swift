@@ -213,6 +213,9 @@ public enum QueryBench {
         })
         rows.append(counting)
 
+        let typed = try await TypedQueryBench.run(
+            directory: directory, orders: orders, ids: ids, lookups: lookups, lowerBounds: lowerBounds, repetitions: repetitions, log: log)
+
         // Building one index over the stored records, against the time it took to write them.
         log("queries, \(count) orders: building an index…")
         _ = try await local.dropIndex(.on("total", counted: true), of: QueryOrder.self)
@@ -239,6 +242,7 @@ public enum QueryBench {
             table += "\(String(format: "%.2f", rawIndexed)) s, \(String(format: "%.2f", rawPlain)) s without (throughput with them: \(String(format: "%.2f", rawPlain / rawIndexed))× without).\n"
         }
         table += "Read all + filter reads every order of the type per query through LocalLMDB (SwiftLocal's only way), on fewer queries.\n"
+        table += TypedQueryBench.markdown(typed, grdbEquality: equality.values[contenders[2]], grdbPage: page.values[contenders[2]], count: count)
         return table
     }
 

@@ -123,11 +123,7 @@ extension DataObject {
 
     /// The error for the value at `offset` of field `key` (`path` below it) that is not a `type`.
     static func mismatch(_ type: Any.Type, at offset: Int, in scanner: JSONScanner, _ path: [any CodingKey]) -> DecodingError {
-        let found = ModelCoding.kind(at: offset, in: scanner)
-        if found == "null" {
-            return .valueNotFound(type, .init(codingPath: path, debugDescription: "expected \(type), found null"))
-        }
-        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(found)"))
+        ModelCoding.mismatch(type, at: offset, in: scanner, path)
     }
 
     @inline(__always)
@@ -163,20 +159,8 @@ extension DataObject {
         let scanner = JSONScanner(storageBytes)
         guard let offset = memberValue(key, [], in: scanner) else { return nil }
         if nullIsAbsent, scanner.byte(at: offset) == UInt8(ascii: "n") { return nil }
-        guard scanner.byte(at: offset) == UInt8(ascii: "[") else {
-            throw Self.mismatch([V].self, at: offset, in: scanner, [ModelKey(stringValue: key)])
-        }
-        var values: [V] = []
-        values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
-        var next = scanner.firstElement(ofArrayAt: offset)
-        var end = offset + 2  // `[]`
-        while let element = next {
-            guard let (value, elementEnd) = read(scanner, element) else {
-                throw Self.mismatch(V.self, at: element, in: scanner, [ModelKey(stringValue: key), ModelKey(intValue: values.count)])
-            }
-            values.append(value)
-            next = scanner.element(after: elementEnd, arrayEnd: &end)
-        }
+        var end = offset
+        let values = try ModelCoding.array(at: offset, in: scanner, [ModelKey(stringValue: key)], arrayEnd: &end, read)
         nextMember = scanner.nextMember(after: end)
         return values
     }

@@ -131,3 +131,40 @@ enum ScalarArrays {
     static let doubles = ObjectIdentifier([Double].self)
     static let flags = ObjectIdentifier([Bool].self)
 }
+
+extension ModelCoding {
+    /// The error for a `type` expected at `offset` where something else is: `valueNotFound` for
+    /// `null`, `typeMismatch` naming what is there otherwise (`JSONDecoder`'s errors).
+    static func mismatch(_ type: Any.Type, at offset: Int, in scanner: JSONScanner, _ path: [any CodingKey]) -> DecodingError {
+        let found = kind(at: offset, in: scanner)
+        if found == "null" {
+            return .valueNotFound(type, .init(codingPath: path, debugDescription: "expected \(type), found null"))
+        }
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(found)"))
+    }
+
+    /// The array at `offset`, each element read by `read` (the one loop of every array read:
+    /// generated code and the `Codable` decoder); `arrayEnd` is set past it.
+    /// - Throws: `mismatch` when `offset` holds no array or an element is not a `V` (its path
+    ///   `path` and the element's index).
+    @inline(__always)
+    static func array<V>(
+        at offset: Int, in scanner: JSONScanner, _ path: @autoclosure () -> [any CodingKey], arrayEnd: inout Int,
+        _ read: (JSONScanner, Int) -> (value: V, end: Int)?
+    ) throws -> [V] {
+        guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, in: scanner, path()) }
+        var values: [V] = []
+        values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
+        var next = scanner.firstElement(ofArrayAt: offset)
+        var end = offset + 2  // `[]`
+        while let element = next {
+            guard let (value, elementEnd) = read(scanner, element) else {
+                throw mismatch(V.self, at: element, in: scanner, path() + [ModelKey(intValue: values.count)])
+            }
+            values.append(value)
+            next = scanner.element(after: elementEnd, arrayEnd: &end)
+        }
+        arrayEnd = end
+        return values
+    }
+}

@@ -214,11 +214,7 @@ final class ModelDecoder: Decoder {
 
     /// The error for a value at `offset` that is not a `type`.
     func mismatch(_ type: Any.Type, at offset: Int, _ path: [any CodingKey]) -> DecodingError {
-        let found = ModelCoding.kind(at: offset, in: scanner)
-        if found == "null" {
-            return .valueNotFound(type, .init(codingPath: path, debugDescription: "expected \(type), found null"))
-        }
-        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(found)"))
+        ModelCoding.mismatch(type, at: offset, in: scanner, path)
     }
 
     /// The scalar at `offset` read by `read`, or the error for what is there instead.
@@ -330,19 +326,8 @@ final class ModelDecoder: Decoder {
     private func array<V>(
         _ type: V.Type, at offset: Int, _ key: (any CodingKey)?, _ arrayEnd: inout Int?, _ read: (JSONScanner, Int) -> (value: V, end: Int)?
     ) throws -> [V] {
-        let scanner = scanner
-        guard scanner.byte(at: offset) == UInt8(ascii: "[") else { throw mismatch([V].self, at: offset, path(key)) }
-        var values: [V] = []
-        values.reserveCapacity(scanner.elementCount(ofArrayAt: offset))
-        var next = scanner.firstElement(ofArrayAt: offset)
-        var end = offset + 2  // `[]`
-        while let element = next {
-            guard let (value, elementEnd) = read(scanner, element) else {
-                throw mismatch(V.self, at: element, path(key) + [ModelKey(intValue: values.count)])
-            }
-            values.append(value)
-            next = scanner.element(after: elementEnd, arrayEnd: &end)
-        }
+        var end = offset
+        let values = try ModelCoding.array(at: offset, in: scanner, path(key), arrayEnd: &end, read)
         arrayEnd = end
         return values
     }
