@@ -175,6 +175,8 @@ import LocalLMDBJSON
 /// reads the faces make of every engine are served (queries: `FetchedRecords+Queries`); the
 /// LMDB-only ones (the integrity walk, exports) throw `unsupported`.
 package struct FetchedSnapshot: RecordSnapshot {
+    package var maxKeySize: Int { fetched.maxKeySize }
+
     package let fetched: FetchedRecords
     package let classes: ClassLookup
 

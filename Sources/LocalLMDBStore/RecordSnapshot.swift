@@ -11,6 +11,9 @@ import LocalLMDBLMDB
     /// Where nested objects' stored classes are looked up, in this snapshot.
     var classes: ClassLookup { get }
 
+    /// The longest key the engine stores (`StorageKey`s of longer names are shortened to it).
+    var maxKeySize: Int { get }
+
     /// The record stored under `key`, read in place; `id` names it in errors.
     func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord?
 

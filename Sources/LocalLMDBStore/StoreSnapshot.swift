@@ -15,6 +15,8 @@ import LocalLMDBLMDB
             database: database, table: store.classTable, transaction: transaction, records: store.records, encryption: store.encryption)
     }
 
+    @usableFromInline package var maxKeySize: Int { store.maxKeySize }
+
     @usableFromInline package func record(_ key: StorageKey, id: String) throws(DatabaseError) -> DecodedRecord? {
         try store.value(key, in: transaction).map { value throws(DatabaseError) in try RecordDecoding.decode(value: value, id: id, encryption: store.encryption) }
     }

@@ -24,6 +24,10 @@ struct FilterSelection<T: Persistable> {
         self.keepsIDs = keepsIDs || !filter.sort.isEmpty
     }
 
+    /// Whether the results' positions matter: a page that may end before the last match gives
+    /// the position after its last (an order sorted in memory gives none).
+    var needsPositions: Bool { filter.sort.isEmpty && filter.limit != nil }
+
     /// Whether a later candidate can still be a result.
     var wantsMore: Bool {
         guard filter.sort.isEmpty, let limit = filter.limit else { return true }

@@ -70,6 +70,15 @@ extension QueryPlan {
                 }
             }
         }
+        // The common case first: the predicates are exact and the index serves all their
+        // conditions and the order. (Planned once more below when it does not.)
+        if !dropped, query.predicates.allSatisfy({ $0.translation.isExact }) {
+            let shape = Shape(conditions: query.conditions + optional, order: query.order, offset: query.offset, limit: query.limit, after: query.after)
+            if let planned = try? indexQuery(shape, classNames: classNames, declared: declared),
+               query.sortDescriptors.isEmpty || (query.order.map { planned.definition.fields.last?.path == $0.path } ?? false) {
+                return PlannedQuery(index: planned, filter: nil)
+            }
+        }
         // The sets of optional conditions to try, most first: all; the equalities with each
         // other condition in turn (one range is what an index order serves); the equalities;
         // none. By their positions in `optional`.

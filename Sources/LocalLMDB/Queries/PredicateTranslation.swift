@@ -35,7 +35,7 @@ struct PredicateTranslation: Sendable {
     static func of<T>(_ predicate: Predicate<T>, over type: T.Type) -> PredicateTranslation {
         guard let stored = T.self as? any StoredValue.Type,
               let expression = predicate.expression as? any TranslatableExpression else { return PredicateTranslation(isExact: false) }
-        let context = Context(variable: predicate.variable.key, resolve: { keyPath in stored.storedPath(of: keyPath) })
+        let context = Context(variable: predicate.variable.key, root: stored)
         return expression.translation(in: context) ?? PredicateTranslation(isExact: false)
     }
 
@@ -61,11 +61,29 @@ struct PredicateTranslation: Sendable {
             isExact: left.isExact && right.isExact)
     }
 
-    /// What a translation needs of its predicate: the input variable, and how key paths from the
-    /// input name stored fields.
+    /// What a translation needs of its predicate: the input variable, and the type whose stored
+    /// fields key paths from it name.
     struct Context {
         let variable: PredicateExpressions.VariableID
-        let resolve: (AnyKeyPath) -> [String]?
+        let root: any StoredValue.Type
+
+        /// The stored path of the key paths `components` (one property each, as `#Predicate`
+        /// writes them) from the input: each looked up in the table of the type it starts from
+        /// (no key path is made by appending, which costs more than the lookups).
+        func resolve(_ components: [AnyKeyPath]) -> [String]? {
+            guard !components.isEmpty else { return nil }
+            var type = root
+            var path: [String] = []
+            for (position, component) in components.enumerated() {
+                guard let keys = type.storedPath(of: component) else { return nil }
+                path += keys
+                if position < components.count - 1 {
+                    guard let next = Swift.type(of: component).valueType as? any StoredValue.Type else { return nil }
+                    type = next
+                }
+            }
+            return path
+        }
     }
 }
 
@@ -135,9 +153,10 @@ protocol TranslatableExpression {
     func translation(in context: PredicateTranslation.Context) -> PredicateTranslation?
 }
 
-/// A key path expression from the predicate's input: its full key path from the input.
+/// A key path expression from the predicate's input: its key paths from the input, one per
+/// property (empty for the input itself).
 protocol KeyPathOperand {
-    func keyPath(in context: PredicateTranslation.Context) -> AnyKeyPath?
+    func components(in context: PredicateTranslation.Context) -> [AnyKeyPath]?
     /// The type of the value it reads.
     static var valueType: Any.Type { get }
 }
@@ -149,16 +168,16 @@ protocol ValueOperand {
 }
 
 extension PredicateExpressions.Variable: KeyPathOperand {
-    func keyPath(in context: PredicateTranslation.Context) -> AnyKeyPath? {
-        key == context.variable ? \Output.self : nil
+    func components(in context: PredicateTranslation.Context) -> [AnyKeyPath]? {
+        key == context.variable ? [] : nil
     }
     static var valueType: Any.Type { Output.self }
 }
 
 extension PredicateExpressions.KeyPath: KeyPathOperand {
-    func keyPath(in context: PredicateTranslation.Context) -> AnyKeyPath? {
-        guard let root = root as? any KeyPathOperand else { return nil }
-        return root.keyPath(in: context)?.appending(path: keyPath)
+    func components(in context: PredicateTranslation.Context) -> [AnyKeyPath]? {
+        guard let root = root as? any KeyPathOperand, let above = root.components(in: context) else { return nil }
+        return above + [keyPath]
     }
     static var valueType: Any.Type { Output.self }
 }
@@ -192,7 +211,7 @@ private struct FieldAndConstant {
     }
 
     private init?(_ field: any KeyPathOperand, _ value: any ValueOperand, constantFirst: Bool, _ context: PredicateTranslation.Context) {
-        guard let keyPath = field.keyPath(in: context), let path = context.resolve(keyPath) else { return nil }
+        guard let components = field.components(in: context), let path = context.resolve(components) else { return nil }
         self.path = path
         type = TranslatedType(Swift.type(of: field).valueType)
         constant = value.constant
@@ -274,7 +293,7 @@ extension PredicateExpressions.SequenceContains: TranslatableExpression {
     func translation(in context: PredicateTranslation.Context) -> PredicateTranslation? {
         // A constant array containing the field: `isIn`.
         if let values = sequence as? any ValueOperand, let field = element as? any KeyPathOperand,
-           let keyPath = field.keyPath(in: context), let path = context.resolve(keyPath) {
+           let components = field.components(in: context), let path = context.resolve(components) {
             let type = TranslatedType(Swift.type(of: field).valueType)
             guard type.equality, let elements = values.constant as? any Sequence else { return nil }
             var queryValues: [QueryValue] = []
@@ -288,7 +307,7 @@ extension PredicateExpressions.SequenceContains: TranslatableExpression {
         // An array field containing a constant: an equality on its elements, which only an
         // `each` index takes (`QueryPlan` checks the field is one; otherwise it drops it).
         if let field = sequence as? any KeyPathOperand, let value = element as? any ValueOperand,
-           let keyPath = field.keyPath(in: context), let path = context.resolve(keyPath) {
+           let components = field.components(in: context), let path = context.resolve(components) {
             let type = TranslatedType(Swift.type(of: value).valueType)
             guard type.equality, !(value.constant is any OptionalProtocol), let encodable = value.constant as? any Encodable else { return nil }
             return PredicateTranslation(
@@ -304,7 +323,7 @@ extension PredicateExpressions.SequenceStartsWith: TranslatableExpression {
         // starts with its bytes only. The index takes those; evaluation decides.
         guard let field = base as? any KeyPathOperand, let value = prefix as? any ValueOperand,
               Swift.type(of: field).valueType == String.self, let text = value.constant as? String,
-              let keyPath = field.keyPath(in: context), let path = context.resolve(keyPath) else { return nil }
+              let components = field.components(in: context), let path = context.resolve(components) else { return nil }
         return PredicateTranslation(conditions: [.init(path: path, condition: .hasPrefix(text))], isExact: false)
     }
 }
@@ -312,7 +331,7 @@ extension PredicateExpressions.SequenceStartsWith: TranslatableExpression {
 extension PredicateExpressions.KeyPath: TranslatableExpression where Output == Bool {
     /// A `Bool` property alone: `#Predicate { $0.isActive }`.
     func translation(in context: PredicateTranslation.Context) -> PredicateTranslation? {
-        guard let keyPath = keyPath(in: context), let path = context.resolve(keyPath) else { return nil }
+        guard let components = components(in: context), let path = context.resolve(components) else { return nil }
         return PredicateTranslation(conditions: [.init(path: path, condition: .equals(true))], isExact: true)
     }
 }

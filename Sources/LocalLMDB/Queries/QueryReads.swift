@@ -89,6 +89,21 @@ struct ReadQuery<T: Persistable>: SessionRead {
         let scratch = ReadScratch.current
         return try scratch.reading(in: snapshot.classes, records: ObjectIdentifier(T.self), startOver: startOver) { () throws(DatabaseError) in
             var selection = FilterSelection(filter, keepsIDs: keepsIDs)
+            if query.definition.fields.isEmpty, query.after == nil, query.classNames.count == 1, !selection.needsPositions {
+                // Every record of one class, by id, and no position wanted: read in one pass,
+                // as `read()` reads (the store's query would sort their keys, then look each up).
+                let classKeys = query.classNames.map { StorageKey($0, maxKeySize: snapshot.maxKeySize) }
+                let accepted = try snapshot.records(ofClasses: classKeys) { stored, id throws(DatabaseError) -> (model: T, id: String?)? in
+                    let model = try scratch.restore(T.self, from: stored.object, id: id(), storedName: stored.className)
+                    guard try selection.accepts(model, id: id) else { return nil }
+                    visit?(stored, id())
+                    return (model, selection.keepsIDs ? id() : nil)
+                }
+                for candidate in accepted {
+                    if let candidate { selection.take(candidate.model, id: candidate.id, position: nil) }
+                }
+                return selection.finished()
+            }
             var chunk = query
             chunk.limit = filter.firstChunk
             while true {
