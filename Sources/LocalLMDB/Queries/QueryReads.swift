@@ -189,23 +189,20 @@ struct CountQuery: PlainRead {
 
 /// One page of the records of `T` a query selects, and the position after its last.
 struct ReadQueryPage<T: Persistable>: SessionRead {
-    let query: IndexQuery
-    var filter: ModelFilter<T>?
-
-    init(query: IndexQuery, filter: ModelFilter<T>? = nil) {
-        self.query = query
-        self.filter = filter
-    }
+    /// The query's read, whose models the page holds.
+    let read: ReadQuery<T>
+    var query: IndexQuery { read.query }
+    var filter: ModelFilter<T>? { read.filter }
 
     init(_ planned: PlannedQuery<T>) {
-        self.init(query: planned.index, filter: planned.filter)
+        read = ReadQuery(planned)
     }
 
     /// The page's limit: the filter's when it applies the page.
     private var limit: Int? { filter.map(\.limit) ?? query.limit }
 
     func inTransaction<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> (records: ReadQuery<T>.Detached, last: IndexCursor?) {
-        if filter != nil { return (try ReadQuery<T>(query: query, filter: filter).inTransaction(snapshot), nil) }
+        if filter != nil { return (try read.inTransaction(snapshot), nil) }
         try checkOwner(ObjectIdentifier(T.self), snapshot.classes)
         let (records, last) = try snapshot.page(matching: query) { stored, id in (stored, id()) }
         return ((try DetachedRecords(records, in: snapshot.classes), []), last)
@@ -221,7 +218,7 @@ struct ReadQueryPage<T: Persistable>: SessionRead {
     }
 
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> QueryPage<T> {
-        let (records, last) = try ReadQuery<T>(query: query, filter: filter).models(in: snapshot)
+        let (records, last) = try read.models(in: snapshot)
         return page(records, last)
     }
 
