@@ -53,7 +53,8 @@ guard recordCount >= 400 else {
 }
 
 let allContenders: [any Contender.Type] = [
-    LocalLMDBHandWrittenContender.self, LocalLMDBCodableContender.self, LocalLMDBEncryptedContender.self, SwiftLocalOnSQLite.self,
+    LocalLMDBHandWrittenContender.self, LocalLMDBCodableContender.self, LocalLMDBTypedContender.self, LocalLMDBEncryptedContender.self,
+    SwiftLocalOnSQLite.self,
     GRDBCodable.self, RawLMDB.self,
 ]
 let contenderTypes = allContenders.filter { onlyContenders.isEmpty || onlyContenders.contains($0.name) }
@@ -67,13 +68,22 @@ for model in models {
         print("the Codable \(model.rawValue) object \(index) differs from the hand-written one")
         exit(1)
     }
+    // The macro'd contender stores the Codable one's bytes.
+    for index in [0, 1, 42, 996, 997, 9_999, 123_457] where !Fixture.typedMatchesCodable(index: index, model: model) {
+        print("the @StoredModel \(model.rawValue) object \(index) stores other bytes than the Codable one:")
+        print(Fixture.storedJSON(typed: true, index: index, model: model))
+        print(Fixture.storedJSON(typed: false, index: index, model: model))
+        exit(1)
+    }
 }
 let ids = Fixture.ids(recordCount)
 let workloads = Workloads.standard(count: recordCount).filter { onlyWorkload.map($0.name.hasPrefix) ?? true }
 // The Codable row's own ratios: against the hand-written models and against GRDB's Codable records.
+// The macro'd row's: against the hand-written and the Codable models (the generated coding's cost).
 // The encrypted row's: against the same models unencrypted (the cost of encryption).
 let variants = [
     (contender: LocalLMDBCodableContender.name, against: [LocalLMDBHandWrittenContender.name, GRDBCodable.name]),
+    (contender: LocalLMDBTypedContender.name, against: [LocalLMDBHandWrittenContender.name, LocalLMDBCodableContender.name]),
     (contender: LocalLMDBEncryptedContender.name, against: [LocalLMDBHandWrittenContender.name]),
 ]
 var sections: [String] = []
