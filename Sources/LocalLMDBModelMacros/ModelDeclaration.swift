@@ -10,6 +10,8 @@ struct ModelDeclaration {
     /// `public `, `package ` or nothing: the access of the generated members.
     let access: String
     let isClass: Bool
+    /// Whether it has generic parameters (a static stored property cannot be declared in it).
+    let isGeneric: Bool
     var properties: [ModelProperty] = []
     /// Whether the type declares its own `CodingKeys`.
     var hasCodingKeys = false
@@ -25,9 +27,11 @@ struct ModelDeclaration {
         if let structure = declaration.as(StructDeclSyntax.self) {
             name = structure.name.text
             isClass = false
+            isGeneric = structure.genericParameterClause != nil
         } else if let type = declaration.as(ClassDeclSyntax.self) {
             name = type.name.text
             isClass = true
+            isGeneric = type.genericParameterClause != nil
             if !type.modifiers.contains(where: { $0.name.tokenKind == .keyword(.final) }) {
                 diagnostics.append(Diagnostic(
                     node: Syntax(type.classKeyword), message: ModelDiagnostic.nonFinalClass, fixIt: Self.finalFixIt(type)))

@@ -45,8 +45,7 @@ enum IndexDeclarations {
     private static func pending<T: Persistable>(
         _ type: T.Type, _ engine: FaceEngine, progress: IndexBuildListener? = nil
     ) throws(DatabaseError) -> (Key, [WriteOperation])? {
-        // From the cached planning: a macro'd type's `indexes` is computed at each call.
-        guard !planning(type).definitions.isEmpty else { return nil }
+        guard !T.indexes.isEmpty || type is any Syncable.Type else { return nil }
         let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
         if progress == nil, stored.withLock({ $0.contains(key) }) { return nil }
         if let problem = T.indexes.lazy.compactMap(\.problem).first {
