@@ -9,13 +9,9 @@ struct ReadQuery<T: Persistable>: SessionRead {
     /// What is left to do on the decoded models (`PlannedQuery`).
     var filter: ModelFilter<T>?
 
-    init(query: IndexQuery, filter: ModelFilter<T>? = nil) {
-        self.query = query
-        self.filter = filter
-    }
-
     init(_ planned: PlannedQuery<T>) {
-        self.init(query: planned.index, filter: planned.filter)
+        query = planned.index
+        filter = planned.filter
     }
 
     /// The records read in the session's transaction, and with a filter the position of each.
