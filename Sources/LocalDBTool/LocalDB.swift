@@ -25,7 +25,7 @@ public struct LocalDB: AsyncParsableCommand {
               localdb verify ./data && echo consistent
             """,
         subcommands: [
-            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self, Readers.self, QueryRecords.self,
+            Stats.self, Types.self, Get.self, List.self, Dump.self, Load.self, ImportSQLite.self, Verify.self, Backup.self, Watch.self, Readers.self, QueryRecords.self, Migrations.self,
         ])
 
     public init() {}

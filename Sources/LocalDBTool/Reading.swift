@@ -27,6 +27,30 @@ struct Stats: AsyncParsableCommand {
     }
 }
 
+struct Migrations: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The migrations the database has had, in the order they completed, and the one under way.",
+        discussion: "Example: localdb migrations ./data")
+
+    @OptionGroup var target: DatabaseArgument
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        try await reporting {
+            let status = try await target.openReadOnly().migrationStatus()
+            if json { return try Output.json(MigrationsOutput(completed: status.completed, underWay: status.underWay)) }
+            for name in status.completed { Output.line(name) }
+            if let running = status.underWay { Output.line("under way: \(running)") }
+        }
+    }
+}
+
+/// `localdb migrations --json`.
+struct MigrationsOutput: Encodable {
+    let completed: [String]
+    let underWay: String?
+}
+
 struct Types: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The stored class names, with their record counts.", discussion: "Example: localdb types ./data")

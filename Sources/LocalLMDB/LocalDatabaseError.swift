@@ -129,6 +129,29 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// records its own. Nothing is changed.
     case readOnlyReplica(source: String)
 
+    /// The database has had the migration `name`, which this process's migrator does not
+    /// register: a newer version of the app migrated it. This process reads it; every write that
+    /// changes records is refused, and nothing is changed (see <doc:Migrations>).
+    case unknownMigration(name: String)
+
+    /// The migration `name` is under way (another process runs it, or one was killed while
+    /// running it): until it ends, only the migration changes records. Run the migrator, which
+    /// waits for it or finishes it. Nothing is changed.
+    case migrationInProgress(name: String)
+
+    /// Another process changed the database's migrations while `name` ran (two migrators at
+    /// once): nothing of the batch was written. Run the migrator again.
+    case migrationConflict(name: String)
+
+    /// The migration `name` failed at the record `id` (`reason`: the step's error). Nothing of
+    /// that batch was written; the batches before it stay, and the migrator goes on from there
+    /// when run again.
+    case migrationFailed(name: String, id: String, reason: String)
+
+    /// The migrator cannot run (`reason`: an empty or repeated migration name, a migration
+    /// that cannot be resumed as recorded). Nothing is migrated.
+    case invalidMigration(reason: String)
+
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
 }
@@ -174,6 +197,11 @@ extension LocalDatabaseError {
         case let .server(operation, message): self = .server(operation: operation, message: message)
         case let .unsupported(operation, reason): self = .unsupported(operation: operation, reason: reason)
         case let .readOnlyReplica(source): self = .readOnlyReplica(source: source)
+        case let .unknownMigration(name): self = .unknownMigration(name: name)
+        case let .migrationInProgress(name): self = .migrationInProgress(name: name)
+        case let .migrationConflict(name): self = .migrationConflict(name: name)
+        case let .migrationFailed(name, id, reason): self = .migrationFailed(name: name, id: id, reason: reason)
+        case let .invalidMigration(reason): self = .invalidMigration(reason: reason)
         }
     }
 }
@@ -220,6 +248,11 @@ extension DatabaseError {
         case let .server(operation, message): self = .server(operation: operation, message: message)
         case let .unsupported(operation, reason): self = .unsupported(operation: operation, reason: reason)
         case let .readOnlyReplica(source): self = .readOnlyReplica(source: source)
+        case let .unknownMigration(name): self = .unknownMigration(name: name)
+        case let .migrationInProgress(name): self = .migrationInProgress(name: name)
+        case let .migrationConflict(name): self = .migrationConflict(name: name)
+        case let .migrationFailed(name, id, reason): self = .migrationFailed(name: name, id: id, reason: reason)
+        case let .invalidMigration(reason): self = .invalidMigration(reason: reason)
         }
     }
 }

@@ -189,7 +189,8 @@ import Foundation
     private func performing(_ operation: WriteOperation, _ state: inout State) throws(DatabaseError) -> WriterJob<Int> {
         try Self.checkWritable(state, engine)
         // A replicated run commits alone: never as part of a transaction the session's user may roll back.
-        if case .replicate = operation, state.inTransaction { throw .transactionAlreadyActive }
+        // So does a migration's batch.
+        if operation.isReplication || operation.isMigration, state.inTransaction { throw .transactionAlreadyActive }
         let (owner, busyTimeout, generation) = (owner, busyTimeout, state.generation)
         let buffered = state.buffer.take()
         let classes: [StoredClass]
@@ -312,6 +313,23 @@ import Foundation
         let cleared = clearingStale ? engine.environment.clearStaleReaderSlots() : 0
         return (engine.environment.readerSlots(), cleared)
     }
+
+    // MARK: Migrations
+
+    /// Tells the store the migrations this process's migrator registers: from then on its
+    /// writes go into a database whose recorded migrations are all among them (`MigrationState`).
+    package func knowMigrations(_ names: Set<String>) {
+        engine.store.migrations.know(names)
+    }
+
+    /// The database's migration state, read in a read transaction of its own on the calling thread.
+    package func migrationState() throws(DatabaseError) -> MigrationState {
+        let store = engine.store
+        return try store.environment.withReadTransaction { transaction throws(DatabaseError) in try store.migrationState(in: transaction) }
+    }
+
+    /// The directory of the database, for the files beside it (`MigrationLock`).
+    package var directoryPath: String { engine.environment.directoryPath }
 
     // MARK: Reading
 

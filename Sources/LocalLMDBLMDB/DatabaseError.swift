@@ -40,6 +40,11 @@
     case server(operation: String, message: String)
     case unsupported(operation: String, reason: String)
     case readOnlyReplica(source: String)
+    case unknownMigration(name: String)
+    case migrationInProgress(name: String)
+    case migrationConflict(name: String)
+    case migrationFailed(name: String, id: String, reason: String)
+    case invalidMigration(reason: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -123,6 +128,16 @@
             return "\(operation) is not supported here: \(reason)"
         case let .readOnlyReplica(source):
             return "The database is a read replica of '\(source)': write to the source, which the replica follows, or detach the replica (PullReplicator.detach()) to make its records its own."
+        case let .unknownMigration(name):
+            return "The database has had the migration '\(name)', which this process's migrator does not register (a newer version of the app migrated it): this process may read it, not write it."
+        case let .migrationInProgress(name):
+            return "The migration '\(name)' is under way on this database: only the migration writes records until it ends (run the migrator to finish it)."
+        case let .migrationConflict(name):
+            return "Another process changed the database's migrations while '\(name)' ran: nothing of this batch was written; run the migrator again."
+        case let .invalidMigration(reason):
+            return "The migrator cannot run: \(reason). Nothing was migrated."
+        case let .migrationFailed(name, id, reason):
+            return "The migration '\(name)' failed at record '\(id)': \(reason). Its batch was rolled back; the records before it stay migrated, and running the migrator again goes on from there."
         }
     }
 }

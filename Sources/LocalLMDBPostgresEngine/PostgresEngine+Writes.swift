@@ -191,6 +191,8 @@ extension PostgresEngine {
             throw .unsupported(operation: "Encryption", reason: "the PostgreSQL engine does not encrypt values")
         case .replicate, .detachReplica:
             throw .unsupported(operation: "Replicating into a PostgreSQL store", reason: "a PostgreSQL store is followed by replicas, never one itself")
+        case .migrate:
+            throw .unsupported(operation: "Migrating a PostgreSQL store", reason: "migrations run on LMDB databases only in this version")
         }
     }
 

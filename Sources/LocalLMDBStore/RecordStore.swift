@@ -29,9 +29,9 @@ import Foundation
     /// which would change its entries without their counts, refuses it (`unsupportedFormat`).
     static let countedLayoutVersion: UInt8 = 5
     /// The layouts read.
-    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4], [5]]
-    /// The newest layout this version writes.
-    static let newestLayoutVersion = countedLayoutVersion
+    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4], [5], [6]]
+    /// The newest layout this version writes (`migratedLayoutVersion`).
+    static let newestLayoutVersion: UInt8 = 6
 
     package let environment: Environment
     package let records: DatabaseHandle
@@ -51,6 +51,8 @@ import Foundation
     /// a database opened read-only, which records no class names.
     let spellings: DatabaseHandle?
     package let indexCatalog = IndexCatalog()
+    /// The migrations this process knows, for the check of every write (`MigrationState`).
+    package let migrations = MigrationCatalog()
     /// The encryption of values at rest; nil for an unencrypted database.
     package let encryption: StoreEncryption?
     /// The environment's key limit, read once (an `Int`, where the environment is a reference
@@ -295,15 +297,22 @@ import Foundation
     /// Applies one operation, adding what it changed to `changes` (for the change log).
     /// Returns the number of records written or deleted.
     /// - Throws: `readOnlyReplica` for an operation that changes records of a replica
-    ///   (`ReplicaState`), as each operation throws.
+    ///   (`ReplicaState`); `unknownMigration` / `migrationInProgress` for one that changes
+    ///   records of a database with a migration this process does not know, or one under way
+    ///   (`MigrationState`); as each operation throws.
     package func apply(_ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         switch operation {
         case let .replicate(operations, expected, state):
             return try replicate(operations, expected: expected, state: state, in: transaction, changes: &changes)
         case let .detachReplica(source):
             return try detachReplica(source: source, in: transaction)
+        case let .migrate(operations, expected, state):
+            return try migrate(operations, expected: expected, state: state, in: transaction, changes: &changes)
         default:
-            if operation.changesRecords { try checkNotReplica(in: transaction) }
+            if operation.changesRecords {
+                try checkNotReplica(in: transaction)
+                try checkMigrations(in: transaction)
+            }
             return try applyUnchecked(operation, in: transaction, changes: &changes)
         }
     }
@@ -314,7 +323,7 @@ import Foundation
         _ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet, checkingUniqueness: Bool = true
     ) throws(DatabaseError) -> Int {
         switch operation {
-        case .replicate, .detachReplica:
+        case .replicate, .detachReplica, .migrate:
             return try apply(operation, in: transaction, changes: &changes)
         case let .put(records, classes):
             try checkSealingKeyListed(in: transaction, refused: records.firstID ?? "")

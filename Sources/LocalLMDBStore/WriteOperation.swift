@@ -46,6 +46,10 @@ package enum WriteOperation: Sendable {
     case replicate([WriteOperation], expected: String?, state: ReplicaState)
     /// Stop being a replica of `source`: the records become the database's own.
     case detachReplica(source: String)
+    /// Apply a batch of a migration's writes (`operations`: puts and deletes) and record the
+    /// database's new migration `state`, provided the recorded state is `expected`: see
+    /// `MigrationState`. The only write that changes records while a migration is under way.
+    case migrate([WriteOperation], expected: MigrationState, state: MigrationState)
 }
 
 /// Where a `reseal` operation stopped: the last record key it visited, nil when it found none.
@@ -73,7 +77,7 @@ extension WriteOperation {
         switch self {
         case let .put(records, _):
             return 2 * (records.valueBytes + 2 * records.keyBytes + records.classNameBytes + 64 * records.count)
-        case let .replicate(operations, _, _):
+        case let .replicate(operations, _, _), let .migrate(operations, _, _):
             return operations.reduce(0) { $0 + $1.estimatedGrowth }
         default:
             return 0
@@ -81,18 +85,25 @@ extension WriteOperation {
     }
 
     /// Whether the operation is a replication's own (`.replicate`, `.detachReplica`).
-    var isReplication: Bool {
+    package var isReplication: Bool {
         switch self {
         case .replicate, .detachReplica: true
         default: false
         }
     }
 
-    /// Whether the operation may change records (or their documents): refused on a replica.
+    /// Whether the operation is a migration's batch (`.migrate`).
+    package var isMigration: Bool {
+        if case .migrate = self { return true }
+        return false
+    }
+
+    /// Whether the operation may change records (or their documents): refused on a replica, and
+    /// checked against the database's migrations. (`.replicate` and `.migrate` check their own.)
     var changesRecords: Bool {
         switch self {
         case .put, .delete, .deleteReaching, .deleteTypes, .clear, .setMember: true
-        case .defineIndexes, .dropIndex, .reseal, .finishResealing, .replicate, .detachReplica: false
+        case .defineIndexes, .dropIndex, .reseal, .finishResealing, .replicate, .detachReplica, .migrate: false
         }
     }
 }

@@ -56,6 +56,9 @@ import LocalLMDBTestSupport
 //                                    and "done <n>" at the end
 //   (HELPER_KEYS="id=hex,id=hex" in the environment opens the database encrypted, sealing
 //   under the first key)
+//   helper migrate-batches DIR BATCH runs MigrationWorkload's migrator in batches of BATCH records,
+//                                    printing "progress <visited> <written>" after each batch and
+//                                    "done <migrations completed>" at the end
 //   helper write-deep-codable DIR N  writes a Codable model nested N + 1 levels deep through
 //                                    SerializationDatabase on the main thread; prints "written",
 //                                    "unencodable <id> <path length>" or "error <description>"
@@ -286,6 +289,13 @@ do {
             }
         }
         say("done \(resealed)")
+    case "migrate-batches":
+        // Never pauses, as reencrypt-batches: a test kills it upon reading a progress line.
+        guard arguments.count > 3, let batchSize = Int(arguments[3]), batchSize > 0 else { fail("migrate-batches needs BATCH") }
+        let done = try await database.migrate(with: MigrationWorkload.migrator(batchSize: batchSize)) { progress in
+            say("progress \(progress.recordsVisited) \(progress.recordsWritten)")
+        }
+        say("done \(done.count)")
     case "reencrypt-batches":
         // Never pauses: a test kills it upon reading a progress line, while it has already
         // gone on to read, seal and commit the next batch.
@@ -325,8 +335,15 @@ do {
         say("elapsed \(elapsed.components.seconds) deadline-hit \(deadlineHit) notes \(try await database.count(Note.self))")
     case "write-loop":
         let prefix = arguments.count > 3 ? arguments[3] : "child"
+        // HELPER_WRITE_LIMIT: stop writing after that many commits and wait to be killed (a test
+        // whose reader is starved must not see the loop outrun the change log it keeps).
+        let limit = ProcessInfo.processInfo.environment["HELPER_WRITE_LIMIT"].flatMap(Int.init) ?? .max
         var sequence = 0
         while true {
+            if sequence >= limit {
+                say("limit")
+                while true { sleep(60) }
+            }
             sequence += 1
             if sequence % 5 == 0 {
                 // A transaction of several writes, acknowledged only once committed.

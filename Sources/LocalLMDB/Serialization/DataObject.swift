@@ -178,6 +178,12 @@ public final class DataObject {
         return setInTree(key, value())
     }
 
+    /// Replaces every field with `fields`, a tree (the class member included).
+    func replaceFields(_ fields: JSONObject) {
+        storage = .fields(fields)
+        nextMember = nil
+    }
+
     /// `set` on the fields as a tree.
     private func setInTree(_ key: String, _ value: JSONValue) -> Self {
         var fields = fields

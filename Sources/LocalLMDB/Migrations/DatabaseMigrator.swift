@@ -1,0 +1,213 @@
+/// Named migrations, registered in order, that change stored records when models change shape:
+/// each runs once per database, recorded in it, whichever process runs the migrator first.
+///
+/// ```swift
+/// var migrator = DatabaseMigrator()
+/// migrator.registerMigration("split names", steps: [
+///     .transform("User") { record in
+///         let full: String = record.document.get("name") ?? ""
+///         let parts = full.split(separator: " ", maxSplits: 1).map(String.init)
+///         return .replace(with: User(first: parts.first ?? "", last: parts.count > 1 ? parts[1] : ""))
+///     },
+/// ])
+/// migrator.registerMigration("rename Customer", steps: [.renameClass("Customer", to: "Client")])
+/// try await database.migrate(with: migrator)
+/// ```
+///
+/// The rules (<doc:Migrations>):
+/// - A migration runs once: the database records its name in the commit of its last batch.
+///   Registered names must be unique and non-empty; their order is the order they run in.
+/// - A database that has had a migration the migrator does not register (a newer app ran) is
+///   not migrated and takes no writes from this process: `unknownMigration`.
+/// - Until `migrate(with:)` has run, a process writes nothing into a database that has had
+///   migrations: an app that does not know them is an older app.
+public struct DatabaseMigrator: Sendable {
+    struct Migration: Sendable {
+        let name: String
+        let batchSize: Int
+        let steps: [MigrationStep]
+    }
+
+    private(set) var migrations: [Migration] = []
+    /// The first registration that cannot be run (an empty or repeated name): `migrate` throws it.
+    private(set) var problem: String?
+
+    /// An empty migrator.
+    public init() {}
+
+    /// The registered migrations' names, in the order they run.
+    public var migrationNames: [String] { migrations.map(\.name) }
+
+    /// Registers the migration `name`, to run after those registered before it.
+    /// - Parameters:
+    ///   - name: Its name, recorded in the database once it has run: never rename a migration
+    ///     that has shipped. Non-empty, and unique in the migrator (else `migrate` throws
+    ///     `invalidMigration` and runs nothing).
+    ///   - batchSize: Records a transaction of a step transforms (at least 1). A step over
+    ///     more records commits in batches, recording its position in each: a process killed
+    ///     half-way goes on from there. Readers see each batch as it commits.
+    ///   - steps: What it does, in order.
+    public mutating func registerMigration(_ name: String, batchSize: Int = 1000, steps: [MigrationStep]) {
+        if problem == nil {
+            if name.isEmpty { problem = "a migration's name must not be empty" }
+            else if migrations.contains(where: { $0.name == name }) { problem = "the migration '\(name)' is registered twice" }
+        }
+        migrations.append(Migration(name: name, batchSize: max(1, batchSize), steps: steps))
+    }
+}
+
+/// One step of a migration: a change to the records of one class, in batches.
+public struct MigrationStep: Sendable {
+    enum Kind: Sendable {
+        case transform(className: String, MigrationTransform)
+    }
+
+    let kind: Kind
+
+    /// The class name the step walks.
+    var className: String {
+        switch kind {
+        case let .transform(className, _): className
+        }
+    }
+
+    /// Transforms each record stored under `className` (its current name), once: `body` is given
+    /// the stored document and returns what to store in its place (`MigrationResult`). The old
+    /// shape needs no Swift type: read it through the document's `get`.
+    ///
+    /// `body` runs on the task that called `migrate(with:)`. It may write records of other
+    /// classes under any id, and records of `className` under the record's own id only (a new
+    /// record of the class it walks could be walked again; transform into another class, then
+    /// rename it, to split records of one class). When it throws, the batch is rolled back and
+    /// `migrate` throws `migrationFailed`, naming the record.
+    public static func transform(
+        _ className: String, _ body: @escaping @Sendable (MigratingRecord) throws -> MigrationResult
+    ) -> MigrationStep {
+        MigrationStep(kind: .transform(className: className, MigrationTransform(body)))
+    }
+
+    /// Transforms each record stored as `type` (under its stored class name): `transform`
+    /// with the type's name, for a type that still exists.
+    public static func transform<T: Persistable>(
+        _ type: T.Type, _ body: @escaping @Sendable (MigratingRecord) throws -> MigrationResult
+    ) -> MigrationStep {
+        transform(TypeRegistry.storedClass(of: type).name, body)
+    }
+
+    /// Stores every record of the class `oldName` as `newName` for good, rewriting each record
+    /// (so the `Legacy` names kept to read them can be retired). Their ids, fields, and the
+    /// indexes declared for `newName` are kept up to date as for any write.
+    public static func renameClass(_ oldName: String, to newName: String) -> MigrationStep {
+        transform(oldName) { record in
+            record.document.setClassName(newName)
+            return .replace(with: record.document)
+        }
+    }
+
+    /// Renames the field `oldKey` to `newKey` in every record of the class `className`, for
+    /// good (so `legacyKeys` can be retired); records without `oldKey` are left as they are.
+    public static func renameField(_ oldKey: String, to newKey: String, in className: String) -> MigrationStep {
+        transform(className) { record in
+            record.document.renameField(oldKey, to: newKey) ? .replace(with: record.document) : .keep
+        }
+    }
+
+    /// Deletes every record of the class `className`, in batches.
+    public static func deleteClass(_ className: String) -> MigrationStep {
+        transform(className) { _ in .delete }
+    }
+}
+
+/// A step's function, boxed so that `MigrationStep` stays a plain value.
+struct MigrationTransform: Sendable {
+    let body: @Sendable (MigratingRecord) throws -> MigrationResult
+    init(_ body: @escaping @Sendable (MigratingRecord) throws -> MigrationResult) { self.body = body }
+}
+
+/// A record a migration step is given: its id, its stored class name, and its document.
+public struct MigratingRecord {
+    /// The record's id.
+    public let id: String
+    /// The class name it is stored under.
+    public let className: String
+    /// The stored document, to read (`get`) and to change in place (`add`, `renameField`,
+    /// `removeField`) before returning it with `MigrationResult.replace(with:)`.
+    public let document: DataObject
+}
+
+/// What a migration step stores in place of a record.
+public struct MigrationResult {
+    enum Kind {
+        case keep
+        case delete
+        case records([MigratedRecord])
+    }
+
+    let kind: Kind
+
+    /// The record stays as it is (nothing is written).
+    public static var keep: MigrationResult { MigrationResult(kind: .keep) }
+    /// The record is deleted.
+    public static var delete: MigrationResult { MigrationResult(kind: .delete) }
+
+    /// The record is stored as `model`, under its id (as the model's class).
+    public static func replace<T: Persistable>(with model: T) -> MigrationResult {
+        MigrationResult(kind: .records([MigratedRecord(model: model, id: nil)]))
+    }
+
+    /// The record is stored as `document`, under its id, as the class the document names (its
+    /// own, unless changed).
+    public static func replace(with document: DataObject) -> MigrationResult {
+        MigrationResult(kind: .records([MigratedRecord(document: document, id: nil)]))
+    }
+
+    /// The record is replaced by `records`: it is deleted, unless one of them has its id, and
+    /// each is stored (as `write(contentsOf:)` stores records).
+    public static func records(_ records: [MigratedRecord]) -> MigrationResult {
+        MigrationResult(kind: .records(records))
+    }
+}
+
+/// A record a migration step stores: a model, or a document, and its id.
+public struct MigratedRecord {
+    enum Content {
+        case model(any Persistable)
+        case document(DataObject)
+    }
+
+    let content: Content
+    /// Nil: the migrated record's own id.
+    let id: String?
+
+    /// `model` under `id`.
+    public init<T: Persistable>(id: String, model: T) {
+        self.init(model: model, id: id)
+    }
+
+    /// `document` under `id`, as the class the document names.
+    public init(id: String, document: DataObject) {
+        self.init(document: document, id: id)
+    }
+
+    init(model: any Persistable, id: String?) {
+        content = .model(model)
+        self.id = id
+    }
+
+    init(document: DataObject, id: String?) {
+        content = .document(document)
+        self.id = id
+    }
+}
+
+/// How far `migrate(with:)` has come, told after each batch.
+public struct MigrationProgress: Sendable, Equatable {
+    /// The migration running.
+    public let migration: String
+    /// Its step (from 0), and how many it has.
+    public let step: Int
+    public let stepCount: Int
+    /// The records this call has visited in the step, and written (or deleted) in it.
+    public let recordsVisited: Int
+    public let recordsWritten: Int
+}

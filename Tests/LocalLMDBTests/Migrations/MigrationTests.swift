@@ -1,0 +1,414 @@
+import Foundation
+import LocalLMDB
+import LocalLMDBTestSupport
+import Synchronization
+import Testing
+
+/// A note whose documents the tests reshape: `text`, and `visits` counting the transforms.
+final class MigNote: Storable {
+    let text: String
+    let visits: Int
+
+    init(text: String, visits: Int = 0) {
+        self.text = text
+        self.visits = visits
+    }
+
+    required init(dataObject: DataObject) {
+        text = dataObject.get("text")
+        visits = dataObject.get("visits")
+    }
+
+    func toDataObject() -> DataObject {
+        DataObject(self).add(key: "text", value: text).add(key: "visits", value: visits)
+    }
+}
+
+/// The note after "rename text": its field is `body`.
+final class MigMemo: Storable {
+    let body: String
+
+    init(body: String) { self.body = body }
+    required init(dataObject: DataObject) { body = dataObject.get("body") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "body", value: body) }
+}
+
+/// Counts calls from `@Sendable` step functions.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func add() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
+}
+
+private func noteID(_ number: Int) -> String { String(format: "note-%05d", number) }
+
+/// A migrator whose one migration, `name`, adds one to each note's visits (and uppercases its
+/// text), counting its calls in `counter`; with `failAt`, it throws at that note.
+private func visitingMigrator(_ name: String = "visit", batchSize: Int, counter: Counter, failAt: String? = nil) -> DatabaseMigrator {
+    var migrator = DatabaseMigrator()
+    migrator.registerMigration(name, batchSize: batchSize, steps: [
+        .transform(MigNote.self) { record in
+            if record.id == failAt { throw StepFailure() }
+            counter.add()
+            let text: String = record.document.get("text")
+            let visits: Int = record.document.get("visits")
+            return .replace(with: MigNote(text: text.uppercased(), visits: visits + 1))
+        },
+    ])
+    return migrator
+}
+
+private struct StepFailure: Error, CustomStringConvertible {
+    var description: String { "the step refused this note" }
+}
+
+private func writeNotes(_ database: LocalDatabase, count: Int) async throws {
+    _ = try await database.write(contentsOf: (0..<count).map { Record(id: noteID($0), data: MigNote(text: "note \($0)")) })
+}
+
+/// Whether `error` is the `LocalDatabaseError` `matches` accepts.
+private func isError(_ error: any Error, _ matches: (LocalDatabaseError) -> Bool) -> Bool {
+    (error as? LocalDatabaseError).map(matches) ?? false
+}
+
+@Suite("Migrations")
+struct MigrationTests {
+    @Test func aMigrationRunsOnceAndIsRecorded() async throws {
+        try await withDatabase { database, _ in
+            try await writeNotes(database, count: 250)
+            let counter = Counter()
+            var reports: [MigrationProgress] = []
+            let completed = try await database.migrate(with: visitingMigrator(batchSize: 100, counter: counter)) { reports.append($0) }
+            #expect(completed == ["visit"])
+            #expect(counter.count == 250)
+            // Batches of 100: 100, 200, then 250 (the last batch, short, completes the migration).
+            #expect(reports.map(\.recordsVisited) == [100, 200, 250])
+            #expect(reports.last?.recordsWritten == 250)
+            #expect(try await database.migrationStatus() == MigrationStatus(completed: ["visit"], underWay: nil))
+            let notes: [MigNote] = try await database.read()
+            #expect(notes.count == 250)
+            #expect(notes.allSatisfy { $0.visits == 1 && $0.text == $0.text.uppercased() })
+
+            // Again, and from a second database value: nothing runs.
+            #expect(try await database.migrate(with: visitingMigrator(batchSize: 100, counter: counter)).isEmpty)
+            #expect(counter.count == 250)
+            // Writes go on, for a process that knows the migration.
+            #expect(try await database.write(Record(id: "after", data: MigNote(text: "after"))))
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @Test func aFailingStepRollsBackItsBatchAndTheNextRunGoesOnFromIt() async throws {
+        try await withDatabase { database, _ in
+            try await writeNotes(database, count: 95)
+            let counter = Counter()
+            // Batches of 10: the note 42 is in the fifth (40–49), so the first four commit.
+            let failing = visitingMigrator(batchSize: 10, counter: counter, failAt: noteID(42))
+            await #expect(throws: LocalDatabaseError.migrationFailed(name: "visit", id: noteID(42), reason: "the step threw the step refused this note")) {
+                try await database.migrate(with: failing)
+            }
+            #expect(try await database.migrationStatus() == MigrationStatus(completed: [], underWay: "visit"))
+            var notes: [MigNote] = try await database.read()
+            #expect(notes.filter { $0.visits == 1 }.count == 40)
+            #expect(notes.filter { $0.visits == 0 }.count == 55)
+
+            // While it is under way, no other write changes records.
+            await #expect(throws: LocalDatabaseError.migrationInProgress(name: "visit")) {
+                try await database.write(Record(id: "during", data: MigNote(text: "during")))
+            }
+            await #expect(throws: LocalDatabaseError.migrationInProgress(name: "visit")) {
+                try await database.delete(id: noteID(1))
+            }
+
+            // Fixed, it goes on from the fifth batch: every note transformed exactly once.
+            let fixed = visitingMigrator(batchSize: 10, counter: counter)
+            #expect(try await database.migrate(with: fixed) == ["visit"])
+            notes = try await database.read()
+            #expect(notes.count == 95)
+            #expect(notes.allSatisfy { $0.visits == 1 }, "\(notes.filter { $0.visits != 1 }.map(\.text))")
+            #expect(counter.count == 95 + 2)  // The failed batch's two notes before 42 ran twice, their writes rolled back.
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @Test func aDatabaseWithAMigrationThisProcessDoesNotKnowIsReadNotWritten() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let database = try LocalDatabase(directory: directory)
+                try await writeNotes(database, count: 5)
+                var newer = visitingMigrator(batchSize: 2, counter: Counter())
+                newer.registerMigration("newer", steps: [.renameField("text", to: "body", in: "MigNote")])
+                #expect(try await database.migrate(with: newer) == ["visit", "newer"])
+                await database.close()
+            }
+            // An older app: its migrator lacks "newer". It reads, and writes nothing.
+            let database = try LocalDatabase(directory: directory)
+            #expect(try await database.count(MigNote.self) == 5)
+            // Before any migrator ran, this process knows no migration at all.
+            await #expect(throws: LocalDatabaseError.unknownMigration(name: "visit")) {
+                try await database.write(Record(id: "old", data: MigNote(text: "old")))
+            }
+            await #expect(throws: LocalDatabaseError.unknownMigration(name: "newer")) {
+                try await database.migrate(with: visitingMigrator(batchSize: 2, counter: Counter()))
+            }
+            await #expect(throws: LocalDatabaseError.unknownMigration(name: "newer")) {
+                try await database.write(Record(id: "old", data: MigNote(text: "old")))
+            }
+            await #expect(throws: LocalDatabaseError.unknownMigration(name: "newer")) {
+                try await database.delete(MigNote.self)
+            }
+            #expect(try await database.count(MigNote.self) == 5)
+            await database.close()
+            // The database refuses versions of LocalLMDB that know nothing of migrations.
+            #expect(rawGet(directory, "meta", Array("format".utf8)) == [6])
+        }
+    }
+
+    @Test func renamesDeletesAndSplitsAreRewrittenForGood() async throws {
+        try await withDatabase { database, _ in
+            try await writeNotes(database, count: 30)
+            _ = try await database.write(contentsOf: (0..<7).map { Record(id: "student-\($0)", data: makeStudent("S\($0)")) })
+            let token = try database.changeToken()
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("notes become memos", batchSize: 8, steps: [
+                .renameField("text", to: "body", in: "MigNote"),
+                .renameClass("MigNote", to: "MigMemo"),
+            ])
+            migrator.registerMigration("students go", batchSize: 3, steps: [.deleteClass("Student")])
+            migrator.registerMigration("memos split", batchSize: 4, steps: [
+                .transform(MigMemo.self) { record in
+                    let body: String = record.document.get("body")
+                    // Into another class under new ids, the memo itself kept (its own id).
+                    return .records([
+                        MigratedRecord(id: record.id, model: MigMemo(body: body)),
+                        MigratedRecord(id: record.id + "-copy", model: PersonV1(name: body)),
+                    ])
+                },
+            ])
+            #expect(try await database.migrate(with: migrator).count == 3)
+            let memos: [MigMemo] = try await database.read()
+            #expect(Set(memos.map(\.body)) == Set((0..<30).map { "note \($0)" }))
+            #expect(try await database.count(MigNote.self) == 0)
+            #expect(try await database.count(Student.self) == 0)
+            #expect(try await database.count(PersonV1.self) == 30)
+            let raw = try #require(try await database.storedDocument(id: noteID(3)))
+            #expect(!raw.json.contains("\"text\""))
+            #expect(raw.className == "MigMemo")
+            // The change feed saw the migration's commits as changes like any other.
+            let feed = try database.changes(since: token)
+            let changes = feed.commits.flatMap(\.changes)
+            #expect(changes.contains(.written(id: noteID(3), className: "MigMemo")))
+            #expect(changes.contains(.deleted(id: "student-2", className: "Student")))
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @Test func aStepMayNotWriteNewRecordsOfTheClassItWalks() async throws {
+        try await withDatabase { database, _ in
+            try await writeNotes(database, count: 3)
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("doubles", steps: [
+                .transform(MigNote.self) { record in .records([MigratedRecord(id: record.id + "b", model: MigNote(text: "b"))]) },
+            ])
+            await #expect(throws: (any Error).self) { try await database.migrate(with: migrator) }
+            do {
+                try await database.migrate(with: migrator)
+            } catch {
+                #expect(isError(error) { if case .migrationFailed(_, noteID(0), let reason) = $0 { reason.contains("own id") } else { false } })
+            }
+            #expect(try await database.count(MigNote.self) == 3)
+        }
+    }
+
+    @Test func invalidMigratorsRunNothing() async throws {
+        try await withDatabase { database, _ in
+            try await writeNotes(database, count: 3)
+            var twice = DatabaseMigrator()
+            twice.registerMigration("a", steps: [.deleteClass("MigNote")])
+            twice.registerMigration("a", steps: [])
+            await #expect(throws: LocalDatabaseError.invalidMigration(reason: "the migration 'a' is registered twice")) {
+                try await database.migrate(with: twice)
+            }
+            var empty = DatabaseMigrator()
+            empty.registerMigration("", steps: [])
+            await #expect(throws: LocalDatabaseError.invalidMigration(reason: "a migration's name must not be empty")) {
+                try await database.migrate(with: empty)
+            }
+            #expect(try await database.count(MigNote.self) == 3)
+            #expect(try await database.migrationStatus() == MigrationStatus(completed: [], underWay: nil))
+            // Nor inside a transaction.
+            try await database.startTransaction()
+            await #expect(throws: LocalDatabaseError.transactionAlreadyActive) {
+                try await database.migrate(with: visitingMigrator(batchSize: 2, counter: Counter()))
+            }
+            try await database.rollbackTransaction()
+        }
+    }
+
+    @Test func twoMigratorsAtOnceTransformEachRecordOnce() async throws {
+        try await withTemporaryDirectory { directory in
+            let first = try LocalDatabase(directory: directory)
+            // Four batches: the second migrator waits for them (at most the busy timeout, which
+            // a starved machine's durable commits must not reach).
+            try await writeNotes(first, count: 70)
+            let second = try LocalDatabase(directory: directory)
+            let counter = Counter()
+            async let a = first.migrate(with: visitingMigrator(batchSize: 20, counter: counter))
+            async let b = second.migrate(with: visitingMigrator(batchSize: 20, counter: counter))
+            let (ranA, ranB) = try await (a, b)
+            #expect(ranA.count + ranB.count == 1)
+            #expect(counter.count == 70)
+            let notes: [MigNote] = try await first.read()
+            #expect(notes.allSatisfy { $0.visits == 1 })
+            await first.close()
+            await second.close()
+        }
+    }
+
+    /// A helper process migrating 200,000 records in batches, killed with SIGKILL at a random
+    /// moment, round after round, then a migrator in this process finishing: every record is
+    /// transformed exactly once (its visits are 1), none is lost, the index is exact and the
+    /// database consistent after each kill.
+    @Test func aBatchedMigrationKilledAtRandomMomentsTransformsEachRecordOnce() async throws {
+        try await withTemporaryDirectory { root in
+            let directory = root.appendingPathComponent("db")
+            let total = 200_000
+            do {
+                let database = try LocalDatabase(directory: directory)
+                _ = try await database.write(contentsOf: (0..<total).map {
+                    Record(id: MigrationWorkload.id($0), data: PersonV1(name: MigrationWorkload.name($0)))
+                })
+                await database.close()
+            }
+            var migrated = 0
+            for round in 1...3 {
+                let batchSize = Int.random(in: 2_000...8_000)
+                let freshLines = Int.random(in: 1...6)
+                let (process, output) = try launchHelper(["migrate-batches", directory.path, String(batchSize)])
+                let run: KilledRun
+                do {
+                    run = try await withTimeout(seconds: 300) {
+                        await onThread(stackSize: 1 << 20) { killAfterProgress(process, output, lines: freshLines) }
+                    }
+                } catch {
+                    process.send(SIGKILL)
+                    throw error
+                }
+                let context = "round \(round) (batches of \(batchSize), killed at progress line \(freshLines)), last lines \(run.lines.suffix(3))"
+                let reported = run.lines.compactMap(progressWritten).max() ?? 0
+                if !run.lines.contains(where: { $0.hasPrefix("done ") }) {
+                    #expect(run.termination == .signal(SIGKILL), "\(context)")
+                }
+
+                let database = try LocalDatabase(directory: directory)
+                let old = try await database.count(PersonV1.self)
+                let new: [PersonV2] = try await database.read()
+                #expect(old + new.count == total, "\(context)")
+                #expect(new.allSatisfy { $0.visits == 1 }, "\(context)")
+                // What it reported, and at most the batch it was committing when killed.
+                #expect(new.count >= migrated + reported, "\(context): \(migrated) before, \(new.count) after, \(reported) reported")
+                #expect(new.count <= migrated + reported + batchSize, "\(context): \(migrated) before, \(new.count) after, \(reported) reported")
+                migrated = new.count
+                // The index is exact: a query by `last` finds what a filter finds.
+                let family5 = try await database.count(Query(PersonV2.self).filter("last", .equals("Family5")))
+                #expect(family5 == new.filter { $0.last == "Family5" }.count, "\(context)")
+                #expect(try await database.verifyIntegrity().isConsistent, "\(context)")
+                await database.close()
+                if migrated == total { break }
+            }
+            // This process finishes it.
+            let database = try LocalDatabase(directory: directory)
+            try await database.migrate(with: MigrationWorkload.migrator(batchSize: 5_000))
+            let people: [PersonV2] = try await database.read()
+            #expect(people.count == total)
+            #expect(people.allSatisfy { $0.visits == 1 })
+            #expect(Set(people.map { $0.first + " " + $0.last }) == Set((0..<total).map(MigrationWorkload.name)))
+            #expect(try await database.count(PersonV1.self) == 0)
+            #expect(try await database.migrationStatus() == MigrationStatus(completed: ["split names"], underWay: nil))
+            #expect(try await database.verifyIntegrity().isConsistent)
+            await database.close()
+        }
+    }
+
+    /// Two processes open one database with a pending migration at once: one runs it, the other
+    /// waits for it, and both see the migrated records.
+    @Test func twoProcessesOpeningAtOnceRunTheMigrationOnce() async throws {
+        try await withTemporaryDirectory { root in
+            let directory = root.appendingPathComponent("db")
+            let total = 5_000
+            do {
+                let database = try LocalDatabase(directory: directory)
+                _ = try await database.write(contentsOf: (0..<total).map {
+                    Record(id: MigrationWorkload.id($0), data: PersonV1(name: MigrationWorkload.name($0)))
+                })
+                await database.close()
+            }
+            let children = try (0..<2).map { _ in try launchHelper(["migrate-batches", directory.path, "500"]) }
+            var done: [Int] = []
+            for (process, output) in children {
+                let lines = try await withTimeout(seconds: 300) {
+                    await onThread { () -> [String] in
+                        var lines: [String] = []
+                        var pending: [UInt8] = []
+                        while true {
+                            let chunk = output.readSome()
+                            if chunk.isEmpty { break }
+                            pending += chunk
+                        }
+                        for line in String(decoding: pending, as: UTF8.self).split(separator: "\n") { lines.append(String(line)) }
+                        _ = process.waitUntilExit()
+                        return lines
+                    }
+                }
+                let last = try #require(lines.last { $0.hasPrefix("done ") }, "\(lines.suffix(3))")
+                done.append(Int(last.dropFirst(5)) ?? -1)
+            }
+            // One ran the migration; the other found it done.
+            #expect(done.sorted() == [0, 1])
+            let database = try LocalDatabase(directory: directory)
+            let people: [PersonV2] = try await database.read()
+            #expect(people.count == total)
+            #expect(people.allSatisfy { $0.visits == 1 })
+            await database.close()
+        }
+    }
+}
+
+private struct KilledRun: Sendable {
+    let lines: [String]
+    let termination: ChildProcess.Termination
+}
+
+/// The records written that a `migrate-batches` progress line reports.
+private func progressWritten(_ line: String) -> Int? {
+    let parts = line.split(separator: " ")
+    guard parts.count == 3, parts[0] == "progress" else { return nil }
+    return Int(parts[2])
+}
+
+/// Reads the child's lines and sends it SIGKILL upon reading its `lines`th progress line (it
+/// has gone on with the next batch meanwhile); reads its output to the end and reaps it.
+/// Blocks: run it on a thread of its own.
+private func killAfterProgress(_ process: ChildProcess, _ output: PipeReader, lines wanted: Int) -> KilledRun {
+    var pending: [UInt8] = []
+    var lines: [String] = []
+    var seen = 0
+    var killed = false
+    while true {
+        let chunk = output.readSome()
+        if chunk.isEmpty { break }
+        pending += chunk
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: pending[..<newline], as: UTF8.self)
+            pending.removeSubrange(...newline)
+            lines.append(line)
+            guard !killed, progressWritten(line) != nil else { continue }
+            seen += 1
+            if seen >= wanted {
+                process.send(SIGKILL)
+                killed = true
+            }
+        }
+    }
+    return KilledRun(lines: lines, termination: process.waitUntilExit())
+}
