@@ -152,6 +152,17 @@ public enum LocalDatabaseError: Error, Sendable, Equatable, CustomStringConverti
     /// that cannot be resumed as recorded). Nothing is migrated.
     case invalidMigration(reason: String)
 
+    /// This process's migrator registers the migration `name`, which the database has not had
+    /// yet: run the migrator before writing (a record of the new shape written before the
+    /// migration would be transformed by it). Nothing is changed.
+    case migrationPending(name: String)
+
+    /// The database has had the migration `migration`, and this process has run no migrator: it
+    /// writes into the database only once it has run one that registers every migration the
+    /// database has had (`LocalDatabase.migrate(with:)`). Nothing is changed. A process that
+    /// cannot run one (an older app, the `localdb` tool) reads only.
+    case migratorNotRun(migration: String)
+
     /// A sentence describing the error, with its context.
     public var description: String { DatabaseError(self).description }
 }
@@ -202,6 +213,8 @@ extension LocalDatabaseError {
         case let .migrationConflict(name): self = .migrationConflict(name: name)
         case let .migrationFailed(name, id, reason): self = .migrationFailed(name: name, id: id, reason: reason)
         case let .invalidMigration(reason): self = .invalidMigration(reason: reason)
+        case let .migrationPending(name): self = .migrationPending(name: name)
+        case let .migratorNotRun(migration): self = .migratorNotRun(migration: migration)
         }
     }
 }
@@ -253,6 +266,8 @@ extension DatabaseError {
         case let .migrationConflict(name): self = .migrationConflict(name: name)
         case let .migrationFailed(name, id, reason): self = .migrationFailed(name: name, id: id, reason: reason)
         case let .invalidMigration(reason): self = .invalidMigration(reason: reason)
+        case let .migrationPending(name): self = .migrationPending(name: name)
+        case let .migratorNotRun(migration): self = .migratorNotRun(migration: migration)
         }
     }
 }

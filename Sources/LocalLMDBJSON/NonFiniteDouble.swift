@@ -14,7 +14,7 @@ import LocalLMDBLMDB
 /// before this rule spelt such strings plainly: read as `Double`, they are the double.)
 @usableFromInline package enum NonFiniteDouble {
     /// The stored text of a non-finite `value`.
-    @inlinable static func text(for value: Double) -> String {
+    @inlinable package static func text(for value: Double) -> String {
         if value == .infinity { return "Infinity" }
         if value == -.infinity { return "-Infinity" }
         if value.bitPattern == Double.nan.bitPattern { return "NaN" }

@@ -45,6 +45,8 @@
     case migrationConflict(name: String)
     case migrationFailed(name: String, id: String, reason: String)
     case invalidMigration(reason: String)
+    case migrationPending(name: String)
+    case migratorNotRun(migration: String)
 
     /// A sentence describing the error, with its context.
     @usableFromInline package var description: String {
@@ -129,11 +131,15 @@
         case let .readOnlyReplica(source):
             return "The database is a read replica of '\(source)': write to the source, which the replica follows, or detach the replica (PullReplicator.detach()) to make its records its own."
         case let .unknownMigration(name):
-            return "The database has had the migration '\(name)', which this process's migrator does not register (a newer version of the app migrated it): this process may read it, not write it."
+            return "The database has had the migration '\(name)', which this process's migrator does not register (a newer version of the app migrated it): this process reads it and writes nothing into it."
         case let .migrationInProgress(name):
             return "The migration '\(name)' is under way on this database: only the migration writes records until it ends (run the migrator to finish it)."
         case let .migrationConflict(name):
             return "Another process changed the database's migrations while '\(name)' ran: nothing of this batch was written; run the migrator again."
+        case let .migrationPending(name):
+            return "This process's migrator registers the migration '\(name)', which the database has not had: run the migrator (LocalDatabase.migrate(with:)) before writing."
+        case let .migratorNotRun(migration):
+            return "The database has had the migration '\(migration)': a process writes into it only once it has run a migrator that registers every migration the database has had (LocalDatabase.migrate(with:)). A process that knows none of them reads only."
         case let .invalidMigration(reason):
             return "The migrator cannot run: \(reason). Nothing was migrated."
         case let .migrationFailed(name, id, reason):

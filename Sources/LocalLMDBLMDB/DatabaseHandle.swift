@@ -17,6 +17,9 @@ import CLMDB
     case key
     /// The pair with the key and value given (`MDB_GET_BOTH`, in a sorted-duplicates database).
     case keyAndValue
+    /// The first duplicate of the key given that is at least the value given
+    /// (`MDB_GET_BOTH_RANGE`, in a sorted-duplicates database).
+    case keyAndValueAtLeast
     /// The first pair whose key is at least the key given (`MDB_SET_RANGE`).
     case keyAtLeast
     /// The pair before the current one (the previous duplicate, or the previous key's last).
@@ -35,6 +38,7 @@ import CLMDB
         case .nextDuplicate: return MDB_NEXT_DUP
         case .key: return MDB_SET_KEY
         case .keyAndValue: return MDB_GET_BOTH
+        case .keyAndValueAtLeast: return MDB_GET_BOTH_RANGE
         case .keyAtLeast: return MDB_SET_RANGE
         case .previous: return MDB_PREV
         case .lastDuplicate: return MDB_LAST_DUP

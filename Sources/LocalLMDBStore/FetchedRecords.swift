@@ -233,4 +233,12 @@ package struct FetchedSnapshot: RecordSnapshot {
 
     /// A server's store is never a replica.
     package func replicaState() throws(DatabaseError) -> ReplicaState? { nil }
+
+    /// Not read from a server's store: migrations run on LMDB databases only.
+    package func records<R>(
+        ofClass classKey: StorageKey, after: [UInt8]?, limit: Int,
+        _ transform: (DecodedRecord, _ key: [UInt8], _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R] {
+        throw .unsupported(operation: "Walking a class in steps", reason: "the PostgreSQL engine does not run migrations in this version")
+    }
 }

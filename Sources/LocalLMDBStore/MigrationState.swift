@@ -98,9 +98,16 @@ import LocalLMDBJSON
 /// What this process knows of migrations, shared by every transaction of one store: the names
 /// its migrator registers (nil until a migrator has run: then the process knows none), and the
 /// last `migrations` entry found to allow its writes, so that a write compares bytes rather
-/// than parsing the entry again.
+/// than parsing the entry again. `generation` counts the changes of `known`: an entry allowed
+/// under older names is never cached under newer ones.
 package final class MigrationCatalog: Sendable {
-    private let state = Locked<(known: Set<String>?, allowed: [UInt8]?)>((nil, nil))
+    private struct State {
+        var known: Set<String>?
+        var generation = 0
+        var allowed: [UInt8]?
+    }
+
+    private let state = Locked<State>(State())
 
     package init() {}
 
@@ -108,17 +115,21 @@ package final class MigrationCatalog: Sendable {
     package var known: Set<String>? { state.withLock { $0.known } }
 
     /// Records the names of this process's migrator: from then on the process writes into a
-    /// database whose recorded migrations are all among them.
+    /// database that has had exactly these migrations (`RecordStore.checkMigrations`).
     package func know(_ names: Set<String>) {
-        state.withLock { $0 = (names, nil) }
+        state.withLock { state in
+            state.known = names
+            state.generation += 1
+            state.allowed = nil
+        }
     }
 
-    fileprivate func isAllowed(_ entry: UnsafeRawBufferPointer) -> Bool {
-        state.withLock { $0.allowed.map { entry.elementsEqual($0) } ?? false }
+    fileprivate func current(_ entry: UnsafeRawBufferPointer) -> (known: Set<String>?, generation: Int, allowed: Bool) {
+        state.withLock { ($0.known, $0.generation, $0.allowed.map { entry.elementsEqual($0) } ?? false) }
     }
 
-    fileprivate func allow(_ entry: [UInt8]) {
-        state.withLock { $0.allowed = entry }
+    fileprivate func allow(_ entry: [UInt8], generation: Int) {
+        state.withLock { if $0.generation == generation { $0.allowed = entry } }
     }
 }
 
@@ -140,18 +151,31 @@ extension RecordStore {
         }
     }
 
-    /// Refuses a write that changes records, other than a migration's own, when the database
-    /// has a migration under way, or has had one this process does not know.
+    /// Refuses a write that changes records, other than a migration's own, unless the database
+    /// has had exactly the migrations this process knows, none under way: a process that does
+    /// not know one it has had (an older app: `unknownMigration`, or one whose migrator has not
+    /// run: `migratorNotRun`) writes records of older shapes, and one that knows a migration the
+    /// database has not had yet (`migrationPending`) writes records of newer shapes, which the
+    /// migration would transform again.
     func checkMigrations(in transaction: Transaction) throws(DatabaseError) {
         try MigrationState.metaKey.withBytes { key throws(DatabaseError) in
-            guard let bytes = try transaction.get(meta, key), !migrations.isAllowed(bytes) else { return }
+            guard let bytes = try transaction.get(meta, key) else {
+                if let pending = migrations.known?.min() { throw .migrationPending(name: pending) }
+                return
+            }
+            let (known, generation, allowed) = migrations.current(bytes)
+            if allowed { return }
             guard let state = MigrationState(parsing: bytes) else {
                 throw .corruptRecord(id: "meta \"migrations\"", reason: "the database's migration entry is damaged")
             }
-            let known = migrations.known ?? []
-            if let unknown = state.names.first(where: { !known.contains($0) }) { throw .unknownMigration(name: unknown) }
             if let running = state.running { throw .migrationInProgress(name: running.name) }
-            migrations.allow(Array(bytes))
+            guard let known else {
+                if let first = state.completed.first { throw .migratorNotRun(migration: first) }
+                return
+            }
+            if let unknown = state.completed.first(where: { !known.contains($0) }) { throw .unknownMigration(name: unknown) }
+            if let pending = known.subtracting(state.completed).min() { throw .migrationPending(name: pending) }
+            migrations.allow(Array(bytes), generation: generation)
         }
     }
 

@@ -24,6 +24,14 @@ import LocalLMDBLMDB
         ofClasses classKeys: [StorageKey], _ transform: (DecodedRecord, _ id: () -> String) throws(DatabaseError) -> R
     ) throws(DatabaseError) -> [R]
 
+    /// `transform` applied to up to `limit` records stored under `classKey` whose keys come
+    /// after the record key `after` (from the first when nil), in the byte order of record keys;
+    /// `transform` is also given the record's key. A walk of one class in steps (a migration's).
+    func records<R>(
+        ofClass classKey: StorageKey, after: [UInt8]?, limit: Int,
+        _ transform: (DecodedRecord, _ key: [UInt8], _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R]
+
     /// The ids of the records stored under any of `classKeys`, in the order of `records`.
     func ids(ofClasses classKeys: [StorageKey]) throws(DatabaseError) -> [String]
 

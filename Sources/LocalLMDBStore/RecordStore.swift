@@ -247,6 +247,37 @@ import Foundation
         return objects
     }
 
+    /// `transform` applied to up to `limit` records stored under `typeKey` whose keys come after
+    /// the record key `after` (from the first when nil), in key order: a walk of one class in
+    /// steps, each a seek in `types` (`MDB_GET_BOTH_RANGE`), whatever the class's size.
+    package func objects<R>(
+        typeKey: StorageKey, after: [UInt8]?, limit: Int, in transaction: Transaction,
+        _ transform: (DecodedRecord, _ key: [UInt8], _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R] {
+        var objects: [R] = []
+        guard limit > 0 else { return objects }
+        try transaction.withCursor(types) { index throws(DatabaseError) in
+            try typeKey.withBytes { typeBytes throws(DatabaseError) in
+                var entry: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+                if let after {
+                    entry = try after.withBytes { value throws(DatabaseError) in try index.get(.keyAndValueAtLeast, key: typeBytes, value: value) }
+                    if let found = entry, found.value.elementsEqual(after) { entry = try index.get(.nextDuplicate) }
+                } else {
+                    entry = try index.get(.key, key: typeBytes)
+                }
+                while let (_, recordKey) = entry, objects.count < limit {
+                    // An index entry without its record is reported by verifyIntegrity; reads skip it.
+                    if let value = try transaction.get(records, recordKey) {
+                        let stored = try RecordDecoding.decode(key: recordKey, value: value, encryption: encryption)
+                        objects.append(try transform(stored, Array(recordKey)) { (try? RecordValue(parsing: value))?.id(key: recordKey) ?? RecordDecoding.displayID(recordKey) })
+                    }
+                    entry = try index.get(.nextDuplicate)
+                }
+            }
+        }
+        return objects
+    }
+
     /// Calls `body` with the id, class name and document (opened and checked, as a read would)
     /// of each record stored under any of `typeKeys`, type by type, or of every record when
     /// `typeKeys` is nil; in key order. The document is valid during the call only.

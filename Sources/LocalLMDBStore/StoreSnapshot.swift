@@ -27,6 +27,13 @@ import LocalLMDBLMDB
         try store.objects(typeKeys: classKeys, in: transaction, transform)
     }
 
+    @usableFromInline package func records<R>(
+        ofClass classKey: StorageKey, after: [UInt8]?, limit: Int,
+        _ transform: (DecodedRecord, _ key: [UInt8], _ id: () -> String) throws(DatabaseError) -> R
+    ) throws(DatabaseError) -> [R] {
+        try store.objects(typeKey: classKey, after: after, limit: limit, in: transaction, transform)
+    }
+
     @usableFromInline package func ids(ofClasses classKeys: [StorageKey]) throws(DatabaseError) -> [String] {
         try store.ids(typeKeys: classKeys, in: transaction)
     }

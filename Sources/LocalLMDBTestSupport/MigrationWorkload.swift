@@ -54,16 +54,22 @@ public enum MigrationWorkload {
     /// Person `number`'s name in version 1.
     public static func name(_ number: Int) -> String { "Given\(number) Family\(number % 97)" }
 
-    /// The migrator of version 2: "split names" turns each `PersonV1` into a `PersonV2` under
-    /// the same id, counting the visit.
+    /// The migrator of version 2: "split names" first counts a visit on each `PersonV1` in
+    /// place (the same class, under the same id: a record walked twice would count two), then
+    /// turns each into a `PersonV2` under the same id, keeping the count.
     public static func migrator(batchSize: Int) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("split names", batchSize: batchSize, steps: [
             .transform(PersonV1.self) { record in
                 let name: String = record.document.get("name")
                 let visits: Int = record.document.get("visits")
+                return .replace(with: PersonV1(name: name, visits: visits + 1))
+            },
+            .transform(PersonV1.self) { record in
+                let name: String = record.document.get("name")
+                let visits: Int = record.document.get("visits")
                 let parts = name.split(separator: " ", maxSplits: 1).map(String.init)
-                return .replace(with: PersonV2(first: parts.first ?? "", last: parts.count > 1 ? parts[1] : "", visits: visits + 1))
+                return .replace(with: PersonV2(first: parts.first ?? "", last: parts.count > 1 ? parts[1] : "", visits: visits))
             },
         ])
         return migrator

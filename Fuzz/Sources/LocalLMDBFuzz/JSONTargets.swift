@@ -78,6 +78,10 @@ enum JSONTargets {
         case let .int(integer):
             return number(other).map { Double(integer) == $0 } ?? false
         case let .double(double):
+            // NaN and the infinities are stored as strings spelt as `NonFiniteDouble` writes them
+            // (a string value with that spelling is written escaped): we read such a string,
+            // unescaped, as the double; Foundation reads the string.
+            if !double.isFinite, let text = other as? String { return text == NonFiniteDouble.text(for: double) }
             return number(other).map { double == $0 || (double.isNaN && $0.isNaN) } ?? false
         case let .number(text):
             guard let double = Double(text) else { return false }

@@ -25,7 +25,9 @@ public struct DatabaseMigrator: Sendable {
     struct Migration: Sendable {
         let name: String
         let batchSize: Int
-        let steps: [MigrationStep]
+        /// The steps' walks, one per class name, in order: the step a database records is an
+        /// index in this list.
+        let walks: [MigrationStep.Walk]
     }
 
     private(set) var migrations: [Migration] = []
@@ -52,46 +54,46 @@ public struct DatabaseMigrator: Sendable {
             if name.isEmpty { problem = "a migration's name must not be empty" }
             else if migrations.contains(where: { $0.name == name }) { problem = "the migration '\(name)' is registered twice" }
         }
-        migrations.append(Migration(name: name, batchSize: max(1, batchSize), steps: steps))
+        migrations.append(Migration(name: name, batchSize: max(1, batchSize), walks: steps.flatMap(\.walks)))
     }
 }
 
 /// One step of a migration: a change to the records of one class, in batches.
 public struct MigrationStep: Sendable {
-    enum Kind: Sendable {
-        case transform(className: String, MigrationTransform)
+    /// One class name a step walks, and what it does to each record.
+    struct Walk: Sendable {
+        let className: String
+        let transform: MigrationTransform
     }
 
-    let kind: Kind
-
-    /// The class name the step walks.
-    var className: String {
-        switch kind {
-        case let .transform(className, _): className
-        }
-    }
+    /// The class names walked, in order (a type's current name, then its `Legacy` names).
+    let walks: [Walk]
 
     /// Transforms each record stored under `className` (its current name), once: `body` is given
     /// the stored document and returns what to store in its place (`MigrationResult`). The old
     /// shape needs no Swift type: read it through the document's `get`.
     ///
-    /// `body` runs on the task that called `migrate(with:)`. It may write records of other
-    /// classes under any id, and records of `className` under the record's own id only (a new
-    /// record of the class it walks could be walked again; transform into another class, then
-    /// rename it, to split records of one class). When it throws, the batch is rolled back and
-    /// `migrate` throws `migrationFailed`, naming the record.
+    /// `body` runs on the task that called `migrate(with:)`. It may store records of
+    /// `className` under the record's own id only (a new record of the class it walks could be
+    /// walked again: transform into another class, then rename it, to split records of one
+    /// class), and records of other classes under any id that holds no record of `className`
+    /// (which would be lost to the walk); the models references hold count too. Ids are
+    /// compared by their bytes. When `body` throws, or returns what breaks these rules, the
+    /// batch is rolled back and `migrate` throws `migrationFailed`, naming the record.
     public static func transform(
         _ className: String, _ body: @escaping @Sendable (MigratingRecord) throws -> MigrationResult
     ) -> MigrationStep {
-        MigrationStep(kind: .transform(className: className, MigrationTransform(body)))
+        MigrationStep(walks: [Walk(className: className, transform: MigrationTransform(body))])
     }
 
-    /// Transforms each record stored as `type` (under its stored class name): `transform`
-    /// with the type's name, for a type that still exists.
+    /// Transforms each record stored as `type`: under its stored class name, then under each of
+    /// its `Legacy` names (a record `body` stores as `type` lands under the current name, which
+    /// is walked first, so it is never transformed twice). For a type that still exists.
     public static func transform<T: Persistable>(
         _ type: T.Type, _ body: @escaping @Sendable (MigratingRecord) throws -> MigrationResult
     ) -> MigrationStep {
-        transform(TypeRegistry.storedClass(of: type).name, body)
+        let transform = MigrationTransform(body)
+        return MigrationStep(walks: Legacy.allNames(of: TypeRegistry.name(of: type)).map { Walk(className: $0, transform: transform) })
     }
 
     /// Stores every record of the class `oldName` as `newName` for good, rewriting each record
@@ -204,8 +206,10 @@ public struct MigratedRecord {
 public struct MigrationProgress: Sendable, Equatable {
     /// The migration running.
     public let migration: String
-    /// Its step (from 0), and how many it has.
+    /// Its step (from 0), and how many it has: a step that walks several class names (a type
+    /// with `Legacy` names) counts one per name.
     public let step: Int
+    /// How many steps the migration has (counted as `step` counts them).
     public let stepCount: Int
     /// The records this call has visited in the step, and written (or deleted) in it.
     public let recordsVisited: Int

@@ -30,10 +30,12 @@ struct MigrationRun {
         }
         guard !engine.configuration.readOnly else { throw DatabaseError.readOnly }
         guard !engine.transactionActive else { throw DatabaseError.transactionAlreadyActive }
-        let lock = try await Self.lock(session.directoryPath, timeout: engine.busyTimeout)
-        defer { withExtendedLifetime(lock) {} }
+        // Known from now on, even while this run waits for another migrator: the process writes
+        // only once the database has had exactly these.
         let names = Set(migrator.migrationNames)
         session.knowMigrations(names)
+        let lock = try await Self.lock(session.directoryPath, timeout: engine.busyTimeout)
+        defer { withExtendedLifetime(lock) {} }
         // A batch a killed migrator committed but did not publish is seen before the state is read.
         try await engine.publishCommits()
         var state = try session.migrationState()
@@ -66,90 +68,100 @@ struct MigrationRun {
 
     /// Runs `migration` from where `state` says it is, batch by batch, advancing `state`.
     private nonisolated(nonsending) func run(_ migration: DatabaseMigrator.Migration, state: inout MigrationState) async throws {
-        var step = 0
-        var position: [UInt8] = []
-        if let running = state.running {
-            assert(running.name == migration.name, "the migration under way runs first")
-            guard running.step <= migration.steps.count else {
-                throw DatabaseError.invalidMigration(
-                    reason: "the database records the migration '\(migration.name)' at its step \(running.step + 1), and the migrator registers \(migration.steps.count) steps for it")
-            }
-            (step, position) = (running.step, running.position)
-        }
-        guard step < migration.steps.count else {
-            // No step (left): the migration is recorded, alone.
+        let walks = migration.walks
+        if state.running == nil {
+            // Under way before its first record is read: from this commit on, only its batches
+            // change records, so no record can be written behind its position.
             var next = state
-            next.completed.append(migration.name)
-            next.running = nil
+            next.running = MigrationState.Running(name: migration.name, step: 0, position: [])
             _ = try await engine.perform(.migrate([], expected: state, state: next))
             state = next
-            return
         }
-        while step < migration.steps.count {
-            let migrationStep = migration.steps[step]
+        guard let running = state.running, running.name == migration.name else {
+            assertionFailure("the migration under way runs first")
+            throw DatabaseError.invalidMigration(reason: "the migration '\(migration.name)' is not the one under way")
+        }
+        guard running.step <= walks.count else {
+            throw DatabaseError.invalidMigration(
+                reason: "the database records the migration '\(migration.name)' at its step \(running.step + 1), and the migrator registers \(walks.count) steps (class walks) for it")
+        }
+        var (step, position) = (running.step, running.position)
+        while true {
+            guard step < walks.count else {
+                // Every step done (or none): the migration is recorded completed.
+                var next = state
+                next.completed.append(migration.name)
+                next.running = nil
+                _ = try await engine.perform(.migrate([], expected: state, state: next))
+                state = next
+                return
+            }
+            let walk = walks[step]
             var visited = 0
             var written = 0
             while true {
                 try Task.checkCancellation()
-                let page = try await engine.read(ReadMigrationPage(query: try query(migrationStep.className, after: position, limit: migration.batchSize)))
-                let (operations, types) = try encode(page.records, of: migration.name, migrationStep)
-                // The indexes the written models declare, as a write of them would make them.
-                for type in types { try await Self.ensureIndexes(type, engine) }
-                var next = state
-                let last = page.records.count < migration.batchSize ? nil : page.last
-                if let last {
-                    next.running = MigrationState.Running(name: migration.name, step: step, position: last.encoded)
-                } else if step + 1 < migration.steps.count {
-                    next.running = MigrationState.Running(name: migration.name, step: step + 1, position: [])
-                } else {
-                    next.completed.append(migration.name)
-                    next.running = nil
+                let classKey = StorageKey(walk.className, maxKeySize: engine.maxKeySize)
+                let records = try await engine.read(ReadMigrationPage(classKey: classKey, after: position.isEmpty ? nil : position, limit: migration.batchSize))
+                let batch = try encode(records, of: migration.name, walk)
+                // A record stored under another record's id must not replace one of the class
+                // walked (it would leave the walk untransformed, or transformed twice).
+                if !batch.foreignKeys.isEmpty {
+                    let classes = try await engine.read(ReadClassNames(keys: batch.foreignKeys.map(\.key)))
+                    for (index, stored) in classes.enumerated() where stored.map({ Array($0.utf8) == Array(walk.className.utf8) }) ?? false {
+                        throw DatabaseError.migrationFailed(
+                            name: migration.name, id: batch.foreignKeys[index].source,
+                            reason: "a record it stores would replace the record under '\(batch.foreignKeys[index].key.id)', of the class '\(walk.className)' the step walks")
+                    }
                 }
-                written += try await engine.perform(.migrate(operations, expected: state, state: next))
+                // The indexes the written models declare, as a write of them would make them.
+                for type in batch.types { try await Self.ensureIndexes(type, engine) }
+                var next = state
+                let last = records.count < migration.batchSize ? nil : records.last?.key
+                if let last {
+                    next.running = MigrationState.Running(name: migration.name, step: step, position: last)
+                } else {
+                    next.running = MigrationState.Running(name: migration.name, step: step + 1, position: [])
+                }
+                written += try await engine.perform(.migrate(batch.operations, expected: state, state: next))
                 state = next
-                visited += page.records.count
+                visited += records.count
                 progress?(MigrationProgress(
-                    migration: migration.name, step: step, stepCount: migration.steps.count, recordsVisited: visited, recordsWritten: written))
+                    migration: migration.name, step: step, stepCount: walks.count, recordsVisited: visited, recordsWritten: written))
                 guard let last else { break }
-                position = last.encoded
+                position = last
             }
             step += 1
             position = []
         }
     }
 
-    /// The store's query for the next `limit` records of `className` after `position` (the
-    /// encoded cursor of the last record a batch visited; empty for the first).
-    private func query(_ className: String, after position: [UInt8], limit: Int) throws(DatabaseError) -> IndexQuery {
-        var query = try QueryPlan.indexQuery(
-            QueryPlan.Shape(conditions: [], order: nil, offset: 0, limit: limit), classNames: [className], declaredIndexes: [])
-        if !position.isEmpty {
-            guard let cursor = IndexCursor(encoded: position) else {
-                throw DatabaseError.corruptRecord(id: "meta \"migrations\"", reason: "the recorded position of the migration under way is damaged")
-            }
-            query.after = cursor
-        }
-        return query
+    /// What `encode` makes of a page: the writes, the types of the models stored, and the keys
+    /// written that are not the key of the record whose transform wrote them.
+    struct EncodedBatch {
+        var operations: [WriteOperation] = []
+        var types: [any Persistable.Type] = []
+        var foreignKeys: [(key: StorageKey, source: String)] = []
     }
 
-    /// The writes of `step` for `records` (deletes first, then one put of every record stored),
-    /// and the types of the models it stores.
-    private func encode(
-        _ records: [(id: String, record: DecodedRecord.Detached)], of migration: String, _ step: MigrationStep
-    ) throws -> (operations: [WriteOperation], types: [any Persistable.Type]) {
-        guard case let .transform(className, transform) = step.kind else { return ([], []) }
-        var types: [ObjectIdentifier: any Persistable.Type] = [:]
+    /// The writes of `walk` for `records` (deletes first, then one put of every record stored).
+    private func encode(_ records: [MigrationPage.Record], of migration: String, _ walk: MigrationStep.Walk) throws -> EncodedBatch {
         let (maxKeySize, encryption) = (engine.maxKeySize, engine.encryption)
+        let walked = Array(walk.className.utf8)
+        var types: [ObjectIdentifier: any Persistable.Type] = [:]
         var deletes: [WriteOperation] = []
         var batch = RecordBatch()
         var classes = ClassList()
         var header: [UInt8] = []
         var written: Set<ExactID> = []
-        for (id, stored) in records {
-            let record = MigratingRecord(id: id, className: stored.stored.className, document: DataObject(encoded: stored.stored.object))
+        // The record each entry of `batch` was stored for (a model's references add entries).
+        var sources: [(id: String, key: [UInt8])] = []
+        for record in records {
+            let id = record.id
+            let migrating = MigratingRecord(id: id, className: record.stored.stored.className, document: DataObject(encoded: record.stored.stored.object))
             let result: MigrationResult
             do {
-                result = try transform.body(record)
+                result = try walk.transform.body(migrating)
             } catch {
                 throw DatabaseError.migrationFailed(name: migration, id: id, reason: "the step threw \(error)")
             }
@@ -159,23 +171,20 @@ struct MigrationRun {
             case .delete:
                 deletes.append(.delete(try RecordEncoding.recordKey(id, maxKeySize: maxKeySize)))
             case let .records(replacements):
-                var keepsID = false
+                var keepsKey = false
                 for replacement in replacements {
                     let newID = replacement.id ?? id
-                    keepsID = keepsID || newID == id
+                    let before = batch.count
                     do throws(DatabaseError) {
                         switch replacement.content {
                         case let .model(model):
                             types[ObjectIdentifier(Swift.type(of: model))] = Swift.type(of: model)
-                            let name = TypeRegistry.storedClass(of: Swift.type(of: model)).name
-                            if name == className, newID != id { throw .migrationFailed(name: migration, id: id, reason: Self.sameClassRule(className)) }
                             try Self.encode(model, id: newID, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption,
                                             classes: &classes, written: &written)
                         case let .document(document):
                             guard let name = document.className, !name.isEmpty else {
                                 throw .migrationFailed(name: migration, id: id, reason: "a document it returned names no class (its member \"object\")")
                             }
-                            if name == className, newID != id { throw .migrationFailed(name: migration, id: id, reason: Self.sameClassRule(className)) }
                             guard let bytes = document.encoded() else {
                                 let detail = document.encodingFailure.map { " at '\($0.path)': \($0.reason)" } ?? ""
                                 throw .migrationFailed(name: migration, id: id, reason: "a document it returned cannot be stored" + detail)
@@ -190,19 +199,32 @@ struct MigrationRun {
                         if case .migrationFailed = error { throw error }
                         throw DatabaseError.migrationFailed(name: migration, id: id, reason: error.description)
                     }
+                    for _ in before..<batch.count { sources.append((id: id, key: record.key)) }
+                    keepsKey = keepsKey || StorageKey(newID, maxKeySize: maxKeySize).bytes == record.key
                 }
-                if !keepsID { deletes.append(.delete(try RecordEncoding.recordKey(id, maxKeySize: maxKeySize))) }
+                if !keepsKey { deletes.append(.delete(try RecordEncoding.recordKey(id, maxKeySize: maxKeySize))) }
             }
         }
-        return (batch.isEmpty ? deletes : deletes + [.put(batch, classes: classes.classes)], Array(types.values))
-    }
-
-    private static nonisolated(nonsending) func ensureIndexes<T: Persistable>(_ type: T.Type, _ engine: FaceEngine) async throws(DatabaseError) {
-        try await IndexDeclarations.ensure(type, in: engine)
-    }
-
-    private static func sameClassRule(_ className: String) -> String {
-        "a step over '\(className)' may store records of '\(className)' under the record's own id only (transform into another class, then rename it)"
+        assert(sources.count == batch.count, "every stored entry has its source")
+        // The rules on what a step stores, checked on the bytes of keys and class names.
+        var foreignKeys: [(key: StorageKey, source: String)] = []
+        var index = 0
+        var broken: (source: String, reason: String)?
+        batch.forEachRecord { key, id, _, className, _ in
+            defer { index += 1 }
+            guard broken == nil, index < sources.count else { return }
+            let source = sources[index]
+            guard !key.elementsEqual(source.key) else { return }
+            if Array(className.utf8) == walked {
+                broken = (source.id, "a step over '\(walk.className)' may store records of '\(walk.className)' under the record's own id only (transform into another class, then rename it)")
+            } else {
+                let shown = id.isEmpty ? String(decoding: key, as: UTF8.self) : String(decoding: id, as: UTF8.self)
+                foreignKeys.append((StorageKey(shown, maxKeySize: maxKeySize), source.id))
+            }
+        }
+        if let broken { throw DatabaseError.migrationFailed(name: migration, id: broken.source, reason: broken.reason) }
+        return EncodedBatch(
+            operations: batch.isEmpty ? deletes : deletes + [.put(batch, classes: classes.classes)], types: Array(types.values), foreignKeys: foreignKeys)
     }
 
     /// `RecordEncoding.encode` for a model of any type.
@@ -214,22 +236,42 @@ struct MigrationRun {
             Record(id: id, data: model), into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes,
             written: &written)
     }
-}
 
-/// The next records a migration step visits, each with its id, read in place then detached.
-struct ReadMigrationPage: PlainRead {
-    let query: IndexQuery
-
-    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> MigrationPage {
-        let (records, last) = try snapshot.page(matching: query) { record, id in (id: id(), record: record.detached()) }
-        return MigrationPage(records: records, last: last)
+    private static nonisolated(nonsending) func ensureIndexes<T: Persistable>(_ type: T.Type, _ engine: FaceEngine) async throws(DatabaseError) {
+        try await IndexDeclarations.ensure(type, in: engine)
     }
 }
 
-/// `ReadMigrationPage`'s records, and the cursor after the last.
-struct MigrationPage: Sendable {
-    let records: [(id: String, record: DecodedRecord.Detached)]
-    let last: IndexCursor?
+/// The next records a migration step visits (`RecordSnapshot.records(ofClass:after:limit:_:)`),
+/// each with its key and id, read in place then detached.
+struct ReadMigrationPage: PlainRead {
+    let classKey: StorageKey
+    let after: [UInt8]?
+    let limit: Int
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [MigrationPage.Record] {
+        try snapshot.records(ofClass: classKey, after: after, limit: limit) { record, key, id in
+            MigrationPage.Record(key: key, id: id(), stored: record.detached())
+        }
+    }
+}
+
+/// `ReadMigrationPage`'s records.
+enum MigrationPage {
+    struct Record: Sendable {
+        let key: [UInt8]
+        let id: String
+        let stored: DecodedRecord.Detached
+    }
+}
+
+/// The class name stored under each key, nil where none is stored.
+struct ReadClassNames: PlainRead {
+    let keys: [StorageKey]
+
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [String?] {
+        try keys.map { key throws(DatabaseError) in try snapshot.record(key, id: key.id)?.className }
+    }
 }
 
 extension LocalDatabase {
