@@ -93,43 +93,6 @@ private func progressLine(_ line: String) -> (visited: Int, resealed: Int)? {
     return (visited, resealed)
 }
 
-/// What the test saw of one `reencrypt-batches` child.
-private struct WatchedRun: Sendable {
-    /// Its complete output lines.
-    let lines: [String]
-    /// Whether the test sent it SIGKILL.
-    let killed: Bool
-    let termination: ChildProcess.Termination
-}
-
-/// Reads the child's lines as they come and sends it SIGKILL upon reading the
-/// `extraLines + 1`th progress line that reports records resealed by this run (the child has
-/// gone on with the next batch meanwhile); then reads its output to the end and reaps it.
-/// Blocks: run it on a thread of its own.
-private func killDuringReencryption(_ process: ChildProcess, _ output: PipeReader, extraLines: Int) -> WatchedRun {
-    var pending: [UInt8] = []
-    var lines: [String] = []
-    var freshLines = 0
-    var killed = false
-    while true {
-        let chunk = output.readSome()
-        if chunk.isEmpty { break }
-        pending += chunk
-        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = String(decoding: pending[..<newline], as: UTF8.self)
-            pending.removeSubrange(...newline)
-            lines.append(line)
-            guard !killed, let progress = progressLine(line), progress.resealed > 0 else { continue }
-            freshLines += 1
-            if freshLines > extraLines {
-                process.send(SIGKILL)
-                killed = true
-            }
-        }
-    }
-    return WatchedRun(lines: lines, killed: killed, termination: process.waitUntilExit())
-}
-
 @Suite("Encryption: keys and plaintext on disk, killed re-encryption")
 struct EncryptionKeyExposureTests {
     /// Neither key's bytes (whole, either half, or as hex text) nor any record's plaintext is in
@@ -253,7 +216,10 @@ struct EncryptionKeyExposureTests {
                 let run: WatchedRun
                 do {
                     run = try await withTimeout(seconds: 300) {
-                        await onThread(stackSize: 1 << 20) { killDuringReencryption(process, output, extraLines: extraLines) }
+                        await onThread(stackSize: 1 << 20) {
+                            // Upon the `extraLines + 1`th line reporting records this run resealed.
+                            killAfterLines(process, output, count: extraLines + 1) { (progressLine($0)?.resealed ?? 0) > 0 }
+                        }
                     }
                 } catch {
                     process.send(SIGKILL)

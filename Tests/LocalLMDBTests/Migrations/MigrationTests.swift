@@ -383,10 +383,10 @@ struct MigrationTests {
                 let batchSize = Int.random(in: 2_000...8_000)
                 let freshLines = Int.random(in: 1...6)
                 let (process, output) = try launchHelper(["migrate-batches", directory.path, String(batchSize)])
-                let run: KilledRun
+                let run: WatchedRun
                 do {
                     run = try await withTimeout(seconds: 300) {
-                        await onThread(stackSize: 1 << 20) { killAfterProgress(process, output, lines: freshLines) }
+                        await onThread(stackSize: 1 << 20) { killAfterLines(process, output, count: freshLines) { progressWritten($0) != nil } }
                     }
                 } catch {
                     process.send(SIGKILL)
@@ -473,41 +473,9 @@ struct MigrationTests {
     }
 }
 
-private struct KilledRun: Sendable {
-    let lines: [String]
-    let termination: ChildProcess.Termination
-}
-
 /// The records written that a `migrate-batches` progress line reports.
 private func progressWritten(_ line: String) -> Int? {
     let parts = line.split(separator: " ")
     guard parts.count == 3, parts[0] == "progress" else { return nil }
     return Int(parts[2])
-}
-
-/// Reads the child's lines and sends it SIGKILL upon reading its `lines`th progress line (it
-/// has gone on with the next batch meanwhile); reads its output to the end and reaps it.
-/// Blocks: run it on a thread of its own.
-private func killAfterProgress(_ process: ChildProcess, _ output: PipeReader, lines wanted: Int) -> KilledRun {
-    var pending: [UInt8] = []
-    var lines: [String] = []
-    var seen = 0
-    var killed = false
-    while true {
-        let chunk = output.readSome()
-        if chunk.isEmpty { break }
-        pending += chunk
-        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-            let line = String(decoding: pending[..<newline], as: UTF8.self)
-            pending.removeSubrange(...newline)
-            lines.append(line)
-            guard !killed, progressWritten(line) != nil else { continue }
-            seen += 1
-            if seen >= wanted {
-                process.send(SIGKILL)
-                killed = true
-            }
-        }
-    }
-    return KilledRun(lines: lines, termination: process.waitUntilExit())
 }

@@ -306,3 +306,39 @@ extension LocalDatabase {
     /// LMDB's session under the database.
     nonisolated var session: Session { engine.session }
 }
+
+/// What a test saw of a child process it watched: its complete output lines, whether the test
+/// sent it SIGKILL, and how it ended.
+struct WatchedRun: Sendable {
+    let lines: [String]
+    let killed: Bool
+    let termination: ChildProcess.Termination
+}
+
+/// Reads the child's lines as they come and sends it SIGKILL upon reading the `count`th line
+/// `counts` accepts (a child that does not pause has gone on meanwhile: it dies at an arbitrary
+/// moment of its next step); then reads its output to the end and reaps it. Blocks: run it on a
+/// thread of its own.
+func killAfterLines(_ process: ChildProcess, _ output: PipeReader, count: Int, counting counts: (String) -> Bool) -> WatchedRun {
+    var pending: [UInt8] = []
+    var lines: [String] = []
+    var counted = 0
+    var killed = false
+    while true {
+        let chunk = output.readSome()
+        if chunk.isEmpty { break }
+        pending += chunk
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: pending[..<newline], as: UTF8.self)
+            pending.removeSubrange(...newline)
+            lines.append(line)
+            guard !killed, counts(line) else { continue }
+            counted += 1
+            if counted >= count {
+                process.send(SIGKILL)
+                killed = true
+            }
+        }
+    }
+    return WatchedRun(lines: lines, killed: killed, termination: process.waitUntilExit())
+}
