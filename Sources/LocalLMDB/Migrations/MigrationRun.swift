@@ -77,9 +77,11 @@ struct MigrationRun {
             _ = try await engine.perform(.migrate([], expected: state, state: next))
             state = next
         }
+        // Another migration under way here means a damaged entry (one both completed and under
+        // way: `run()` puts the one under way first): a typed error, never a trap.
         guard let running = state.running, running.name == migration.name else {
-            assertionFailure("the migration under way runs first")
-            throw DatabaseError.invalidMigration(reason: "the migration '\(migration.name)' is not the one under way")
+            throw DatabaseError.invalidMigration(
+                reason: "the database records the migration '\(state.running?.name ?? "")' under way while '\(migration.name)' is to run")
         }
         guard running.step <= walks.count else {
             throw DatabaseError.invalidMigration(

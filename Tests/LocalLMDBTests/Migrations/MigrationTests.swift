@@ -317,6 +317,29 @@ struct MigrationTests {
         }
     }
 
+    /// A damaged `migrations` entry (a migration both completed and under way) is a typed error
+    /// at the next migrator, never a trap, and nothing is migrated.
+    @Test func aDamagedMigrationEntryIsATypedError() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let database = try LocalDatabase(directory: directory)
+                try await writeNotes(database, count: 3)
+                await database.close()
+            }
+            // Version 1; "visit" completed; then "visit" under way, at step 0, from the start.
+            let name = Array("visit".utf8)
+            rawPut(directory, "meta", [(Array("migrations".utf8), [1, 1, UInt8(name.count)] + name + [1, UInt8(name.count)] + name + [0, 0])])
+            let database = try LocalDatabase(directory: directory)
+            var migrator = visitingMigrator(batchSize: 2, counter: Counter())
+            migrator.registerMigration("second", steps: [.deleteClass("MigNote")])
+            await #expect(throws: LocalDatabaseError.invalidMigration(reason: "the database records the migration 'visit' under way while 'second' is to run")) {
+                try await database.migrate(with: migrator)
+            }
+            #expect(try await database.count(MigNote.self) == 3)
+            await database.close()
+        }
+    }
+
     @Test func invalidMigratorsRunNothing() async throws {
         try await withDatabase { database, _ in
             try await writeNotes(database, count: 3)
