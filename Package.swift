@@ -118,10 +118,24 @@ if Context.environment["LOCALLMDB_MACROS"] != "0" {
     package.dependencies += [.package(url: "https://github.com/swiftlang/swift-syntax", exact: "603.0.1")]
     package.products += [.library(name: "LocalLMDBModels", targets: ["LocalLMDBModels"])]
     package.targets += [
-        // The compiler plugin: reads a model's declaration, writes its coding.
+        // The macros' code: reads a model's declaration, writes its coding. A library of its own so
+        // that the expansion tests link it without depending on the macro target: a test target that
+        // depends on a macro directly makes SwiftPM build the whole test product, and every library
+        // under it, a second time for the host (CI's build took twice as long).
+        .target(
+            name: "LocalLMDBModelMacroKit",
+            dependencies: [
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+            ]
+        ),
+        // The compiler plugin: the kit's macros, served to the compiler.
         .macro(
             name: "LocalLMDBModelMacros",
             dependencies: [
+                "LocalLMDBModelMacroKit",
                 .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
                 .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
             ]
@@ -133,7 +147,7 @@ if Context.environment["LOCALLMDB_MACROS"] != "0" {
         .testTarget(
             name: "LocalLMDBModelTests",
             dependencies: [
-                "LocalLMDBModels", "LocalLMDBModelMacros", "LocalLMDBTestSupport", "LocalLMDBModelTestSupport",
+                "LocalLMDBModels", "LocalLMDBModelMacroKit", "LocalLMDBTestSupport", "LocalLMDBModelTestSupport",
                 .product(name: "SwiftSyntaxMacrosGenericTestSupport", package: "swift-syntax"),
                 .product(name: "SwiftSyntaxMacroExpansion", package: "swift-syntax"),
             ]

@@ -34,6 +34,13 @@ static inline bool clmdb_atomic_compare_exchange(intptr_t *word, intptr_t expect
     return __atomic_compare_exchange_n(word, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
+/// A point on the calling thread's own stack: the frame's address. (A Swift local's address is not
+/// one under AddressSanitizer, which moves locals whose address is taken to a "fake stack" on the
+/// heap to catch uses after return: `StackGuard` read those as a stack grown past its limit.)
+static inline uintptr_t clmdb_stack_position(void) {
+    return (uintptr_t)__builtin_frame_address(0);
+}
+
 #if defined(__linux__)
 // A GNU extension, declared by <pthread.h> only with _GNU_SOURCE.
 extern int pthread_getattr_np(pthread_t thread, pthread_attr_t *attributes);

@@ -1,3 +1,5 @@
+import CLMDB
+
 /// How far down a thread's stack the codec may recurse.
 ///
 /// Nesting is limited to `JSONValidator.maxDepth` levels everywhere, but the stack a level takes
@@ -25,9 +27,12 @@
     }
 
     /// Whether the calling thread's stack has grown past `limit` (`ReadScratch.stackLimit`).
+    ///
+    /// The position is the frame's address, not a local's: under AddressSanitizer a local whose
+    /// address is taken lives on a heap "fake stack", below any thread's stack, and every document
+    /// was refused as too deep.
     @inline(__always)
     @inlinable package static func isLow(_ limit: UInt) -> Bool {
-        var marker: UInt8 = 0
-        return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) } < limit
+        UInt(clmdb_stack_position()) < limit
     }
 }

@@ -1,4 +1,4 @@
-import LocalLMDBModelMacros
+import LocalLMDBModelMacroKit
 import SwiftSyntaxMacroExpansion
 import SwiftSyntaxMacrosGenericTestSupport
 import Testing

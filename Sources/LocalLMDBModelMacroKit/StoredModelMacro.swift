@@ -46,7 +46,12 @@ public struct StoredValueMacro: ModelMacro {
 }
 
 /// `@Indexed` and `@NotStored`: markers the model macros read; they add nothing themselves.
-public struct MarkerMacro: PeerMacro {
+public struct MarkerMacro: MarkerMacroExpansion {}
+
+/// What a marker macro expands to: nothing.
+public protocol MarkerMacroExpansion: PeerMacro {}
+
+extension MarkerMacroExpansion {
     public static func expansion(
         of node: AttributeSyntax, providingPeersOf declaration: some DeclSyntaxProtocol, in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
@@ -56,7 +61,12 @@ public struct MarkerMacro: PeerMacro {
 
 /// `#StoredIndex`: read by `@StoredModel` from the type's body; it adds nothing itself, and is
 /// an error anywhere else (where no one would read it).
-public struct StoredIndexMacro: DeclarationMacro {
+public struct StoredIndexMacro: StoredIndexMacroExpansion {}
+
+/// What `#StoredIndex` expands to: nothing, and an error outside a `@StoredModel` type.
+public protocol StoredIndexMacroExpansion: DeclarationMacro {}
+
+extension StoredIndexMacroExpansion {
     public static func expansion(of node: some FreestandingMacroExpansionSyntax, in context: some MacroExpansionContext) throws -> [DeclSyntax] {
         let inModel = context.lexicalContext.first.map { enclosing in
             enclosing.asProtocol(WithAttributesSyntax.self)?.attributes.contains { element in
