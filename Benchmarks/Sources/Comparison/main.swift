@@ -9,15 +9,19 @@ import Foundation
 //
 //   comparison [--records N] [--repetitions R] [--results DIR] [--model student|wide|both]
 //              [--only CONTENDER[,CONTENDER…]] [--workload PREFIX] [--query-records N[,N…]]
+//              [--migration-records N[,N…]]
 //
 // The query workload (indexes against reading everything, GRDB and raw LMDB) runs over
 // --query-records orders (100,000 and 1,000,000 by default; 0 skips it); --workload queries runs it alone.
+//
+// The migration workload (`migrate(with:)` against a hand-written loop) runs over --migration-records
+// records (100,000 and 1,000,000 by default; 0 skips it); --workload migration runs it alone.
 //
 // --only (repeatable, or names separated by commas) and --workload restrict the run (for
 // profiling); the report then covers only what ran.
 
 let usage = "usage: comparison [--records N] [--repetitions R] [--results DIR] [--model student|wide|both] "
-    + "[--only CONTENDER[,CONTENDER…]] [--workload PREFIX] [--query-records N[,N…]]"
+    + "[--only CONTENDER[,CONTENDER…]] [--workload PREFIX] [--query-records N[,N…]] [--migration-records N[,N…]]"
 var recordCount = 10_000
 var repetitions = 5
 var resultsDirectory = URL(fileURLWithPath: "results", isDirectory: true)
@@ -25,6 +29,7 @@ var models = BenchModel.allCases
 var onlyContenders: [String] = []
 var onlyWorkload: String?
 var queryRecords = [100_000, 1_000_000]
+var migrationRecords = [100_000, 1_000_000]
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
@@ -41,6 +46,8 @@ while let argument = arguments.popFirst() {
     case "--only": onlyContenders += (arguments.popFirst() ?? "").split(separator: ",").map(String.init)
     case "--workload": onlyWorkload = arguments.popFirst()
     case "--query-records": queryRecords = (arguments.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
+    case "--migration-records":
+        migrationRecords = (arguments.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     default:
         print(usage)
         exit(2)
@@ -90,7 +97,7 @@ var sections: [String] = []
 var reports: [Report] = []
 var notes: [String] = []
 
-for model in models where onlyWorkload != "queries" {
+for model in models where onlyWorkload != "queries" && onlyWorkload != "migration" {
     let outcome = try await ModelRun(
         model: model, ids: ids, contenderTypes: contenderTypes, workloads: workloads, repetitions: repetitions
     ).run()
@@ -121,6 +128,9 @@ let header = """
 """
 if onlyWorkload.map({ "queries".hasPrefix($0) }) ?? true, !queryRecords.isEmpty, onlyContenders.isEmpty {
     sections.append("### Queries\n\n" + (try await QueryBench.run(counts: queryRecords, repetitions: repetitions, log: log)))
+}
+if onlyWorkload.map({ "migration".hasPrefix($0) }) ?? true, !migrationRecords.isEmpty, onlyContenders.isEmpty {
+    sections.append("### Migrations\n\n" + (try await MigrationBench.run(counts: migrationRecords, repetitions: min(repetitions, 3), log: log)))
 }
 if onlyWorkload.map({ "references".hasPrefix($0) }) ?? true, onlyContenders.isEmpty {
     sections.append("### References\n\n" + (try await ReferenceBench.run(households: 10_000, repetitions: repetitions, log: log)))

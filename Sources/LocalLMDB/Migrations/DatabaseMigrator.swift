@@ -135,6 +135,14 @@ public struct MigratingRecord {
     /// The stored document, to read (`get`) and to change in place (`add`, `renameField`,
     /// `removeField`) before returning it with `MigrationResult.replace(with:)`.
     public let document: DataObject
+
+    /// The stored document read as `type`, the old shape's model (as a read of `type` would
+    /// read it: `Storable`'s `init(dataObject:)`, or `Decodable`'s coding).
+    /// - Throws: What reading it as `type` throws (a member `type` needs is missing, say): the
+    ///   step's error, which rolls its batch back.
+    public func decode<T: Persistable>(_ type: T.Type = T.self) throws -> T {
+        try T._restore(from: document)
+    }
 }
 
 /// What a migration step stores in place of a record.

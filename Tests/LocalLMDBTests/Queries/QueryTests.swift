@@ -554,3 +554,56 @@ extension ValueOrderTests {
         }
     }
 }
+
+/// A model before and after a rename, for pages in the order of record keys.
+final class PagedBefore: Storable {
+    let key: String
+    init(key: String) { self.key = key }
+    required init(dataObject: DataObject) { key = dataObject.get("key") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "key", value: key) }
+}
+
+final class PagedAfter: Storable {
+    let key: String
+    init(key: String) { self.key = key }
+    required init(dataObject: DataObject) { key = dataObject.get("key") }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "key", value: key) }
+}
+
+@Suite("Pages of a class in the order of record keys")
+struct KeyOrderPageTests {
+    /// A query of no fields walks `types` from the cursor, merging a model's current and legacy
+    /// class names; its pages, offsets and limits are the stored ids in the order of their bytes.
+    @Test func pagesWalkTheClassesFromTheCursor() async throws {
+        try await withDatabase { database, _ in
+            var random = SplitMix(seed: 7)
+            let ids = (0..<600).map { index in "\(["a", "B", "é", "z", "a\u{0}"].randomElement(using: &random) ?? "a")\(index * 7919 % 600)" }
+            _ = try await database.write(contentsOf: ids.prefix(300).map { Record(id: $0, data: PagedBefore(key: $0)) })
+            Legacy.addClassRefactor(old: "PagedBefore", new: "PagedAfter")
+            defer { Legacy.removeClassRefactor(old: "PagedBefore") }
+            _ = try await database.write(contentsOf: ids.suffix(300).map { Record(id: $0, data: PagedAfter(key: $0)) })
+            for id in ids.enumerated().filter({ $0.offset % 11 == 0 }).map(\.element) { _ = try await database.delete(id: id) }
+            // Another class's records are not the model's.
+            _ = try await database.write(contentsOf: (0..<50).map { Record(id: "other\($0)", data: Ticket(queue: "q", priority: $0, title: "")) })
+            let expected = ids.enumerated().filter { $0.offset % 11 != 0 }.map(\.element).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+
+            for limit in [1, 7, 100, 1000] {
+                var seen: [String] = []
+                var cursor: QueryCursor?
+                repeat {
+                    let page = try await database.readPage(Query(PagedAfter.self).limit(limit).after(cursor))
+                    #expect(page.records.count <= limit)
+                    seen += page.records.map(\.key)
+                    cursor = page.next
+                } while cursor != nil
+                #expect(seen == expected, "pages of \(limit)")
+            }
+            #expect(try await database.read(Query(PagedAfter.self)).map(\.key) == expected)
+            #expect(try await database.readIDs(Query(PagedAfter.self)) == expected)
+            #expect(try await database.readIDs(Query(PagedAfter.self).offset(45).limit(30)) == Array(expected[45..<75]))
+            #expect(try await database.readIDs(Query(PagedAfter.self).offset(540)) == Array(expected.dropFirst(540)))
+            #expect(try await database.read(Query(PagedAfter.self).limit(0)).isEmpty)
+            #expect(try await database.count(Query(PagedAfter.self)) == expected.count)
+        }
+    }
+}
