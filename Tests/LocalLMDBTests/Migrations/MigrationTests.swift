@@ -94,6 +94,41 @@ private func isError(_ error: any Error, _ matches: (LocalDatabaseError) -> Bool
 
 @Suite("Migrations")
 struct MigrationTests {
+    /// A step reads the stored document as the old shape's model, Codable or hand-written; a
+    /// document the model cannot read fails the step, naming the record, and stores nothing.
+    @Test func aStepDecodesTheOldModel() async throws {
+        struct OldCodable: Codable, Persistable { var text: String; var count: Int }
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: (0..<5).map { Record(id: noteID($0), data: MigNote(text: "n\($0)", visits: $0)) })
+            _ = try await database.write(contentsOf: (0..<5).map { Record(id: "c\($0)", data: OldCodable(text: "c\($0)", count: $0)) })
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("decode", batchSize: 2, steps: [
+                .transform(MigNote.self) { record in
+                    let old = try record.decode(MigNote.self)
+                    return .replace(with: MigMemo(body: "\(old.text)/\(old.visits)"))
+                },
+                .transform(OldCodable.self) { record in
+                    let old = try record.decode(OldCodable.self)
+                    return .replace(with: MigMemo(body: "\(old.text)+\(old.count)"))
+                },
+            ])
+            #expect(try await database.migrate(with: migrator) == ["decode"])
+            let memos: [MigMemo] = try await database.read()
+            #expect(Set(memos.map(\.body)) == Set((0..<5).map { "n\($0)/\($0)" } + (0..<5).map { "c\($0)+\($0)" }))
+
+            // A record the model cannot read (a memo has no `text` nor `count`): the step fails on it.
+            _ = try await database.write(Record(id: "bad", data: MigMemo(body: "x")))
+            var failing = migrator
+            failing.registerMigration("decode again", steps: [
+                .transform(MigMemo.self) { record in .replace(with: MigMemo(body: try record.decode(OldCodable.self).text)) },
+            ])
+            let error = await #expect(throws: LocalDatabaseError.self) { try await database.migrate(with: failing) }
+            #expect(error.map { if case .migrationFailed("decode again", "bad", _) = $0 { true } else { false } } == true, "\(String(describing: error))")
+            let kept: MigMemo? = try await database.read(id: "bad")
+            #expect(kept?.body == "x")
+        }
+    }
+
     @Test func aMigrationRunsOnceAndIsRecorded() async throws {
         try await withDatabase { database, _ in
             try await writeNotes(database, count: 250)
