@@ -1,3 +1,5 @@
+import LocalLMDBStore
+
 /// Named migrations, registered in order, that change stored records when models change shape:
 /// each runs once per database, recorded in it, whichever process runs the migrator first.
 ///
@@ -25,9 +27,9 @@ public struct DatabaseMigrator: Sendable {
     struct Migration: Sendable {
         let name: String
         let batchSize: Int
-        /// The steps' walks, one per class name, in order: the step a database records is an
-        /// index in this list.
-        let walks: [MigrationStep.Walk]
+        /// The steps' units (a walk per class name, or an action), in order: the step a
+        /// database records is an index in this list.
+        let units: [MigrationStep.Unit]
     }
 
     private(set) var migrations: [Migration] = []
@@ -54,7 +56,7 @@ public struct DatabaseMigrator: Sendable {
             if name.isEmpty { problem = "a migration's name must not be empty" }
             else if migrations.contains(where: { $0.name == name }) { problem = "the migration '\(name)' is registered twice" }
         }
-        migrations.append(Migration(name: name, batchSize: max(1, batchSize), walks: steps.flatMap(\.walks)))
+        migrations.append(Migration(name: name, batchSize: max(1, batchSize), units: steps.flatMap(\.units)))
     }
 }
 
@@ -66,8 +68,24 @@ public struct MigrationStep: Sendable {
         let transform: MigrationTransform
     }
 
-    /// The class names walked, in order (a type's current name, then its `Legacy` names).
-    let walks: [Walk]
+    /// What a step does once, not record by record: it returns the writes to commit with the
+    /// step's completion (`custom`), or makes its own changes, which may be made again
+    /// (the index steps).
+    struct Action: Sendable {
+        let run: @Sendable (LocalDatabase) async throws -> [WriteOperation]
+    }
+
+    /// One unit of a step, recorded as one step of its migration.
+    enum Unit: Sendable {
+        case walk(Walk)
+        case action(Action)
+    }
+
+    /// The units, in order (a type's current name, then its `Legacy` names; or one action).
+    let units: [Unit]
+
+    init(walks: [Walk]) { units = walks.map(Unit.walk) }
+    init(action: Action) { units = [.action(action)] }
 
     /// Transforms each record stored under `className` (its current name), once: `body` is given
     /// the stored document and returns what to store in its place (`MigrationResult`). The old
@@ -117,6 +135,51 @@ public struct MigrationStep: Sendable {
     /// Deletes every record of the class `className`, in batches.
     public static func deleteClass(_ className: String) -> MigrationStep {
         transform(className) { _ in .delete }
+    }
+
+    /// Runs `body` once, with the database to read and a buffer of writes, which are committed
+    /// in one transaction with the step's completion: a migrator killed before that commit runs
+    /// `body` again, and none of its writes was made; after it, none is made twice.
+    ///
+    /// `body` reads the database as it stands (the migration's earlier steps included, not the
+    /// writes it has buffered); the database takes no other writes while the migration is
+    /// under way (`migrationInProgress`), so write through `writes` only. Its writes are held
+    /// in memory until the commit: for changes to every record of a class, `transform` commits
+    /// in batches instead. When `body` throws, or a write cannot be stored, nothing is written
+    /// and `migrate` throws `migrationFailed` (with an empty id).
+    public static func custom(
+        _ body: @escaping @Sendable (_ database: LocalDatabase, _ writes: MigrationWrites) async throws -> Void
+    ) -> MigrationStep {
+        MigrationStep(action: Action { database in
+            let writes = MigrationWrites(maxKeySize: database.engine.maxKeySize, encryption: database.engine.encryption)
+            try await body(database, writes)
+            // The indexes the written models declare, as a write of them would store them.
+            for type in writes.types.values { try await IndexDeclarations.ensure(type, in: database.engine) }
+            return writes.operations()
+        })
+    }
+
+    /// Builds the indexes `type` declares now, from the records stored, rather than at the first
+    /// write or query after the migration (`LocalDatabase.prepareIndexes(of:progress:)`). Run
+    /// again after a kill, it builds only what is not yet built.
+    public static func prepareIndexes<T: Persistable>(of type: T.Type) -> MigrationStep {
+        let preparation = IndexDeclarations.preparation(of: type)
+        return MigrationStep(action: Action { database in
+            try await IndexDeclarations.prepare(preparation, in: database.engine)
+            return []
+        })
+    }
+
+    /// Removes the stored index `index` of `type` and its entries (`LocalDatabase.dropIndex`),
+    /// such as a unique index the new model no longer declares. Run again after a kill, it
+    /// finds nothing to remove.
+    public static func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) -> MigrationStep {
+        let (operations, typeID) = (IndexDeclarations.dropping(index, of: type), ObjectIdentifier(type))
+        return MigrationStep(action: Action { database in
+            for operation in operations { _ = try await database.engine.perform(operation) }
+            IndexDeclarations.forget(typeID, in: database.engine)
+            return []
+        })
     }
 }
 

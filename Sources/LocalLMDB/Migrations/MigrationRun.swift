@@ -18,9 +18,10 @@ import LocalLMDBEngine
 /// - Batches read records on the calling task and run the steps' functions there (never on the
 ///   writer thread); only the encoded writes cross to it.
 struct MigrationRun {
-    let engine: FaceEngine
+    let database: LocalDatabase
     let migrator: DatabaseMigrator
     let progress: ((MigrationProgress) -> Void)?
+    var engine: FaceEngine { database.engine }
 
     /// Runs the migrations the database has not had; returns their names.
     nonisolated(nonsending) func run() async throws -> [String] {
@@ -68,7 +69,7 @@ struct MigrationRun {
 
     /// Runs `migration` from where `state` says it is, batch by batch, advancing `state`.
     private nonisolated(nonsending) func run(_ migration: DatabaseMigrator.Migration, state: inout MigrationState) async throws {
-        let walks = migration.walks
+        let units = migration.units
         if state.running == nil {
             // Under way before its first record is read: from this commit on, only its batches
             // change records, so no record can be written behind its position.
@@ -83,13 +84,13 @@ struct MigrationRun {
             throw DatabaseError.invalidMigration(
                 reason: "the database records the migration '\(state.running?.name ?? "")' under way while '\(migration.name)' is to run")
         }
-        guard running.step <= walks.count else {
+        guard running.step <= units.count else {
             throw DatabaseError.invalidMigration(
-                reason: "the database records the migration '\(migration.name)' at its step \(running.step + 1), and the migrator registers \(walks.count) steps (class walks) for it")
+                reason: "the database records the migration '\(migration.name)' at its step \(running.step + 1), and the migrator registers \(units.count) steps (class walks and actions) for it")
         }
         var (step, position) = (running.step, running.position)
         while true {
-            guard step < walks.count else {
+            guard step < units.count else {
                 // Every step done (or none): the migration is recorded completed.
                 var next = state
                 next.completed.append(migration.name)
@@ -98,7 +99,37 @@ struct MigrationRun {
                 state = next
                 return
             }
-            let walk = walks[step]
+            let walk: MigrationStep.Walk
+            switch units[step] {
+            case let .walk(unit):
+                walk = unit
+            case let .action(action):
+                // Done once: its writes are committed with the step's completion.
+                try Task.checkCancellation()
+                let operations: [WriteOperation]
+                do {
+                    operations = try await action.run(database)
+                } catch let error as CancellationError {
+                    throw error
+                } catch {
+                    throw DatabaseError.migrationFailed(name: migration.name, id: "", reason: "the step threw \(error)")
+                }
+                var next = state
+                next.running = MigrationState.Running(name: migration.name, step: step + 1, position: [])
+                let written: Int
+                do {
+                    written = try await engine.perform(.migrate(operations, expected: state, state: next))
+                } catch {
+                    if case .migrationConflict = error { throw error }
+                    throw DatabaseError.migrationFailed(name: migration.name, id: "", reason: "its writes cannot be stored: \(error)")
+                }
+                state = next
+                progress?(MigrationProgress(
+                    migration: migration.name, step: step, stepCount: units.count, recordsVisited: 0, recordsWritten: written))
+                step += 1
+                position = []
+                continue
+            }
             var visited = 0
             var written = 0
             while true {
@@ -129,7 +160,7 @@ struct MigrationRun {
                 state = next
                 visited += records.count
                 progress?(MigrationProgress(
-                    migration: migration.name, step: step, stepCount: walks.count, recordsVisited: visited, recordsWritten: written))
+                    migration: migration.name, step: step, stepCount: units.count, recordsVisited: visited, recordsWritten: written))
                 guard let last else { break }
                 position = last
             }
@@ -303,7 +334,7 @@ extension LocalDatabase {
         with migrator: DatabaseMigrator, progress: ((MigrationProgress) -> Void)? = nil
     ) async throws -> [String] {
         do {
-            return try await MigrationRun(engine: engine, migrator: migrator, progress: progress).run()
+            return try await MigrationRun(database: self, migrator: migrator, progress: progress).run()
         } catch let error as DatabaseError {
             throw LocalDatabaseError(error)
         }

@@ -65,8 +65,38 @@ enum IndexDeclarations {
     /// Forgets that `T`'s indexes are stored in the database (one was dropped): its next use
     /// stores them again.
     static func forget<T: Persistable>(_ type: T.Type, in engine: FaceEngine) {
-        let key = Key(database: engine.databaseSerial, type: ObjectIdentifier(type))
+        forget(ObjectIdentifier(type), in: engine)
+    }
+
+    static func forget(_ type: ObjectIdentifier, in engine: FaceEngine) {
+        let key = Key(database: engine.databaseSerial, type: type)
         _ = stored.withLock { $0.remove(key) }
+    }
+
+    /// What `prepare` needs of a type, worked out from it beforehand: for a migration step,
+    /// which keeps values, not the type.
+    struct Preparation: Sendable {
+        let type: ObjectIdentifier
+        let problem: String?
+        let classNames: [String]
+        let definitions: [IndexDefinition]
+    }
+
+    static func preparation<T: Persistable>(of type: T.Type) -> Preparation {
+        Preparation(
+            type: ObjectIdentifier(type),
+            problem: T.indexes.lazy.compactMap(\.problem).first.map { "an index of \(T.self) cannot be stored: \($0)" },
+            classNames: RecordEncoding.classNames(type), definitions: declared(type))
+    }
+
+    /// `prepare` from a `Preparation`: stores the indexes and builds each new one now.
+    nonisolated(nonsending) static func prepare(_ preparation: Preparation, in engine: FaceEngine) async throws(DatabaseError) {
+        if let problem = preparation.problem { throw .invalidQuery(reason: problem) }
+        guard !preparation.definitions.isEmpty else { return }
+        for className in preparation.classNames {
+            _ = try await engine.perform(.defineIndexes(className: className, preparation.definitions, progress: { _, _, _, _ in }))
+        }
+        remember(Key(database: engine.databaseSerial, type: preparation.type), engine)
     }
 
     /// The operations that remove `index` of `T` (under its current and legacy class names).

@@ -94,6 +94,80 @@ private func isError(_ error: any Error, _ matches: (LocalDatabaseError) -> Bool
 
 @Suite("Migrations")
 struct MigrationTests {
+    /// A custom step reads the database as the earlier steps left it and commits its writes
+    /// with its completion: when it throws, nothing of it is stored and the next run runs it
+    /// again; once completed, it never runs again. Writes other than its own are refused.
+    @Test func aCustomStepCommitsItsWritesOnceWithItsCompletion() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: (0..<10).map { Record(id: noteID($0), data: MigNote(text: "n\($0)", visits: $0)) })
+            let calls = Counter()
+            let failFirst = Mutex(true)
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("summarize", batchSize: 3, steps: [
+                .renameField("text", to: "body", in: "MigNote"),
+                .custom { database, writes in
+                    calls.add()
+                    // The earlier step's records, as it committed them.
+                    let renamed = try await database.count(Query(MigNote.self).filter("body", .atLeast("")))
+                    #expect(renamed == 10)
+                    try writes.write(Record(id: "summary", data: MigMemo(body: "\(renamed) notes")))
+                    try writes.write(contentsOf: [Record(id: "extra", data: MigMemo(body: "extra"))])
+                    try writes.delete(id: noteID(3))
+                    try writes.delete(id: "extra")
+                    try writes.write(MigMemo(body: "from a document").toDataObject(), id: "document")
+                    // Only the migration writes while it is under way.
+                    await #expect(throws: LocalDatabaseError.migrationInProgress(name: "summarize")) {
+                        _ = try await database.write(Record(id: "direct", data: MigMemo(body: "direct")))
+                    }
+                    if failFirst.withLock({ flag in defer { flag = false }; return flag }) { throw StepFailure() }
+                },
+            ])
+            await #expect(throws: LocalDatabaseError.migrationFailed(name: "summarize", id: "", reason: "the step threw the step refused this note")) {
+                try await database.migrate(with: migrator)
+            }
+            #expect(try await database.migrationStatus() == MigrationStatus(completed: [], underWay: "summarize"))
+            let before: MigMemo? = try await database.read(id: "summary")
+            #expect(before == nil)
+            #expect(try await database.count(Query(MigNote.self)) == 10)
+
+            #expect(try await database.migrate(with: migrator) == ["summarize"])
+            #expect(calls.count == 2)
+            let summary: MigMemo? = try await database.read(id: "summary")
+            #expect(summary?.body == "10 notes")
+            let fromDocument: MigMemo? = try await database.read(id: "document")
+            #expect(fromDocument?.body == "from a document")
+            let extra: MigMemo? = try await database.read(id: "extra")
+            #expect(extra == nil)
+            #expect(try await database.count(Query(MigNote.self)) == 9)
+            #expect(try await database.migrate(with: migrator).isEmpty)
+            #expect(calls.count == 2)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    /// Index steps: one drops a stored index (the next preparation builds it again), one builds
+    /// the indexes a type declares during the migration (none is left to build after it).
+    @Test func indexStepsDropAndBuildIndexes() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.write(contentsOf: (0..<500).map { Record(id: "t\($0)", data: Ticket(queue: "q\($0 % 5)", priority: $0, title: "")) })
+            let index = Index.on("queue", "priority", counted: true)
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("drop", steps: [.dropIndex(index, of: Ticket.self)])
+            #expect(try await database.migrate(with: migrator) == ["drop"])
+            let rebuilt = Locked<[IndexBuildProgress]>([])
+            try await database.prepareIndexes(of: Ticket.self) { progress in rebuilt.withLock { $0.append(progress) } }
+            #expect(rebuilt.withLock { $0 }.last?.recordsIndexed == 500, "the step dropped the index")
+
+            migrator.registerMigration("drop and build", steps: [.dropIndex(index, of: Ticket.self), .prepareIndexes(of: Ticket.self)])
+            #expect(try await database.migrate(with: migrator) == ["drop and build"])
+            let after = Locked<[IndexBuildProgress]>([])
+            try await database.prepareIndexes(of: Ticket.self) { progress in after.withLock { $0.append(progress) } }
+            #expect(after.withLock { $0 }.isEmpty, "the step built the index")
+            #expect(try await database.count(Query(Ticket.self).filter("queue", .equals("q2"))) == 100)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
     /// A step reads the stored document as the old shape's model, Codable or hand-written; a
     /// document the model cannot read fails the step, naming the record, and stores nothing.
     @Test func aStepDecodesTheOldModel() async throws {
