@@ -138,6 +138,9 @@ if onlyWorkload.map({ "references".hasPrefix($0) }) ?? true, onlyContenders.isEm
 let markdown = header + "\n\n" + sections.joined(separator: "\n")
 print(markdown)
 try FileManager.default.createDirectory(at: resultsDirectory, withIntermediateDirectories: true)
-try markdown.write(to: resultsDirectory.appendingPathComponent("latest.md"), atomically: true, encoding: .utf8)
-try Report.svg(reports).write(to: resultsDirectory.appendingPathComponent("latest.svg"), atomically: true, encoding: .utf8)
-log("Wrote \(resultsDirectory.path)/latest.md and latest.svg")
+// A run restricted to some contenders, workloads or one model writes `partial.md` and `partial.svg`:
+// `latest.md` holds the last full run, which the README's table is made from.
+let name = onlyContenders.isEmpty && onlyWorkload == nil && models.count == BenchModel.allCases.count ? "latest" : "partial"
+try markdown.write(to: resultsDirectory.appendingPathComponent("\(name).md"), atomically: true, encoding: .utf8)
+try Report.svg(reports).write(to: resultsDirectory.appendingPathComponent("\(name).svg"), atomically: true, encoding: .utf8)
+log("Wrote \(resultsDirectory.path)/\(name).md and \(name).svg")
