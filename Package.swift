@@ -10,8 +10,6 @@ let package = Package(
         // Encryption at rest with swift-crypto: optional, so the core depends on LMDB alone.
         .library(name: "LocalLMDBEncryption", targets: ["LocalLMDBEncryption"]),
         .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
-        // The command-line tool: `localdb stats ./data`, `localdb backup ./data ./copy --compact`…
-        .executable(name: "localdb", targets: ["localdb"]),
         // The same API on PostgreSQL, and replication between LocalLMDB and PostgreSQL: optional,
         // so the core depends on LMDB alone.
         .library(name: "LocalLMDBPostgres", targets: ["LocalLMDBPostgres"]),
@@ -22,8 +20,6 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
         // AES-GCM for the optional `LocalLMDBEncryption` product only.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
-        // The `localdb` tool's command line only.
-        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         // The optional `LocalLMDBPostgres` product only.
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
@@ -59,20 +55,6 @@ let package = Package(
             name: "LocalLMDBPostgres",
             dependencies: ["LocalLMDB", "LocalLMDBPostgresEngine", .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
-        // SQLite, for the tool's import of SwiftLocal's databases only (Debian: libsqlite3-dev).
-        .systemLibrary(
-            name: "CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
-        ),
-        // The `localdb` tool's commands, a library so that its tests reach its SQLite reader.
-        .target(
-            name: "LocalDBTool",
-            dependencies: [
-                "LocalLMDB", "LocalLMDBEncryption", "CSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-        .executableTarget(name: "localdb", dependencies: ["LocalDBTool"]),
         // A short example program: `swift run locallmdb-demo`.
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
         // Model classes shared by the tests and the child processes they launch, so that
@@ -82,11 +64,6 @@ let package = Package(
         .executableTarget(
             name: "LocalLMDBTestHelper",
             dependencies: ["LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport", "CLMDB"]
-        ),
-        // The tool, tested end to end as a separate process (its real binary).
-        .testTarget(
-            name: "LocalDBToolTests",
-            dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport"]
         ),
         // The child process of the replication tests (a replicator they kill).
         .executableTarget(
@@ -108,6 +85,32 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The `localdb` tool: `localdb stats ./data`, `localdb backup ./data ./copy --compact`…
+// `LOCALLMDB_TOOL=0` leaves it out (scripts/test's ThreadSanitizer run: its tests run the tool, one task
+// to a process, and are left to the first run).
+if Context.environment["LOCALLMDB_TOOL"] != "0" {
+    package.products += [.executable(name: "localdb", targets: ["localdb"])]
+    // The tool's command line only.
+    package.dependencies += [.package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")]
+    package.targets += [
+        // SQLite, for the tool's import of SwiftLocal's databases only (Debian: libsqlite3-dev).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        // The tool's commands, a library so that its tests reach its SQLite reader.
+        .target(
+            name: "LocalDBTool",
+            dependencies: [
+                "LocalLMDB", "LocalLMDBEncryption", "CSQLite", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "localdb", dependencies: ["LocalDBTool"]),
+        // The tool, tested end to end as a separate process (its real binary).
+        .testTarget(
+            name: "LocalDBToolTests",
+            dependencies: ["LocalDBTool", "localdb", "LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport"]
+        ),
+    ]
+}
 
 // The typed models (`@StoredModel`): macros, so swift-syntax, in a product of their own, so the core
 // depends on LMDB and the toolchain alone. `LOCALLMDB_MACROS=0` leaves them out (scripts/test's

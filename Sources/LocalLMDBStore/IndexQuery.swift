@@ -274,13 +274,7 @@ extension RecordStore {
             for className in query.classNames {
                 var taken = 0
                 try StorageKey(className, maxKeySize: maxKeySize).withBytes { typeBytes throws(DatabaseError) in
-                    var entry: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
-                    if let after {
-                        entry = try after.withBytes { value throws(DatabaseError) in try index.get(.keyAndValueAtLeast, key: typeBytes, value: value) }
-                        if let found = entry, found.value.elementsEqual(after) { entry = try index.get(.nextDuplicate) }
-                    } else {
-                        entry = try index.get(.key, key: typeBytes)
-                    }
+                    var entry = try Self.firstTypeEntry(typeBytes, after: after, index)
                     while let (_, recordKey) = entry, wanted.map({ taken < $0 }) ?? true {
                         // An index entry without its record is reported by verifyIntegrity; reads skip it.
                         if try transaction.get(records, recordKey) != nil {

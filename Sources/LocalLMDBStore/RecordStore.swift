@@ -258,13 +258,7 @@ import Foundation
         guard limit > 0 else { return objects }
         try transaction.withCursor(types) { index throws(DatabaseError) in
             try typeKey.withBytes { typeBytes throws(DatabaseError) in
-                var entry: (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
-                if let after {
-                    entry = try after.withBytes { value throws(DatabaseError) in try index.get(.keyAndValueAtLeast, key: typeBytes, value: value) }
-                    if let found = entry, found.value.elementsEqual(after) { entry = try index.get(.nextDuplicate) }
-                } else {
-                    entry = try index.get(.key, key: typeBytes)
-                }
+                var entry = try Self.firstTypeEntry(typeBytes, after: after, index)
                 while let (_, recordKey) = entry, objects.count < limit {
                     // An index entry without its record is reported by verifyIntegrity; reads skip it.
                     if let value = try transaction.get(records, recordKey) {
@@ -276,6 +270,18 @@ import Foundation
             }
         }
         return objects
+    }
+
+    /// Positions `index`, a cursor on `types`, at the first record key stored under the class key
+    /// `typeBytes` that comes after `after` (at the first when nil): one seek
+    /// (`MDB_GET_BOTH_RANGE`), whatever the class's size. Nil when there is none.
+    static func firstTypeEntry(
+        _ typeBytes: UnsafeRawBufferPointer, after: [UInt8]?, _ index: Cursor
+    ) throws(DatabaseError) -> (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)? {
+        guard let after else { return try index.get(.key, key: typeBytes) }
+        let entry = try after.withBytes { value throws(DatabaseError) in try index.get(.keyAndValueAtLeast, key: typeBytes, value: value) }
+        if let found = entry, found.value.elementsEqual(after) { return try index.get(.nextDuplicate) }
+        return entry
     }
 
     /// Calls `body` with the id, class name and document (opened and checked, as a read would)
