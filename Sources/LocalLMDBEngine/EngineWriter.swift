@@ -40,6 +40,18 @@ package protocol EngineWriter: EngineReader {
     /// `commit` (or, when not `commit`, `rollback`), blocking the calling thread.
     func endBlocking(commit: Bool) throws(DatabaseError)
 
+    // MARK: Migrations (`MigrationState`)
+
+    /// Tells the engine the migrations this process's migrator registers: from then on its
+    /// writes go into a database whose recorded migrations are exactly these
+    /// (`MigrationCatalog.checkWrite`).
+    func knowMigrations(_ names: Set<String>)
+    /// The database's migration state, as last committed.
+    nonisolated(nonsending) func migrationState() async throws(DatabaseError) -> MigrationState
+    /// The right to run the database's migrations, when no migrator holds it (in any process);
+    /// nil when one does. Answers at once: the caller waits, with its bound, between tries.
+    nonisolated(nonsending) func tryLockMigrations() async throws(DatabaseError) -> (any MigrationLease)?
+
     /// Closes the session: later calls fail with `closed`; writes already submitted are
     /// committed first and an open transaction is rolled back. Idempotent.
     nonisolated(nonsending) func close() async

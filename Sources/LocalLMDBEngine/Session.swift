@@ -323,13 +323,15 @@ import Foundation
     }
 
     /// The database's migration state, read in a read transaction of its own on the calling thread.
-    package func migrationState() throws(DatabaseError) -> MigrationState {
+    package nonisolated(nonsending) func migrationState() async throws(DatabaseError) -> MigrationState {
         let store = engine.store
         return try store.environment.withReadTransaction { transaction throws(DatabaseError) in try store.migrationState(in: transaction) }
     }
 
-    /// The directory of the database, for the files beside it (`MigrationLock`).
-    package var directoryPath: String { engine.environment.directoryPath }
+    /// The directory's `MigrationLock`, when no migrator holds it.
+    package nonisolated(nonsending) func tryLockMigrations() async throws(DatabaseError) -> (any MigrationLease)? {
+        try MigrationLock.tryAcquire(directory: engine.environment.directoryPath).map { FileMigrationLease($0) }
+    }
 
     // MARK: Reading
 

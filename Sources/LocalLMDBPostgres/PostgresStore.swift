@@ -20,9 +20,10 @@ import PostgresNIO
 /// migrated when it is first opened, and any number of processes may open one store at once.
 ///
 /// Differences from `LocalDatabase`, each a typed error rather than a silent change:
-/// - a transaction holds one connection and is PostgreSQL's (read committed). As on LMDB, write
-///   transactions on a store run one at a time, from every process: an open transaction makes
-///   other writers wait (for at most their busy timeout, then `busy`); reads are never held up;
+/// - a transaction holds one connection and is PostgreSQL's (read committed). Writes of records by
+///   key from every process run side by side; every other write, and a transaction from its
+///   start, runs alone, as all writes do on LMDB, so an open transaction makes other writers wait
+///   (for at most their busy timeout, then `busy`); reads are never held up;
 /// - queries run on the store's indexes on the server (the same definitions, tuples, results and
 ///   order as LMDB's), which every write keeps in its transaction; a unique index's check is made
 ///   on a batch's final state (the last write of each id);

@@ -30,7 +30,14 @@ import LocalLMDBPostgresEngine
 ///   `delete(T.self)` or `clearDatabase()`, though, deletes on the server what it deleted locally:
 ///   every record of the class, or every record of the store;
 /// - two replicators of one source cannot interleave: a transaction whose recorded position moved
-///   under it is refused (`transactionFailed`).
+///   under it is refused (`transactionFailed`);
+/// - a migration (`LocalDatabase.migrate(with:)`) is never pushed half-way: while one is under way
+///   locally, nothing is pushed; once it has completed, everything up to the last local commit
+///   goes in one transaction (however many commits that is: its memory is a full copy's), which
+///   also records the local migrations as the store's, so apps on the store that do not know them
+///   write nothing (<doc:Migrations>). A store running a migration of its own, or one that has had
+///   a migration the local database has not, refuses the push (`migrationInProgress`,
+///   `unknownMigration`).
 ///
 /// The conflict rule, for records written both locally and on the server: the last commit to reach
 /// the server wins (a replicated write replaces the server's record; a server write replaces the
@@ -107,9 +114,14 @@ public final class PushReplicator: Sendable {
         var applied = 0
         var recorded = try await store.engine.replicationPosition(source: source)
         while true {
+            // A migration under way is pushed once it has completed (the commit that completes it
+            // wakes `run()`); a completed one the store has not had goes in one transaction.
+            let migrations = try await local.migrationState()
+            if migrations.running != nil { return applied }
+            let whole = try await store.engine.migrationState().completed != migrations.completed
             let localLast = try local.changePosition()
             guard let position = recorded.flatMap(Self.position(parsing:)), position.logID == localLast.logID else {
-                recorded = try await fullCopy(expected: recorded)
+                if let copied = try await fullCopy(expected: recorded, migrations: migrations) { recorded = copied }
                 continue
             }
             state.withLock {
@@ -118,28 +130,35 @@ public final class PushReplicator: Sendable {
             }
             let feed: LoggedCommits
             do throws(DatabaseError) {
-                feed = try await local.changeFeed(since: position, limit: commitsPerTransaction)
+                feed = try await local.changeFeed(since: position, limit: whole ? .max : commitsPerTransaction)
             } catch {
                 guard case .changesUnavailable = error else { throw error }
-                recorded = try await fullCopy(expected: recorded)
+                if let copied = try await fullCopy(expected: recorded, migrations: migrations) { recorded = copied }
                 continue
             }
             guard !feed.commits.isEmpty else { return applied }
-            recorded = try await apply(feed, expected: recorded)
+            guard let reached = try await apply(feed, expected: recorded, migrations: migrations) else { continue }
+            recorded = reached
             applied += feed.commits.count
         }
     }
 
-    /// Applies `feed`'s commits in one transaction; returns the position recorded.
-    private nonisolated(nonsending) func apply(_ feed: LoggedCommits, expected: String?) async throws(DatabaseError) -> String {
+    /// Applies `feed`'s commits in one transaction; returns the position recorded, or nil when the
+    /// local migration state is no longer `migrations` (a migration committed a batch since it
+    /// was read: the caller reads again, so no part of a migration is pushed alone).
+    private nonisolated(nonsending) func apply(
+        _ feed: LoggedCommits, expected: String?, migrations: MigrationState
+    ) async throws(DatabaseError) -> String? {
         let keySize = store.engine.maxKeySize
         let run = ReplicatedRun(feed.commits, maxKeySize: keySize)
         let (records, _) = try await local.replicatedRecords(ids: run.written)
+        guard try await local.migrationState() == migrations else { return nil }
         var deletions = run.deletions
         for id in records.absent { deletions.append(.delete(StorageKey(id, maxKeySize: keySize))) }
         let operations = deletions + records.parts.map { WriteOperation.put($0, classes: []) }
         let position = feed.position.description
-        try await store.engine.applyReplicated(operations, classRows: records.classRows, source: source, expected: expected, position: position)
+        try await store.engine.applyReplicated(
+            operations, classRows: records.classRows, source: source, expected: expected, position: position, migrations: migrations)
         state.withLock {
             $0.transactions += 1
             $0.commits += feed.commits.count
@@ -149,13 +168,15 @@ public final class PushReplicator: Sendable {
         return position
     }
 
-    /// Copies every local record, with the position it was read at; returns the position recorded.
-    private nonisolated(nonsending) func fullCopy(expected: String?) async throws(DatabaseError) -> String {
+    /// Copies every local record, with the position it was read at; returns the position
+    /// recorded, or nil when the local migration state is no longer `migrations` (as `apply`).
+    private nonisolated(nonsending) func fullCopy(expected: String?, migrations: MigrationState) async throws(DatabaseError) -> String? {
         let (records, position) = try await local.replicatedRecords(ids: nil)
+        guard try await local.migrationState() == migrations else { return nil }
         let recorded = position.description
         try await store.engine.applyReplicated(
             records.parts.map { .put($0, classes: []) }, classRows: records.classRows, source: source,
-            expected: expected, position: recorded)
+            expected: expected, position: recorded, migrations: migrations)
         state.withLock {
             $0.fullCopies += 1
             $0.transactions += 1

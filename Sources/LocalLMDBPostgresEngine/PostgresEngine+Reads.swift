@@ -164,6 +164,18 @@ extension PostgresEngine {
             let (condition, _) = Self.entryCondition(scan, &bindings)
             parts.append("SELECT \(17 + 2 * ordinal)::int4, NULL::bytea, NULL::bytea, int8send(count(DISTINCT e.key)) FROM \(schema.entries) e WHERE \(condition)")
         }
+        // Steps of class walks: rows `(-1 - ordinal, key, class_key, value)`, ordinals in the order
+        // of `Array(wanted.classWalks)`. bytea compares as LMDB orders keys (bytes, then length).
+        for (ordinal, walk) in Array(wanted.classWalks).enumerated() {
+            bindings.append(ByteBuffer(bytes: walk.classKey))
+            var condition = "class_key = $\(bindings.count)::bytea"
+            if let after = walk.after {
+                bindings.append(ByteBuffer(bytes: after))
+                condition += " AND key > $\(bindings.count)::bytea"
+            }
+            parts.append(
+                "(SELECT \(-1 - ordinal)::int4, key, class_key, value FROM \(schema.records) WHERE \(condition) ORDER BY key LIMIT \(max(0, walk.limit)))")
+        }
         return PostgresQuery(unsafeSQL: parts.joined(separator: " UNION ALL "), binds: bindings)
     }
 
@@ -210,6 +222,8 @@ extension PostgresEngine {
         let scans = Array(wanted.scans)
         let scanCounts = Array(wanted.scanCounts)
         var walked = [[(tuple: [UInt8], key: [UInt8])]](repeating: [], count: scans.count)
+        let classWalks = Array(wanted.classWalks)
+        var stepped = [[[UInt8]]](repeating: [], count: classWalks.count)
         for row in result.rows {
             let columns: (Int32, ByteBuffer?, ByteBuffer?, ByteBuffer?)
             do {
@@ -219,6 +233,12 @@ extension PostgresEngine {
             }
             let (kind, key, classKey, value) = columns
             switch kind {
+            case ..<0:
+                let ordinal = Int(-1 - kind)
+                guard ordinal < classWalks.count, let key, let value else { continue }
+                let keyBytes = Array(buffer: key)
+                value.withUnsafeReadableBytes { fetched.add(key: keyBytes, value: $0) }
+                stepped[ordinal].append(keyBytes)
             case 0, 1:
                 guard let key, let value else { continue }
                 let keyBytes = Array(buffer: key)
@@ -249,6 +269,7 @@ extension PostgresEngine {
         }
         if wanted.catalog { fetched.setCatalog(catalog) }
         for (ordinal, scan) in scans.enumerated() { fetched.addScan(scan, walked[ordinal]) }
+        for (ordinal, walk) in classWalks.enumerated() { fetched.addClassWalk(walk, stepped[ordinal]) }
         for key in wanted.keys where !fetched.hasFetched(key: key) { fetched.add(key: key, value: nil) }
         for classKey in wanted.classKeys { fetched.setMembers(ofClassKey: classKey, members[classKey] ?? []) }
     }

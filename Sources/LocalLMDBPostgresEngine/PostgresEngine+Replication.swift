@@ -29,10 +29,16 @@ extension PostgresEngine {
     /// none): a commit is applied once, and two replicators of one source cannot interleave.
     /// `classRows` are recorded first, for names the store has no owner for (the store's owner
     /// of a name wins). Its changes enter the store's change log as one commit.
+    ///
+    /// `migrations` is the source's migration state, recorded as the store's when it has
+    /// completed migrations the store has not had (see `recordReplicated`). The operations are
+    /// applied without the check of this process's migrations: the source's own rules made them.
     /// - Throws: `transactionFailed` when the recorded position is not `expected`; nothing is
-    ///   applied then.
+    ///   applied then. `migrationInProgress` while the store runs a migration of its own;
+    ///   `unknownMigration` when the store has had a migration the source has not.
     package nonisolated(nonsending) func applyReplicated(
-        _ operations: [WriteOperation], classRows: [StoredClass], source: String, expected: String?, position: String
+        _ operations: [WriteOperation], classRows: [StoredClass], source: String, expected: String?, position: String,
+        migrations: MigrationState
     ) async throws(DatabaseError) {
         try checkOpen()
         try await onThread { [self] () throws(DatabaseError) in
@@ -47,6 +53,7 @@ extension PostgresEngine {
                     throw DatabaseError.transactionFailed(
                         reason: "the replication of '\(source)' is at \(found ?? "its start") on the server, not at \(expected ?? "its start"): another replicator of the same source ran")
                 }
+                try recordReplicated(migrations, on: connection)
                 if !classRows.isEmpty {
                     try checkSpelling(of: classRows, on: connection)
                     _ = try run(recordClassesQuery(classRows, update: false), on: connection, "replicating")
@@ -61,7 +68,7 @@ extension PostgresEngine {
                 }
                 if !written.isEmpty { try deleteEntries(keys: written, on: connection) }
                 var changes = ChangeSet()
-                for operation in operations { _ = try apply(operation, on: connection, changes: &changes) }
+                for operation in operations { _ = try applyUnchecked(operation, on: connection, changes: &changes) }
                 _ = try run(
                     PostgresQuery(
                         unsafeSQL: """

@@ -18,7 +18,16 @@ extension PostgresEngine {
         }
         var commitSent = false
         do throws(DatabaseError) {
-            try begin(on: connection, "writing")
+            // Records by key side by side with other processes' (as the cached catalog says);
+            // when the catalog read under the lock says otherwise (a unique index defined
+            // meanwhile), again, alone.
+            var lock = writersLock(for: writes)
+            try begin(on: connection, "writing", lock: lock)
+            if lock == .shared, writersLock(for: writes) == .exclusive {
+                _ = try run("ROLLBACK", on: connection, "writing")
+                lock = .exclusive
+                try begin(on: connection, "writing", lock: lock)
+            }
             var changes = ChangeSet()
             var counts: [Int] = []
             for operations in writes {
@@ -42,25 +51,24 @@ extension PostgresEngine {
         }
     }
 
-    /// Begins a write transaction on `connection`, taking the store's row in `locallmdb_stores`
-    /// first: write transactions on a store, from every process, run one at a time, as LMDB's
-    /// do. So the log's order is the order writes were applied in (a mass deletion and a
-    /// concurrent insert cannot be logged in the other order), every transaction takes its locks
-    /// in one order (no deadlocks), and a transaction held open makes other writers wait, for at
-    /// most their busy timeout (`lock_timeout`, set when the pool connects; then `busy`).
-    /// Group commit makes one such transaction carry many writes.
-    func begin(on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {
+    /// Begins a write transaction on `connection`, taking the store's writers' lock first
+    /// (`WritersLock`), then reading the store's row (its index catalog's version, schema version
+    /// and migration entry, which change only under the exclusive lock). A lock held by others
+    /// makes the transaction wait, for at most the busy timeout (`lock_timeout`, set when the pool
+    /// connects; then `busy`). Group commit makes one transaction carry many writes.
+    func begin(on connection: PostgresConnection, _ operation: String, lock: WritersLock = .exclusive) throws(DatabaseError) {
         _ = try run(StoreSchema.beginWrite, on: connection, operation)
-        let locked = try run(schema.lockQuery, on: connection, operation)
-        guard let row = locked.rows.first, let (_, version, schemaVersion) = try? row.decode((Int64, Int64, Int32).self) else {
+        _ = try run(schema.writersLock(lock), on: connection, operation)
+        guard let locked = StoreSchema.Locked(try run(schema.lockQuery, on: connection, operation)) else {
             throw .server(operation: operation, message: "the store is no longer listed on the server")
         }
         // A newer version of LocalLMDB migrated the store since it was opened: this one would
         // write it without keeping what the newer one added.
-        guard schemaVersion <= StoreSchema.version else {
-            throw .unsupportedFormat(found: Int(schemaVersion), supported: StoreSchema.version)
+        guard locked.schemaVersion <= StoreSchema.migratedVersion else {
+            throw .unsupportedFormat(found: Int(locked.schemaVersion), supported: StoreSchema.migratedVersion)
         }
-        if catalog?.version != version { try loadCatalog(version: version, on: connection, operation) }
+        recordedMigrations = .read(locked.migrations)
+        if catalog?.version != locked.indexVersion { try loadCatalog(version: locked.indexVersion, on: connection, operation) }
     }
 
     /// Whether `error` is the server (or a rule) refusing a statement, as opposed to the server
@@ -91,10 +99,15 @@ extension PostgresEngine {
             // refused: read it again as the transaction now sees it.
             // When it cannot be read, the transaction's later writes fail (`storedIndexes`) rather
             // than keep entries of an index that is not there.
+            // So may the migration entry (a migration's batch).
             catalog = nil
-            if let locked = try? run(schema.lockQuery, on: connection, "writing"),
-               let (_, version, _) = try? locked.rows.first?.decode((Int64, Int64, Int32).self) {
-                try? loadCatalog(version: version, on: connection, "writing")
+            recordedMigrations = .unknown
+            if let result = try? run(schema.lockQuery, on: connection, "writing"), let locked = StoreSchema.Locked(result) {
+                recordedMigrations = .read(locked.migrations)
+                try? loadCatalog(version: locked.indexVersion, on: connection, "writing")
+            } else {
+                // Unknown: the transaction's later writes are refused rather than checked against nothing.
+                recordedMigrations = .unknown
             }
             throw error
         }
@@ -131,6 +144,12 @@ extension PostgresEngine {
     /// Applies one operation on `connection`, inside its transaction, adding what changed to
     /// `changes`; returns the records written or deleted.
     func apply(_ operation: WriteOperation, on connection: PostgresConnection, changes: inout ChangeSet) throws(DatabaseError) -> Int {
+        if operation.changesRecords { try checkMigrations() }
+        return try applyUnchecked(operation, on: connection, changes: &changes)
+    }
+
+    /// `apply`, without the migrations' check (a migration's own writes).
+    func applyUnchecked(_ operation: WriteOperation, on connection: PostgresConnection, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         switch operation {
         case let .put(records, classes):
             try claim(classes, on: connection)
@@ -191,8 +210,8 @@ extension PostgresEngine {
             throw .unsupported(operation: "Encryption", reason: "the PostgreSQL engine does not encrypt values")
         case .replicate, .detachReplica:
             throw .unsupported(operation: "Replicating into a PostgreSQL store", reason: "a PostgreSQL store is followed by replicas, never one itself")
-        case .migrate:
-            throw .unsupported(operation: "Migrating a PostgreSQL store", reason: "migrations run on LMDB databases only in this version")
+        case let .migrate(operations, expected, state):
+            return try migrate(operations, expected: expected, state: state, on: connection, changes: &changes)
         }
     }
 

@@ -89,6 +89,11 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     /// The index catalog as the thread's last write transaction saw it, with its version
     /// (`StoreSchema`): current once `begin` has compared the version. Confined to `thread`.
     nonisolated(unsafe) var catalog: (version: Int64, byClass: [String: [StoredIndex]])?
+    /// The store's migration entry as the thread's write transaction holds it: read with the
+    /// store's row by `begin`, advanced by a migration's batch. Confined to `thread`.
+    nonisolated(unsafe) var recordedMigrations = RecordedMigrations.unknown
+    /// The migrations this process knows, for the check of every write (`MigrationCatalog`).
+    let migrations = MigrationCatalog()
 
     /// Serials of server engines start high, apart from LMDB's engines' (which count from 1).
     private static let serials = Locked<UInt64>(1 << 62)

@@ -32,14 +32,25 @@ import PostgresNIO
 ///   (generated), is what the B-tree orders, as a whole tuple may be longer than a B-tree entry.
 ///
 /// Invariant: a store's sequence numbers are consecutive and in commit order: every write
-/// transaction locks its store's row in `locallmdb_stores` first (`PostgresEngine.begin`) and
-/// increments it as its last statement, so write transactions on a store run one at a time and
-/// each commit's number is taken after the previous commit.
+/// transaction increments the store's row in `locallmdb_stores` as its last statement before
+/// `COMMIT`, holding the row's lock until the commit, so each commit's number is taken after the
+/// previous commit. Write transactions take the store's writers' lock first
+/// (`PostgresEngine.begin`): shared by writes of records by key, which run side by side (their
+/// rows' locks order the ones that meet); exclusive for every other write, which runs alone.
 struct StoreSchema: Sendable {
     /// The schema version this library writes. Version 1 lacked the index of records by class,
     /// version 2 the secondary indexes' tables; opening such a store adds them. (A store of
     /// version 3 is refused by versions that would write it without keeping its indexes.)
-    static let version = 3
+    /// Version 4 changes no table: its writers lock the store differently (`WritersLock`), so
+    /// versions that lock its row for a whole transaction, which would not exclude them, refuse
+    /// it from their next transaction on (opening a store of version 3 raises it once the
+    /// transactions in flight have ended: the raise waits for their lock on the row).
+    static let version = 4
+    /// The schema version of a store that has had a migration (`MigrationState`, in the
+    /// `migrations` column): versions of this library that know nothing of migrations, and
+    /// would write records of the old shapes into it, refuse it. Set by a migration's first
+    /// commit, never by opening.
+    static let migratedVersion = 5
 
     /// The store's name.
     let name: String
@@ -63,10 +74,57 @@ struct StoreSchema: Sendable {
             binds: binds(nameBytes))
     }
 
-    /// The statement a write transaction begins with: takes the store's row until the
-    /// transaction ends (see `PostgresEngine.begin`), and reads its index catalog's version.
+    /// The statement a write transaction reads the store's row with, once it holds the writers'
+    /// lock (see `PostgresEngine.begin`): its index catalog's version, its schema version and its
+    /// migration entry (`StoreSchema.Locked`), which change only under the exclusive lock.
     var lockQuery: PostgresQuery {
-        PostgresQuery(unsafeSQL: "SELECT sequence, index_version, version FROM locallmdb_stores WHERE name = $1 FOR UPDATE", binds: binds(nameBytes))
+        PostgresQuery(unsafeSQL: "SELECT index_version, version, migrations FROM locallmdb_stores WHERE name = $1", binds: binds(nameBytes))
+    }
+
+    /// The statement that takes the store's writers' lock until the transaction ends: an advisory
+    /// lock in the two-integer key space (apart from the class and migration locks' bigint keys).
+    func writersLock(_ mode: WritersLock) -> PostgresQuery {
+        let function = mode == .shared ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"
+        return PostgresQuery(
+            unsafeSQL: "SELECT \(function)(\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey)))")
+    }
+
+    /// What `lockQuery` reads.
+    struct Locked {
+        /// The index catalog's version.
+        let indexVersion: Int64
+        /// The schema version.
+        let schemaVersion: Int32
+        /// The store's migration entry (`MigrationState`'s bytes); nil when it has had none.
+        let migrations: [UInt8]?
+
+        /// The row `result` holds; nil when the store is no longer listed (or the row does not decode).
+        init?(_ result: PostgresQueryResult) {
+            guard let row = result.rows.first, let (indexVersion, schemaVersion, migrations) = try? row.decode((Int64, Int32, ByteBuffer?).self)
+            else { return nil }
+            self.indexVersion = indexVersion
+            self.schemaVersion = schemaVersion
+            self.migrations = migrations.map { Array(buffer: $0) }
+        }
+    }
+
+    /// The statement that reads the store's migration entry.
+    var migrationsQuery: PostgresQuery {
+        PostgresQuery(unsafeSQL: "SELECT migrations FROM locallmdb_stores WHERE name = $1", binds: binds(nameBytes))
+    }
+
+    /// The statement that records the migration state `state` (in a write transaction that
+    /// holds the store's row), raising the schema version to `migratedVersion`.
+    func recordMigrations(_ state: [UInt8]) -> PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: "UPDATE locallmdb_stores SET migrations = $2, version = GREATEST(version, \(Self.migratedVersion)) WHERE name = $1",
+            binds: binds(nameBytes, ByteBuffer(bytes: state)))
+    }
+
+    /// The key of the server's advisory lock one migrator of the store holds at a time: the
+    /// prefix's digest (another store's key equal to it would only make their migrators take turns).
+    var migrationLockKey: Int64 {
+        Int64(bitPattern: UInt64(prefix.dropFirst("locallmdb_".count), radix: 16) ?? 0)
     }
 
     /// The store's name as the bytes it is listed under.
@@ -120,6 +178,14 @@ struct StoreSchema: Sendable {
                 if !hasIndexVersion {
                     _ = try await run("ALTER TABLE locallmdb_stores ADD COLUMN IF NOT EXISTS index_version bigint NOT NULL DEFAULT 0")
                 }
+                // The migration entry (`MigrationState`), likewise; null for a store never migrated.
+                let hasMigrations = try await run("""
+                    SELECT 1 FROM pg_attribute
+                    WHERE attrelid = 'locallmdb_stores'::regclass AND attname = 'migrations' AND NOT attisdropped
+                    """).rows.contains { _ in true }
+                if !hasMigrations {
+                    _ = try await run("ALTER TABLE locallmdb_stores ADD COLUMN IF NOT EXISTS migrations bytea")
+                }
                 var found: (prefix: String, version: Int, logID: String)?
                 for row in try await run("SELECT prefix, version, log_id FROM locallmdb_stores WHERE name = \(nameBytes)").rows {
                     let (storedPrefix, version, logID) = try row.decode((String, Int, String).self)
@@ -130,8 +196,8 @@ struct StoreSchema: Sendable {
                     guard found.prefix == prefix else {
                         throw DatabaseError.invalidDirectory(path: name, reason: "the server lists this store under another table prefix")
                     }
-                    guard found.version <= version else {
-                        throw DatabaseError.unsupportedFormat(found: found.version, supported: version)
+                    guard found.version <= migratedVersion else {
+                        throw DatabaseError.unsupportedFormat(found: found.version, supported: migratedVersion)
                     }
                     logID = found.logID
                     if found.version < version {

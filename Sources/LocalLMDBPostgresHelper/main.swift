@@ -14,6 +14,9 @@ import PostgresNIO
 //                            catches the replica in DIR up with STORE once, then dies as a replicator
 //                            killed between writing its last commit and publishing it, printing
 //                            "unpublished <transaction id>"
+//   helper migrate STORE BATCH
+//                            runs MigrationWorkload's migrator on STORE in batches of BATCH records,
+//                            printing "progress <visited> <written>" after each and "done <count>"
 
 let arguments = CommandLine.arguments
 let environment = ProcessInfo.processInfo.environment
@@ -28,14 +31,32 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard arguments.count == 4, ["push", "pull", "pull-unpublish"].contains(arguments[1]) else {
-    fail("usage: helper push|pull|pull-unpublish DIR STORE")
+guard arguments.count == 4, ["push", "pull", "pull-unpublish", "migrate"].contains(arguments[1]) else {
+    fail("usage: helper push|pull|pull-unpublish DIR STORE, or helper migrate STORE BATCH")
 }
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
 else { fail("LOCALLMDB_POSTGRES_* are not set") }
 let configuration = PostgresConnection.Configuration(
     host: host, port: port, username: user, password: environment["LOCALLMDB_POSTGRES_PASSWORD"], database: database, tls: .disable)
+
+if arguments[1] == "migrate" {
+    // Runs MigrationWorkload's migrator on the store in batches of BATCH, printing
+    // "progress <visited> <written>" after each batch and "done <count>" at the end; a test
+    // kills it at a random moment.
+    do {
+        guard let batchSize = Int(arguments[3]), batchSize > 0 else { fail("migrate needs BATCH") }
+        let store = try await PostgresStore(configuration: configuration, name: arguments[2], connections: 2, busyTimeout: .seconds(300))
+        let done = try await store.migrate(with: MigrationWorkload.migrator(batchSize: batchSize)) { progress in
+            say("progress \(progress.recordsVisited) \(progress.recordsWritten)")
+        }
+        say("done \(done.count)")
+        await store.close()
+        exit(0)
+    } catch {
+        fail("error \(error)")
+    }
+}
 
 do {
     let local = try LocalDatabase(directory: URL(fileURLWithPath: arguments[2]))

@@ -29,8 +29,12 @@ import LocalLMDBJSON
         package var scans: Set<EntryScan> = []
         /// Counts of the distinct records index walks name.
         package var scanCounts: Set<EntryScan> = []
+        /// Steps of walks through one class's records (a migration's).
+        package var classWalks: Set<ClassWalk> = []
 
-        package var isEmpty: Bool { keys.isEmpty && classKeys.isEmpty && !count && !catalog && scans.isEmpty && scanCounts.isEmpty }
+        package var isEmpty: Bool {
+            keys.isEmpty && classKeys.isEmpty && !count && !catalog && scans.isEmpty && scanCounts.isEmpty && classWalks.isEmpty
+        }
 
         package init() {}
 
@@ -42,6 +46,7 @@ import LocalLMDBJSON
             catalog = catalog || other.catalog
             scans.formUnion(other.scans)
             scanCounts.formUnion(other.scanCounts)
+            classWalks.formUnion(other.classWalks)
         }
     }
 
@@ -62,6 +67,8 @@ import LocalLMDBJSON
     var scans: [EntryScan: (entries: [(tuple: [UInt8], key: [UInt8])], complete: Bool)] = [:]
     /// The distinct records each counted walk names.
     var scanCounts: [EntryScan: Int] = [:]
+    /// The record keys each step of a class walk found, in byte order.
+    var classWalks: [ClassWalk: [[UInt8]]] = [:]
     /// What the current run asked for and did not find.
     package internal(set) var wanted = Wanted()
 
@@ -91,7 +98,7 @@ import LocalLMDBJSON
     package func hasFetched(_ wanted: Wanted) -> Bool {
         wanted.keys.allSatisfy(hasFetched(key:)) && wanted.classKeys.allSatisfy(hasFetched(classKey:)) && (!wanted.count || hasCount)
             && (!wanted.catalog || catalog != nil) && wanted.scans.allSatisfy { scans[$0] != nil }
-            && wanted.scanCounts.allSatisfy { scanCounts[$0] != nil }
+            && wanted.scanCounts.allSatisfy { scanCounts[$0] != nil } && wanted.classWalks.allSatisfy { classWalks[$0] != nil }
     }
 
     /// Notes that `keys` (already added) are every record of the class key `classKey`.
@@ -233,12 +240,4 @@ package struct FetchedSnapshot: RecordSnapshot {
 
     /// A server's store is never a replica.
     package func replicaState() throws(DatabaseError) -> ReplicaState? { nil }
-
-    /// Not read from a server's store: migrations run on LMDB databases only.
-    package func records<R>(
-        ofClass classKey: StorageKey, after: [UInt8]?, limit: Int,
-        _ transform: (DecodedRecord, _ key: [UInt8], _ id: () -> String) throws(DatabaseError) -> R
-    ) throws(DatabaseError) -> [R] {
-        throw .unsupported(operation: "Walking a class in steps", reason: "the PostgreSQL engine does not run migrations in this version")
-    }
 }

@@ -51,7 +51,7 @@ import LocalLMDBJSON
     package var names: [String] { completed + (running.map { [$0.name] } ?? []) }
 
     /// Parses a stored entry; nil when it is damaged or of an unknown version.
-    init?(parsing raw: UnsafeRawBufferPointer) {
+    package init?(parsing raw: UnsafeRawBufferPointer) {
         guard raw.count >= 3, raw[0] == Self.version else { return nil }
         var offset = 1
         guard let count = Varint.number(in: raw, at: &offset, maxShift: 35), count <= raw.count else { return nil }
@@ -79,7 +79,7 @@ import LocalLMDBJSON
     }
 
     /// The stored form.
-    var encoded: [UInt8] {
+    package var encoded: [UInt8] {
         var bytes: [UInt8] = [Self.version]
         Varint.append(completed.count, to: &bytes)
         for name in completed { Varint.append(lengthPrefixed: name, to: &bytes) }
@@ -124,11 +124,51 @@ package final class MigrationCatalog: Sendable {
         }
     }
 
-    fileprivate func current(_ entry: UnsafeRawBufferPointer) -> (known: Set<String>?, generation: Int, allowed: Bool) {
+    /// Refuses a write that changes records, other than a migration's own, into a database
+    /// whose migration entry is `entry` (nil when it has none), unless the database has had
+    /// exactly the migrations this process knows, none under way: a process that does not know
+    /// one it has had (an older app: `unknownMigration`, or one whose migrator has not run:
+    /// `migratorNotRun`) writes records of older shapes, and one that knows a migration the
+    /// database has not had yet (`migrationPending`) writes records of newer shapes, which the
+    /// migration would transform again. The rule of both engines (`RecordStore.checkMigrations`,
+    /// the PostgreSQL engine's writes).
+    package func checkWrite(into entry: UnsafeRawBufferPointer?) throws(DatabaseError) {
+        guard let entry else {
+            if let pending = known?.min() { throw .migrationPending(name: pending) }
+            return
+        }
+        let (known, generation, allowed) = current(entry)
+        if allowed { return }
+        guard let state = MigrationState(parsing: entry) else {
+            throw .corruptRecord(id: "meta \"migrations\"", reason: "the database's migration entry is damaged")
+        }
+        if let running = state.running { throw .migrationInProgress(name: running.name) }
+        guard let known else {
+            if let first = state.completed.first { throw .migratorNotRun(migration: first) }
+            return
+        }
+        if let unknown = state.completed.first(where: { !known.contains($0) }) { throw .unknownMigration(name: unknown) }
+        if let pending = known.subtracting(state.completed).min() { throw .migrationPending(name: pending) }
+        allow(Array(entry), generation: generation)
+    }
+
+    /// Refuses a migration's batch (`.migrate`) that expects `expected` of a database whose
+    /// recorded state is `recorded`: another migrator advanced it meanwhile
+    /// (`migrationConflict`: `state` is the state the batch would record), or it names a
+    /// migration this process does not know (`unknownMigration`). The rule of both engines.
+    package func checkBatch(recorded: MigrationState, expected: MigrationState, state: MigrationState) throws(DatabaseError) {
+        guard recorded == expected else {
+            throw .migrationConflict(name: state.running?.name ?? expected.running?.name ?? state.completed.last ?? "")
+        }
+        let known = known ?? []
+        if let unknown = recorded.names.first(where: { !known.contains($0) }) { throw .unknownMigration(name: unknown) }
+    }
+
+    private func current(_ entry: UnsafeRawBufferPointer) -> (known: Set<String>?, generation: Int, allowed: Bool) {
         state.withLock { ($0.known, $0.generation, $0.allowed.map { entry.elementsEqual($0) } ?? false) }
     }
 
-    fileprivate func allow(_ entry: [UInt8], generation: Int) {
+    private func allow(_ entry: [UInt8], generation: Int) {
         state.withLock { if $0.generation == generation { $0.allowed = entry } }
     }
 }
@@ -152,30 +192,10 @@ extension RecordStore {
     }
 
     /// Refuses a write that changes records, other than a migration's own, unless the database
-    /// has had exactly the migrations this process knows, none under way: a process that does
-    /// not know one it has had (an older app: `unknownMigration`, or one whose migrator has not
-    /// run: `migratorNotRun`) writes records of older shapes, and one that knows a migration the
-    /// database has not had yet (`migrationPending`) writes records of newer shapes, which the
-    /// migration would transform again.
+    /// has had exactly the migrations this process knows (`MigrationCatalog.checkWrite`).
     func checkMigrations(in transaction: Transaction) throws(DatabaseError) {
         try MigrationState.metaKey.withBytes { key throws(DatabaseError) in
-            guard let bytes = try transaction.get(meta, key) else {
-                if let pending = migrations.known?.min() { throw .migrationPending(name: pending) }
-                return
-            }
-            let (known, generation, allowed) = migrations.current(bytes)
-            if allowed { return }
-            guard let state = MigrationState(parsing: bytes) else {
-                throw .corruptRecord(id: "meta \"migrations\"", reason: "the database's migration entry is damaged")
-            }
-            if let running = state.running { throw .migrationInProgress(name: running.name) }
-            guard let known else {
-                if let first = state.completed.first { throw .migratorNotRun(migration: first) }
-                return
-            }
-            if let unknown = state.completed.first(where: { !known.contains($0) }) { throw .unknownMigration(name: unknown) }
-            if let pending = known.subtracting(state.completed).min() { throw .migrationPending(name: pending) }
-            migrations.allow(Array(bytes), generation: generation)
+            try migrations.checkWrite(into: try transaction.get(meta, key))
         }
     }
 
@@ -191,12 +211,7 @@ extension RecordStore {
         _ operations: [WriteOperation], expected: MigrationState, state: MigrationState, in transaction: Transaction, changes: inout ChangeSet
     ) throws(DatabaseError) -> Int {
         try checkNotReplica(in: transaction)
-        let recorded = try migrationState(in: transaction)
-        guard recorded == expected else {
-            throw .migrationConflict(name: state.running?.name ?? expected.running?.name ?? state.completed.last ?? "")
-        }
-        let known = migrations.known ?? []
-        if let unknown = recorded.names.first(where: { !known.contains($0) }) { throw .unknownMigration(name: unknown) }
+        try migrations.checkBatch(recorded: try migrationState(in: transaction), expected: expected, state: state)
         var count = 0
         for operation in operations {
             assert(!operation.isReplication && !operation.isMigration, "a migration's batch holds plain writes")

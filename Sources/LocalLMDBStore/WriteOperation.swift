@@ -100,7 +100,7 @@ extension WriteOperation {
 
     /// Whether the operation may change records (or their documents): refused on a replica, and
     /// checked against the database's migrations. (`.replicate` and `.migrate` check their own.)
-    var changesRecords: Bool {
+    package var changesRecords: Bool {
         switch self {
         case .put, .delete, .deleteReaching, .deleteTypes, .clear, .setMember: true
         case .defineIndexes, .dropIndex, .reseal, .finishResealing, .replicate, .detachReplica, .migrate: false

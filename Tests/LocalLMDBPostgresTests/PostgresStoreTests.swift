@@ -351,11 +351,11 @@ extension PostgresTests {
                 _ = try await PostgresServer.withConnection { connection in
                     try await connection.query("UPDATE locallmdb_stores SET version = 99 WHERE name = \(name)", logger: Logger(label: "tests"))
                 }
-                await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.version)) {
+                await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.migratedVersion)) {
                     try await database.write(Record(id: "late", data: Note(text: "refused")))
                 }
             }
-            await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.version)) {
+            await #expect(throws: LocalDatabaseError.unsupportedFormat(found: 99, supported: StoreSchema.migratedVersion)) {
                 _ = try await PostgresStore(configuration: PostgresServer.configuration(), name: store)
             }
         }

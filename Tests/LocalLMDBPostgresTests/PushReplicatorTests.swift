@@ -200,7 +200,7 @@ extension PostgresTests {
                     try await local.write(Record(id: "a", data: Note(text: "1")))
                     try await PushReplicator(from: local, to: store, source: "s").catchUp()
                     await #expect(throws: DatabaseError.self) {
-                        try await store.engine.applyReplicated([], classRows: [], source: "s", expected: nil, position: "x:1")
+                        try await store.engine.applyReplicated([], classRows: [], source: "s", expected: nil, position: "x:1", migrations: MigrationState())
                     }
                 }
             }

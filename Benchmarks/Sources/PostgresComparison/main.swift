@@ -17,6 +17,10 @@ struct Options {
     var reads = 2000
     var repetitions = 5
     var results: String?
+    /// Only the concurrent writers' comparison (`--only concurrent`).
+    var onlyConcurrent = false
+    var writerProcesses = 8
+    var writerSeconds = 10.0
 
     init() {
         var arguments = CommandLine.arguments.dropFirst()
@@ -26,6 +30,9 @@ struct Options {
             case "--reads": reads = arguments.popFirst().flatMap(Int.init) ?? reads
             case "--repetitions": repetitions = arguments.popFirst().flatMap(Int.init) ?? repetitions
             case "--results": results = arguments.popFirst()
+            case "--only": onlyConcurrent = arguments.popFirst() == "concurrent"
+            case "--writer-processes": writerProcesses = arguments.popFirst().flatMap(Int.init) ?? writerProcesses
+            case "--writer-seconds": writerSeconds = arguments.popFirst().flatMap(Double.init) ?? writerSeconds
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
                 exit(64)
@@ -34,7 +41,6 @@ struct Options {
     }
 }
 
-let options = Options()
 let environment = ProcessInfo.processInfo.environment
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let databaseName = environment["LOCALLMDB_POSTGRES_DATABASE"]
@@ -49,6 +55,32 @@ let logger: Logger = {
     logger.logLevel = .error
     return logger
 }()
+
+try await runWriterChildIfAsked()
+let options = Options()
+
+/// The concurrent writers' section of the report.
+@MainActor func reportConcurrentWriters() async throws {
+    say("")
+    say("## Processes writing one store at once")
+    say("")
+    say(String(format: "%d processes, each writing one student a transaction (an upsert of its own ids) for %.0f s; the hand-written contender upserts (id, JSON) into one table, one statement a transaction.", options.writerProcesses, options.writerSeconds))
+    say("")
+    say("| Contender | Writes/s (median of \(options.repetitions)) |")
+    say("|---|---:|")
+    var rates: [String: [Double]] = [:]
+    for _ in 0..<options.repetitions {
+        rates["PostgresStore", default: []].append(try await concurrentWrites("store", processes: options.writerProcesses, seconds: options.writerSeconds))
+        rates["hand-written postgres-nio", default: []].append(try await concurrentWrites("raw", processes: options.writerProcesses, seconds: options.writerSeconds))
+    }
+    for name in ["PostgresStore", "hand-written postgres-nio"] {
+        say(String(format: "| %@ | %.0f |", name, median(rates[name] ?? [])))
+    }
+    say("")
+    say(String(format: "PostgresStore against hand-written statements: %.2f× their writes per second (target ≥ 0.7×).",
+               median(rates["PostgresStore"] ?? []) / median(rates["hand-written postgres-nio"] ?? [])))
+}
+
 
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
@@ -114,6 +146,16 @@ var report: [String] = []
 @MainActor func say(_ line: String) {
     print(line)
     report.append(line)
+}
+
+if options.onlyConcurrent {
+    say("# LocalLMDB on PostgreSQL: processes writing one store")
+    try await reportConcurrentWriters()
+    if let results = options.results {
+        try? FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
+        try report.joined(separator: "\n").appending("\n").write(toFile: results + "/postgres-concurrent.md", atomically: true, encoding: .utf8)
+    }
+    exit(0)
 }
 
 let ids = (0..<options.records).map { _ in UUID().uuidString }
@@ -418,6 +460,8 @@ say("")
 say(String(
     format: "Lag with one writer committing one record at a time, paced at up to 1,000 commits/s (%d commits in 5 s: %.0f/s, as each server commit waits for its flush): p50 %.1f ms, p99 %.1f ms, from the server write's return to the replica's commit of it.",
     pull.commits, Double(pull.commits) / 5, pull.p50 * 1000, pull.p99 * 1000))
+
+try await reportConcurrentWriters()
 
 if let results = options.results {
     try? FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)

@@ -82,10 +82,7 @@ extension LocalDatabase {
     @discardableResult
     public nonisolated(nonsending) func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) async throws -> Bool {
         do throws(DatabaseError) {
-            var dropped = 0
-            for operation in IndexDeclarations.dropping(index, of: type) { dropped += try await engine.perform(operation) }
-            IndexDeclarations.forget(type, in: engine)
-            return dropped > 0
+            return try await IndexDeclarations.drop(IndexDeclarations.Dropping(index, of: type), in: engine)
         } catch { throw LocalDatabaseError(error) }
     }
 }

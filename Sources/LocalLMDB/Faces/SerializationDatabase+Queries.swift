@@ -67,10 +67,7 @@ extension SerializationDatabase {
     @discardableResult
     public func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) -> Bool {
         run(false) { engine throws(DatabaseError) in
-            var dropped = 0
-            for operation in IndexDeclarations.dropping(index, of: type) { dropped += try engine.performBlocking(operation, "dropIndex") }
-            IndexDeclarations.forget(type, in: engine)
-            return dropped > 0
+            try IndexDeclarations.dropBlocking(IndexDeclarations.Dropping(index, of: type), in: engine)
         }
     }
 }

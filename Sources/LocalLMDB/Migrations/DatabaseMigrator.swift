@@ -174,10 +174,22 @@ public struct MigrationStep: Sendable {
     /// such as a unique index the new model no longer declares. Run again after a kill, it
     /// finds nothing to remove.
     public static func dropIndex<T: Persistable>(_ index: Index, of type: T.Type) -> MigrationStep {
-        let (operations, typeID) = (IndexDeclarations.dropping(index, of: type), ObjectIdentifier(type))
+        let dropping = IndexDeclarations.Dropping(index, of: type)
         return MigrationStep(action: Action { database in
-            for operation in operations { _ = try await database.engine.perform(operation) }
-            IndexDeclarations.forget(typeID, in: database.engine)
+            _ = try await IndexDeclarations.drop(dropping, in: database.engine)
+            return []
+        })
+    }
+
+    /// Seals every record afresh under the database's current key, and retires the older keys
+    /// (`LocalDatabase.reencrypt(batchSize:progress:)`): a key rotation, or the encryption of a
+    /// database opened with `encryptingExistingValues`, made part of a version's migration. It
+    /// commits its own batches; a migrator killed during it runs it again, which only reads the
+    /// records already sealed under the current key. Refused on an unencrypted database
+    /// (`encryptionRequired`, which fails the migration).
+    public static func reencrypt(batchSize: Int = 1000) -> MigrationStep {
+        MigrationStep(action: Action { database in
+            _ = try await database.reencrypt(batchSize: batchSize)
             return []
         })
     }

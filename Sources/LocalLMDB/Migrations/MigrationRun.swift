@@ -6,8 +6,9 @@ import LocalLMDBEngine
 /// One run of a migrator over one database (`LocalDatabase.migrate(with:)`).
 ///
 /// The rules it keeps, with the store's (`MigrationState`):
-/// - One migrator at a time: it holds the directory's `MigrationLock` from before it reads the
-///   recorded state until it returns. Another waits for the lock, at most the busy timeout.
+/// - One migrator at a time: it holds the engine's `MigrationLease` (LMDB's `MigrationLock`, a
+///   server's advisory lock) from before it reads the recorded state until it returns. Another
+///   waits for the lease, at most the busy timeout.
 /// - Each batch is one `.migrate` write: the step's writes for up to `batchSize` records, and
 ///   the new state (the step and the position after the batch's last record; the migration
 ///   completed, with its last batch). The write expects the state this run last saw, so a batch
@@ -26,41 +27,42 @@ struct MigrationRun {
     /// Runs the migrations the database has not had; returns their names.
     nonisolated(nonsending) func run() async throws -> [String] {
         if let problem = migrator.problem { throw DatabaseError.invalidMigration(reason: problem) }
-        guard case let .lmdb(session) = engine else {
-            throw DatabaseError.unsupported(operation: "Migrations", reason: "this version migrates LMDB databases only")
-        }
         guard !engine.configuration.readOnly else { throw DatabaseError.readOnly }
         guard !engine.transactionActive else { throw DatabaseError.transactionAlreadyActive }
         // Known from now on, even while this run waits for another migrator: the process writes
         // only once the database has had exactly these.
         let names = Set(migrator.migrationNames)
-        session.knowMigrations(names)
-        let lock = try await Self.lock(session.directoryPath, timeout: engine.busyTimeout)
-        defer { withExtendedLifetime(lock) {} }
-        // A batch a killed migrator committed but did not publish is seen before the state is read.
-        try await engine.publishCommits()
-        var state = try session.migrationState()
-        if let unknown = state.names.first(where: { !names.contains($0) }) { throw DatabaseError.unknownMigration(name: unknown) }
-        var pending = migrator.migrations.filter { !state.completed.contains($0.name) }
-        // The migration under way goes on first, wherever it is registered.
-        if let running = state.running, let at = pending.firstIndex(where: { $0.name == running.name }) {
-            pending.insert(pending.remove(at: at), at: 0)
+        engine.writer.knowMigrations(names)
+        let lease = try await Self.lease(engine, timeout: engine.busyTimeout)
+        do {
+            // A batch a killed migrator committed but did not publish is seen before the state is read.
+            try await engine.publishCommits()
+            var state = try await engine.writer.migrationState()
+            if let unknown = state.names.first(where: { !names.contains($0) }) { throw DatabaseError.unknownMigration(name: unknown) }
+            var pending = migrator.migrations.filter { !state.completed.contains($0.name) }
+            // The migration under way goes on first, wherever it is registered.
+            if let running = state.running, let at = pending.firstIndex(where: { $0.name == running.name }) {
+                pending.insert(pending.remove(at: at), at: 0)
+            }
+            var completed: [String] = []
+            for migration in pending {
+                try await run(migration, state: &state)
+                completed.append(migration.name)
+            }
+            await lease.release()
+            return completed
+        } catch {
+            await lease.release()
+            throw error
         }
-        var completed: [String] = []
-        for migration in pending {
-            try await run(migration, state: &state)
-            completed.append(migration.name)
-        }
-        return completed
     }
 
-    /// The migration lock of `directory`, waited for at most `timeout` (polling: the wait holds
-    /// no thread).
-    private static func lock(_ directory: String, timeout: Duration) async throws -> MigrationLock {
+    /// The engine's migration lease, waited for at most `timeout` (polling: the wait holds no thread).
+    private static nonisolated(nonsending) func lease(_ engine: FaceEngine, timeout: Duration) async throws -> any MigrationLease {
         let deadline = ContinuousClock.now + timeout
         var pause = Duration.milliseconds(1)
         while true {
-            if let lock = try MigrationLock.tryAcquire(directory: directory) { return lock }
+            if let lease = try await engine.writer.tryLockMigrations() { return lease }
             guard ContinuousClock.now < deadline else { throw DatabaseError.busy(timeout: timeout) }
             try await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(50))
@@ -340,13 +342,18 @@ extension LocalDatabase {
         }
     }
 
+    /// The database's migration state as last committed (a push replicator's: see `PushReplicator`).
+    package nonisolated(nonsending) func migrationState() async throws(DatabaseError) -> MigrationState {
+        try await engine.publishCommits()
+        return try await engine.writer.migrationState()
+    }
+
     /// The migrations this database has had, in the order they completed, and the one under
     /// way (run or left by a migrator), if any.
     public nonisolated(nonsending) func migrationStatus() async throws -> MigrationStatus {
-        guard case let .lmdb(session) = engine else { return MigrationStatus(completed: [], underWay: nil) }
         do throws(DatabaseError) {
             try await engine.publishCommits()
-            let state = try session.migrationState()
+            let state = try await engine.writer.migrationState()
             return MigrationStatus(completed: state.completed, underWay: state.running?.name)
         } catch { throw LocalDatabaseError(error) }
     }

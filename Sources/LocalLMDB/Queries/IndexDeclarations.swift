@@ -62,12 +62,8 @@ enum IndexDeclarations {
         remember(key, engine)
     }
 
-    /// Forgets that `T`'s indexes are stored in the database (one was dropped): its next use
+    /// Forgets that a type's indexes are stored in the database (one was dropped): its next use
     /// stores them again.
-    static func forget<T: Persistable>(_ type: T.Type, in engine: FaceEngine) {
-        forget(ObjectIdentifier(type), in: engine)
-    }
-
     static func forget(_ type: ObjectIdentifier, in engine: FaceEngine) {
         let key = Key(database: engine.databaseSerial, type: type)
         _ = stored.withLock { $0.remove(key) }
@@ -99,9 +95,33 @@ enum IndexDeclarations {
         remember(Key(database: engine.databaseSerial, type: preparation.type), engine)
     }
 
-    /// The operations that remove `index` of `T` (under its current and legacy class names).
-    static func dropping<T: Persistable>(_ index: Index, of type: T.Type) -> [WriteOperation] {
-        RecordEncoding.classNames(type).map { WriteOperation.dropIndex(className: $0, name: index.definition.name) }
+    /// The removal of `index` of `T` (under its current and legacy class names), worked out from
+    /// the type beforehand (a migration step keeps values, not the type).
+    struct Dropping: Sendable {
+        let type: ObjectIdentifier
+        let operations: [WriteOperation]
+
+        init<T: Persistable>(_ index: Index, of type: T.Type) {
+            self.type = ObjectIdentifier(type)
+            operations = RecordEncoding.classNames(type).map { WriteOperation.dropIndex(className: $0, name: index.definition.name) }
+        }
+    }
+
+    /// Removes what `dropping` names, and forgets that its type's indexes are stored (its next
+    /// use stores them again). Returns whether an index was stored.
+    nonisolated(nonsending) static func drop(_ dropping: Dropping, in engine: FaceEngine) async throws(DatabaseError) -> Bool {
+        var dropped = 0
+        for operation in dropping.operations { dropped += try await engine.perform(operation) }
+        forget(dropping.type, in: engine)
+        return dropped > 0
+    }
+
+    /// `drop`, blocking the calling thread (the synchronous face).
+    static func dropBlocking(_ dropping: Dropping, in engine: FaceEngine) throws(DatabaseError) -> Bool {
+        var dropped = 0
+        for operation in dropping.operations { dropped += try engine.performBlocking(operation, "dropIndex") }
+        forget(dropping.type, in: engine)
+        return dropped > 0
     }
 
     private static func remember(_ key: Key, _ engine: FaceEngine) {

@@ -258,6 +258,38 @@ struct EncryptionTests {
         }
     }
 
+    /// A key rotation as a step of a migration: every record sealed under the new key, the old
+    /// one retired, once; an unencrypted database fails the step with a typed error.
+    @Test func aMigrationStepRotatesTheKey() async throws {
+        try await withTemporaryDirectory { directory in
+            let old = try key("old", 1)
+            let new = try key("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            try await first.write(contentsOf: (0..<150).map { Record(id: "t\($0)", data: Ticket(queue: "q", priority: $0, title: "t")) })
+            await first.close()
+
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("rotate to new", steps: [.reencrypt(batchSize: 40)])
+            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            #expect(try await database.migrate(with: migrator) == ["rotate to new"])
+            #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["new"], mayHoldUnencryptedValues: false))
+            #expect(try await database.migrate(with: migrator).isEmpty)
+            await database.close()
+            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            #expect(try await rotated.count(Ticket.self) == 150)
+            #expect(try await rotated.verifyIntegrity().isConsistent)
+            await rotated.close()
+        }
+        try await withTemporaryDirectory { directory in
+            let plain = try LocalDatabase(directory: directory)
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("rotate", steps: [.reencrypt()])
+            await #expect(throws: LocalDatabaseError.self) { try await plain.migrate(with: migrator) }
+            #expect(try await plain.migrationStatus() == MigrationStatus(completed: [], underWay: "rotate"))
+            await plain.close()
+        }
+    }
+
     /// An unencrypted database, opened to be encrypted, reads its old values and writes new
     /// ones sealed; `reencrypt` seals the rest.
     @Test func anUnencryptedDatabaseIsEncryptedInPlace() async throws {

@@ -129,6 +129,15 @@ final class SeamEngine: EngineWriter {
         inner.closeBlocking()
     }
     func closeWhenDropped() { inner.closeWhenDropped() }
+    func knowMigrations(_ names: Set<String>) { inner.knowMigrations(names) }
+    nonisolated(nonsending) func migrationState() async throws(DatabaseError) -> MigrationState {
+        cross("migrationState")
+        return try await inner.migrationState()
+    }
+    nonisolated(nonsending) func tryLockMigrations() async throws(DatabaseError) -> (any MigrationLease)? {
+        cross("tryLockMigrations")
+        return try await inner.tryLockMigrations()
+    }
 }
 
 @Suite("Engine seam")

@@ -294,6 +294,31 @@ struct MigrationTests {
         }
     }
 
+    /// The synchronous face has no migrator: it writes into a migrated database once a
+    /// `LocalDatabase` on the same directory (the same environment) has run the migrator, and
+    /// never before.
+    @Test func theSynchronousFaceWritesOnceALocalDatabaseOnItsDirectoryHasMigrated() async throws {
+        try await withTemporaryDirectory { directory in
+            do {
+                let database = try LocalDatabase(directory: directory)
+                try await writeNotes(database, count: 3)
+                try await database.migrate(with: visitingMigrator(batchSize: 2, counter: Counter()))
+                await database.close()
+            }
+            do {
+                let alone = try SerializationDatabase(directory: directory)
+                #expect(!alone.write(Record(id: "alone", data: MigNote(text: "alone"))))
+                #expect(alone.lastError == .migratorNotRun(migration: "visit"))
+                let database = try LocalDatabase(directory: directory)
+                try await database.migrate(with: visitingMigrator(batchSize: 2, counter: Counter()))
+                #expect(alone.write(Record(id: "after", data: MigNote(text: "after"))))
+                #expect(try await database.count(MigNote.self) == 4)
+                await database.close()
+                alone.close()
+            }
+        }
+    }
+
     @Test func renamesDeletesAndSplitsAreRewrittenForGood() async throws {
         try await withDatabase { database, _ in
             try await writeNotes(database, count: 30)
