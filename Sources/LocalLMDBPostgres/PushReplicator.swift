@@ -30,7 +30,10 @@ import LocalLMDBPostgresEngine
 ///   `delete(T.self)` or `clearDatabase()`, though, deletes on the server what it deleted locally:
 ///   every record of the class, or every record of the store;
 /// - two replicators of one source cannot interleave: a transaction whose recorded position moved
-///   under it is refused (`transactionFailed`);
+///   under it applies nothing (the store refuses it); the replicator then reads the position again
+///   and goes on from it, as after a replicator of the same source that was killed with its last
+///   transaction in flight, which the server completed. A position that moved back (another
+///   source's log under this name) fails the pass (`transactionFailed`);
 /// - a migration (`LocalDatabase.migrate(with:)`) is never pushed half-way: while one is under way
 ///   locally, nothing is pushed; once it has completed, everything up to the last local commit
 ///   goes in one transaction (however many commits that is: its memory is a full copy's), which
@@ -87,7 +90,8 @@ public final class PushReplicator: Sendable {
 
     /// Applies every local commit made so far to the server. Returns the number of local commits applied.
     /// - Throws: `LocalDatabaseError` (`server` when the server cannot be reached; nothing is lost:
-    ///   call again).
+    ///   call again); `migrationInProgress` while a migration is under way on the local database
+    ///   (nothing of it is pushed until it completes) or on the store.
     @discardableResult
     public nonisolated(nonsending) func catchUp() async throws -> Int {
         do throws(DatabaseError) {
@@ -114,14 +118,20 @@ public final class PushReplicator: Sendable {
         var applied = 0
         var recorded = try await store.engine.replicationPosition(source: source)
         while true {
-            // A migration under way is pushed once it has completed (the commit that completes it
-            // wakes `run()`); a completed one the store has not had goes in one transaction.
+            // A migration under way is pushed once it has completed: until then a pass fails with
+            // `migrationInProgress`, which `run()` retries after a pause (its completing commit
+            // adds nothing to the change log, so no commit would wake it). A completed migration
+            // the store has not had goes in one transaction, with the local migration state.
             let migrations = try await local.migrationState()
-            if migrations.running != nil { return applied }
+            if let running = migrations.running { throw .migrationInProgress(name: running.name) }
             let whole = try await store.engine.migrationState().completed != migrations.completed
             let localLast = try local.changePosition()
             guard let position = recorded.flatMap(Self.position(parsing:)), position.logID == localLast.logID else {
-                if let copied = try await fullCopy(expected: recorded, migrations: migrations) { recorded = copied }
+                if let copied = try await fullCopy(expected: recorded, migrations: migrations) {
+                    recorded = copied
+                } else {
+                    recorded = try await store.engine.replicationPosition(source: source)
+                }
                 continue
             }
             state.withLock {
@@ -133,19 +143,59 @@ public final class PushReplicator: Sendable {
                 feed = try await local.changeFeed(since: position, limit: whole ? .max : commitsPerTransaction)
             } catch {
                 guard case .changesUnavailable = error else { throw error }
-                if let copied = try await fullCopy(expected: recorded, migrations: migrations) { recorded = copied }
+                if let copied = try await fullCopy(expected: recorded, migrations: migrations) {
+                    recorded = copied
+                } else {
+                    recorded = try await store.engine.replicationPosition(source: source)
+                }
                 continue
             }
-            guard !feed.commits.isEmpty else { return applied }
-            guard let reached = try await apply(feed, expected: recorded, migrations: migrations) else { continue }
+            guard !feed.commits.isEmpty else {
+                // Nothing to push, but a migration to record (one that changed no record).
+                if whole, let recorded {
+                    guard try await applyReplicated(
+                        [], classRows: [], expected: recorded, position: recorded, migrations: migrations)
+                    else {
+                        continue
+                    }
+                }
+                return applied
+            }
+            guard let reached = try await apply(feed, expected: recorded, migrations: migrations) else {
+                recorded = try await store.engine.replicationPosition(source: source)
+                continue
+            }
             recorded = reached
             applied += feed.commits.count
         }
     }
 
+    /// `store.engine.applyReplicated`; false when nothing was applied because the store's position
+    /// for this source is no longer `expected` but one it reached later: another replicator of
+    /// this source committed meanwhile, typically one killed while its last transaction was in
+    /// flight, which the server completed after this one read the position. The caller reads the
+    /// position again and goes on from it (every commit is still applied once in effect).
+    private nonisolated(nonsending) func applyReplicated(
+        _ operations: [WriteOperation], classRows: [StoredClass], expected: String?, position: String, migrations: MigrationState
+    ) async throws(DatabaseError) -> Bool {
+        do {
+            try await store.engine.applyReplicated(
+                operations, classRows: classRows, source: source, expected: expected, position: position, migrations: migrations)
+            return true
+        } catch {
+            guard case .transactionFailed = error else { throw error }
+            let now = try await store.engine.replicationPosition(source: source)
+            guard let now, now != expected, let moved = Self.position(parsing: now),
+                  expected.flatMap(Self.position(parsing:)).map({ $0.logID != moved.logID || $0.sequence < moved.sequence }) ?? true
+            else { throw error }
+            return false
+        }
+    }
+
     /// Applies `feed`'s commits in one transaction; returns the position recorded, or nil when the
     /// local migration state is no longer `migrations` (a migration committed a batch since it
-    /// was read: the caller reads again, so no part of a migration is pushed alone).
+    /// was read: the caller reads again, so no part of a migration is pushed alone), or when the
+    /// store's position moved meanwhile (`applyReplicated`: the caller reads it again).
     private nonisolated(nonsending) func apply(
         _ feed: LoggedCommits, expected: String?, migrations: MigrationState
     ) async throws(DatabaseError) -> String? {
@@ -157,8 +207,8 @@ public final class PushReplicator: Sendable {
         for id in records.absent { deletions.append(.delete(StorageKey(id, maxKeySize: keySize))) }
         let operations = deletions + records.parts.map { WriteOperation.put($0, classes: []) }
         let position = feed.position.description
-        try await store.engine.applyReplicated(
-            operations, classRows: records.classRows, source: source, expected: expected, position: position, migrations: migrations)
+        guard try await applyReplicated(operations, classRows: records.classRows, expected: expected, position: position, migrations: migrations)
+        else { return nil }
         state.withLock {
             $0.transactions += 1
             $0.commits += feed.commits.count
@@ -169,14 +219,16 @@ public final class PushReplicator: Sendable {
     }
 
     /// Copies every local record, with the position it was read at; returns the position
-    /// recorded, or nil when the local migration state is no longer `migrations` (as `apply`).
+    /// recorded, or nil when the local migration state is no longer `migrations`, or the store's
+    /// position moved meanwhile (as `apply`).
     private nonisolated(nonsending) func fullCopy(expected: String?, migrations: MigrationState) async throws(DatabaseError) -> String? {
         let (records, position) = try await local.replicatedRecords(ids: nil)
         guard try await local.migrationState() == migrations else { return nil }
         let recorded = position.description
-        try await store.engine.applyReplicated(
-            records.parts.map { .put($0, classes: []) }, classRows: records.classRows, source: source,
-            expected: expected, position: recorded, migrations: migrations)
+        guard try await applyReplicated(
+            records.parts.map { .put($0, classes: []) }, classRows: records.classRows, expected: expected, position: recorded,
+            migrations: migrations)
+        else { return nil }
         state.withLock {
             $0.fullCopies += 1
             $0.transactions += 1

@@ -50,7 +50,8 @@ struct ReplicatedRun {
 /// damaged file, a refusal that no retry changes).
 func isTransient(_ error: DatabaseError) -> Bool {
     switch error {
-    case .server, .busy, .transactionAlreadyActive:
+    case .server, .busy, .transactionAlreadyActive, .migrationInProgress:
+        // (A migration under way, on either side, ends: the push waits for it.)
         return true
     case let .storage(_, code, _):
         // A full disk or map, too many readers, an interrupted or busy call.

@@ -45,25 +45,38 @@ extension PostgresEngine {
         return try Self.parse(entry)
     }
 
+    /// The lock is held by a connection of its own, outside the pool: the run goes on reading
+    /// and writing through the pool, whatever its size.
     package nonisolated(nonsending) func tryLockMigrations() async throws(DatabaseError) -> (any MigrationLease)? {
         try checkOpen()
         let operation = "locking the store's migrations"
-        let connection = try await leased(operation)
-        let locked: Bool
+        let connection = try await ServerCall.run(operation, busyTimeout: busyTimeout) {
+            try await PostgresConnection.connect(
+                on: pool.eventLoopGroup.any(), configuration: pool.configuration, id: Int.random(in: 1_000_000...Int(Int32.max)), logger: logger
+            ).get()
+        }
+        let lease = ServerMigrationLease(connection: connection, key: schema.migrationLockKey, logger: logger, limit: queryTimeout)
         do throws(DatabaseError) {
             let result = try await connection.send(
                 "SELECT pg_try_advisory_lock(\(schema.migrationLockKey))", logger: logger, within: queryTimeout
             ).value(operation)
-            locked = (try? result.rows.first?.decode(Bool.self)) ?? false
+            guard let row = result.rows.first else { throw .server(operation: operation, message: "the server did not answer the lock") }
+            let locked: Bool
+            do {
+                locked = try row.decode(Bool.self)
+            } catch {
+                throw ServerCall.databaseError(error, operation)
+            }
+            guard locked else {
+                await lease.release()
+                return nil
+            }
+            return lease
         } catch {
-            pool.release(connection, broken: connection.isClosed)
+            // Closing the connection ends its session, which frees a lock it may hold.
+            await lease.release()
             throw error
         }
-        guard locked else {
-            pool.release(connection)
-            return nil
-        }
-        return ServerMigrationLease(connection: connection, pool: pool, key: schema.migrationLockKey, logger: logger, limit: queryTimeout)
     }
 
     /// Refuses a write that changes records unless the store has had exactly the migrations this
@@ -135,27 +148,26 @@ extension PostgresEngine {
     }
 }
 
-/// A server's migration lease: a session-level advisory lock, held by one leased connection
-/// until `release` unlocks it and gives the connection back. A connection that breaks, or a
-/// process that dies, ends the server's session, which frees the lock.
+/// A server's migration lease: a session-level advisory lock, held by a connection of its own
+/// (outside the engine's pool) until `release` closes it, which ends its session and so frees
+/// the lock. A process that dies, or a connection that breaks, ends the session too.
 final class ServerMigrationLease: MigrationLease {
     private let connection: Locked<PostgresConnection?>
-    private let pool: ConnectionPool
     private let key: Int64
     private let logger: Logger
     private let limit: Duration
 
-    init(connection: PostgresConnection, pool: ConnectionPool, key: Int64, logger: Logger, limit: Duration) {
+    init(connection: PostgresConnection, key: Int64, logger: Logger, limit: Duration) {
         self.connection = Locked(connection)
-        self.pool = pool
         self.key = key
         self.logger = logger
         self.limit = limit
     }
 
     deinit {
-        // Dropped without `release`: the connection is closed, which frees the lock.
-        if let connection = connection.withLock({ $0 }) { pool.release(connection, broken: true) }
+        // Dropped without `release`: closed all the same, kept alive until it is (postgres-nio
+        // asserts that a connection is closed before it goes).
+        if let connection = connection.withLock({ $0 }) { Self.close(connection) }
     }
 
     nonisolated(nonsending) func release() async {
@@ -164,8 +176,13 @@ final class ServerMigrationLease: MigrationLease {
             return held
         }
         guard let held else { return }
-        let unlocked = try? await held.send("SELECT pg_advisory_unlock(\(key))", logger: logger, within: limit).get()
-        // An unlock that failed leaves the lock with the session: closing the connection ends it.
-        pool.release(held, broken: unlocked == nil)
+        // Unlocked first, so the lock is free at once even if the close takes a while.
+        _ = try? await held.send("SELECT pg_advisory_unlock(\(key))", logger: logger, within: limit).get()
+        _ = try? await Self.close(held).get()
+    }
+
+    @discardableResult
+    private static func close(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
+        connection.close().always { _ in withExtendedLifetime(connection) {} }
     }
 }

@@ -9,7 +9,11 @@ extension PostgresEngine {
     /// Commits `writes` (each one atomic write of one or more operations) in one transaction;
     /// when that fails before the commit was sent, commits each alone, so each gets its own
     /// result. Returns one result per write, in order.
-    func commitGroup(_ writes: [[WriteOperation]]) -> [Result<Int, DatabaseError>] {
+    ///
+    /// Writes of records by key run side by side with other processes' (`WritersLock.shared`),
+    /// so two groups can lock the same records in opposite orders; the server then aborts one
+    /// (a deadlock, SQLSTATE 40P01), which runs again alone (`alone`: the exclusive lock).
+    func commitGroup(_ writes: [[WriteOperation]], alone: Bool = false) -> [Result<Int, DatabaseError>] {
         let connection: PostgresConnection
         do throws(DatabaseError) {
             connection = try leaseBlocking("writing")
@@ -17,11 +21,11 @@ extension PostgresEngine {
             return writes.map { _ in .failure(error) }
         }
         var commitSent = false
+        var lock = alone ? WritersLock.exclusive : writersLock(for: writes)
         do throws(DatabaseError) {
             // Records by key side by side with other processes' (as the cached catalog says);
             // when the catalog read under the lock says otherwise (a unique index defined
             // meanwhile), again, alone.
-            var lock = writersLock(for: writes)
             try begin(on: connection, "writing", lock: lock)
             if lock == .shared, writersLock(for: writes) == .exclusive {
                 _ = try run("ROLLBACK", on: connection, "writing")
@@ -43,6 +47,8 @@ extension PostgresEngine {
         } catch {
             let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
             pool.release(connection, broken: broken)
+            // A shared group the server aborted as one side of a deadlock: again, alone.
+            if lock == .shared, !commitSent, Self.isDeadlock(error) { return commitGroup(writes, alone: true) }
             // A commit whose answer was lost may have happened: it is not repeated. Nor is a group
             // that the server could not be reached for, or that waited out its bound: only a
             // group that a statement was refused in is retried write by write.
@@ -69,6 +75,12 @@ extension PostgresEngine {
         }
         recordedMigrations = .read(locked.migrations)
         if catalog?.version != locked.indexVersion { try loadCatalog(version: locked.indexVersion, on: connection, operation) }
+    }
+
+    /// Whether `error` is the server aborting the transaction as one side of a deadlock.
+    static func isDeadlock(_ error: DatabaseError) -> Bool {
+        if case let .server(_, message) = error { return message.contains("SQLSTATE 40P01") }
+        return false
     }
 
     /// Whether `error` is the server (or a rule) refusing a statement, as opposed to the server

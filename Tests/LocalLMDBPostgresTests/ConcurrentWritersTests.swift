@@ -128,5 +128,41 @@ extension PostgresTests {
                 }
             }
         }
+
+        /// A write by key that the server aborts as one side of a deadlock (another transaction
+        /// holding the writers' lock shared locks its records in the other order) runs again,
+        /// alone, and is stored: callers never see the deadlock.
+        @Test("A shared write aborted in a deadlock runs again alone and succeeds")
+        func aDeadlockedWriteRunsAgainAlone() async throws {
+            let name = PostgresServer.uniqueStore()
+            try await PostgresServer.withDatabase(store: name) { store in
+                try await store.write(contentsOf: [Record(id: "k1", data: Note(text: "1")), Record(id: "k2", data: Note(text: "2"))])
+                let records = store.engine.schema.records
+                let logger = Logger(label: "tests")
+                try await PostgresServer.withConnection { other in
+                    // Another writer, mid-transaction: it holds the shared lock and "k2".
+                    _ = try await other.query("BEGIN", logger: logger)
+                    _ = try await other.query(store.engine.schema.writersLock(.shared), logger: logger)
+                    _ = try await other.query(PostgresQuery(unsafeSQL: "SELECT key FROM \(records) WHERE key = 'k2'::bytea FOR UPDATE"), logger: logger)
+                    // This write locks "k1", then waits for "k2".
+                    let write = Task { try await store.write(contentsOf: [Record(id: "k1", data: Note(text: "1b")), Record(id: "k2", data: Note(text: "2b"))]) }
+                    #expect(try await eventually {
+                        try await PostgresServer.withConnection { watcher in
+                            let rows = try await watcher.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", logger: logger)
+                            for try await count in rows.decode(Int.self) { return count >= 1 }
+                            return false
+                        }
+                    })
+                    // The other writer now waits for "k1": a deadlock, which the server breaks by
+                    // aborting the write (it has waited longer); the other writer then goes on.
+                    _ = try await other.query(PostgresQuery(unsafeSQL: "SELECT key FROM \(records) WHERE key = 'k1'::bytea FOR UPDATE"), logger: logger)
+                    _ = try await other.query("COMMIT", logger: logger)
+                    #expect(try await write.value == 2)
+                }
+                let k1: Note? = try await store.read(id: "k1")
+                let k2: Note? = try await store.read(id: "k2")
+                #expect(k1?.text == "1b" && k2?.text == "2b")
+            }
+        }
     }
 }

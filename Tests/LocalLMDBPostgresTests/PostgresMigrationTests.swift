@@ -267,7 +267,7 @@ extension PostgresTests {
                     await #expect(throws: LocalDatabaseError.self) {
                         try await local.migrate(with: visiting(batchSize: 10, counter: counter, failAt: ids[42]))
                     }
-                    #expect(try await replicator.catchUp() == 0)
+                    await #expect(throws: LocalDatabaseError.migrationInProgress(name: "visit")) { try await replicator.catchUp() }
                     #expect(replicator.progress.transactions == before)
                     var pushed: [PersonV1] = try await store.read()
                     #expect(pushed.count == 120 && pushed.allSatisfy { $0.visits == 0 })
@@ -293,6 +293,44 @@ extension PostgresTests {
                     #expect(try await replicator.catchUp() == 5)
                     #expect(replicator.progress.transactions == before + 1 + 3)
                     #expect(try await storedBytes(store: store) == storedBytes(local: local))
+                }
+            }
+        }
+
+        @Test("run() pushes a migration once it completes, whichever commit woke it last; one that changed no record is recorded too")
+        func aRunningPushReplicatorPushesAMigrationOnceItCompletes() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-pg-migrate-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try await closing(try LocalDatabase(directory: directory)) { local in
+                try await PostgresServer.withDatabase(connections: 1) { store in
+                    _ = try await local.write(contentsOf: (0..<30).map { Record(id: MigrationWorkload.id($0), data: PersonV1(name: MigrationWorkload.name($0))) })
+                    let replicator = PushReplicator(from: local, to: store)
+                    let running = Task { try await replicator.run() }
+                    #expect(try await eventually { try await store.count(PersonV1.self) == 30 })
+                    // Under way (fails at its second batch), then completed by a run whose last
+                    // commit adds nothing to the change log.
+                    let counter = StepCounter()
+                    let ids = (0..<30).map(MigrationWorkload.id).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                    await #expect(throws: LocalDatabaseError.self) {
+                        try await local.migrate(with: visiting(batchSize: 10, counter: counter, failAt: ids[15]))
+                    }
+                    #expect(try await local.migrate(with: visiting(batchSize: 10, counter: counter)) == ["visit"])
+                    #expect(try await eventually { try await store.migrationStatus().completed == ["visit"] })
+                    let people: [PersonV1] = try await store.read()
+                    #expect(people.count == 30 && people.allSatisfy { $0.visits == 1 })
+                    // A migration that changes no record: recorded on the store all the same.
+                    var migrator = visiting(batchSize: 10, counter: counter)
+                    migrator.registerMigration("nothing", steps: [.custom { _, _ in }])
+                    #expect(try await local.migrate(with: migrator) == ["nothing"])
+                    #expect(try await eventually { try await store.migrationStatus().completed == ["visit", "nothing"] })
+                    running.cancel()
+                    _ = await running.result
+                    // A store with one connection migrates too (its migration lock has a connection of its own).
+                    var own = DatabaseMigrator()
+                    own.registerMigration("visit", batchSize: 10, steps: [])
+                    own.registerMigration("nothing", steps: [])
+                    own.registerMigration("on the server", steps: [.transform(PersonV1.self) { _ in .keep }])
+                    #expect(try await store.migrate(with: own) == ["on the server"])
                 }
             }
         }

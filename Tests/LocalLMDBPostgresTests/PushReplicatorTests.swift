@@ -226,6 +226,48 @@ extension PostgresTests {
             }
         }
 
+        /// Another replicator of the same source commits between this one's reading of the
+        /// position and its transaction (as a replicator killed with its last transaction in
+        /// flight does, when the server completes it): this one applies nothing of its stale run,
+        /// reads the position again, and goes on from it.
+        @Test("A position moved by another replicator of the source while this one waited: read again, no error")
+        func aPositionMovedMeanwhileIsReadAgain() async throws {
+            try await withLocal { local, _ in
+                try await PostgresServer.withDatabase { store in
+                    try await local.write(Record(id: "a", data: Note(text: "a")))
+                    let replicator = PushReplicator(from: local, to: store, source: "moved")
+                    try await replicator.catchUp()
+                    try await local.write(Record(id: "b", data: Note(text: "b")))
+                    let last = try local.changePosition().description
+                    let logger = Logger(label: "tests")
+                    try await PostgresServer.withConnection { other in
+                        // Holds every writer off while this replicator reads the position and waits.
+                        _ = try await other.query("BEGIN", logger: logger)
+                        _ = try await other.query(store.engine.schema.writersLock(.exclusive), logger: logger)
+                        let pass = Task { try await replicator.catchUp() }
+                        #expect(try await eventually {
+                            try await PostgresServer.withConnection { watcher in
+                                let rows = try await watcher.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", logger: logger)
+                                for try await count in rows.decode(Int.self) { return count >= 1 }
+                                return false
+                            }
+                        })
+                        // "Another replicator" records the last position meanwhile.
+                        _ = try await other.query(
+                            PostgresQuery(
+                                unsafeSQL: "UPDATE \(store.engine.schema.replication) SET position = $1 WHERE source = $2",
+                                binds: { var binds = PostgresBindings(); binds.append(last); binds.append("moved"); return binds }()),
+                            logger: logger)
+                        _ = try await other.query("COMMIT", logger: logger)
+                        #expect(try await pass.value == 0)
+                    }
+                    #expect(replicator.progress.position == last)
+                    // Nothing of the stale run was applied (the other replicator "had" applied it).
+                    #expect(try await store.count(Note.self) == 1)
+                }
+            }
+        }
+
         @Test("SIGKILL the replicator at 20 random moments while 4 writers commit: the server ends with exactly the local data")
         func killedReplicator() async throws {
             let helper = try replicationHelper()

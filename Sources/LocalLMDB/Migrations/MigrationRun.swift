@@ -99,6 +99,9 @@ struct MigrationRun {
                 next.running = nil
                 _ = try await engine.perform(.migrate([], expected: state, state: next))
                 state = next
+                // This commit adds nothing to the change log, so it wakes no observer: this
+                // process's (a push replicator waiting for the migration to complete) are woken here.
+                engine.notifier.wakeAll()
                 return
             }
             let walk: MigrationStep.Walk
