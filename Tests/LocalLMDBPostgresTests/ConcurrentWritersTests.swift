@@ -146,13 +146,7 @@ extension PostgresTests {
                     _ = try await other.query(PostgresQuery(unsafeSQL: "SELECT key FROM \(records) WHERE key = 'k2'::bytea FOR UPDATE"), logger: logger)
                     // This write locks "k1", then waits for "k2".
                     let write = Task { try await store.write(contentsOf: [Record(id: "k1", data: Note(text: "1b")), Record(id: "k2", data: Note(text: "2b"))]) }
-                    #expect(try await eventually {
-                        try await PostgresServer.withConnection { watcher in
-                            let rows = try await watcher.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", logger: logger)
-                            for try await count in rows.decode(Int.self) { return count >= 1 }
-                            return false
-                        }
-                    })
+                    #expect(try await PostgresServer.someoneWaitsForALock())
                     // The other writer now waits for "k1": a deadlock, which the server breaks by
                     // aborting the write (it has waited longer); the other writer then goes on.
                     _ = try await other.query(PostgresQuery(unsafeSQL: "SELECT key FROM \(records) WHERE key = 'k1'::bytea FOR UPDATE"), logger: logger)

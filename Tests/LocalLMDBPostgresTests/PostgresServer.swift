@@ -83,6 +83,18 @@ enum PostgresServer {
         }
     }
 
+    /// Waits (at most 30 s) until a session of the server waits for a lock: a write the test
+    /// holds off has reached its wait. False when none did.
+    static func someoneWaitsForALock() async throws -> Bool {
+        try await eventually {
+            try await withConnection { watcher in
+                let rows = try await watcher.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", logger: Logger(label: "tests"))
+                for try await count in rows.decode(Int.self) { return count >= 1 }
+                return false
+            }
+        }
+    }
+
     /// Runs `pg_ctl` on the tests' server (`restart`, `stop`, `start`) through scripts/postgres's cluster.
     static func control(_ action: String) throws {
         let address = try address.get()

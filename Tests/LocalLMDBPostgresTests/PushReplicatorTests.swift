@@ -245,13 +245,7 @@ extension PostgresTests {
                         _ = try await other.query("BEGIN", logger: logger)
                         _ = try await other.query(store.engine.schema.writersLock(.exclusive), logger: logger)
                         let pass = Task { try await replicator.catchUp() }
-                        #expect(try await eventually {
-                            try await PostgresServer.withConnection { watcher in
-                                let rows = try await watcher.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'", logger: logger)
-                                for try await count in rows.decode(Int.self) { return count >= 1 }
-                                return false
-                            }
-                        })
+                        #expect(try await PostgresServer.someoneWaitsForALock())
                         // "Another replicator" records the last position meanwhile.
                         _ = try await other.query(
                             PostgresQuery(
