@@ -174,7 +174,8 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Closes `connection`, keeping it alive until it is closed (postgres-nio asserts that a
     /// connection is closed before it is deinitialized).
-    private static func close(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
+    @discardableResult
+    static func close(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
         let closing: EventLoopFuture<Void> = connection.close()
         return closing.always { _ in withExtendedLifetime(connection) {} }
     }

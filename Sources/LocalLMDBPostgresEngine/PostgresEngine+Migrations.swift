@@ -167,7 +167,7 @@ final class ServerMigrationLease: MigrationLease {
     deinit {
         // Dropped without `release`: closed all the same, kept alive until it is (postgres-nio
         // asserts that a connection is closed before it goes).
-        if let connection = connection.withLock({ $0 }) { Self.close(connection) }
+        if let connection = connection.withLock({ $0 }) { ConnectionPool.close(connection) }
     }
 
     nonisolated(nonsending) func release() async {
@@ -178,11 +178,6 @@ final class ServerMigrationLease: MigrationLease {
         guard let held else { return }
         // Unlocked first, so the lock is free at once even if the close takes a while.
         _ = try? await held.send("SELECT pg_advisory_unlock(\(key))", logger: logger, within: limit).get()
-        _ = try? await Self.close(held).get()
-    }
-
-    @discardableResult
-    private static func close(_ connection: PostgresConnection) -> EventLoopFuture<Void> {
-        connection.close().always { _ in withExtendedLifetime(connection) {} }
+        _ = try? await ConnectionPool.close(held).get()
     }
 }
