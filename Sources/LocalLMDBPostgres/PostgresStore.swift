@@ -246,8 +246,8 @@ public final class PostgresStore: ObjectDatabase {
     // MARK: Changes and observation
 
     /// The object stored under `id`, then again after each commit (of any server process) that
-    /// changed its stored bytes (wrote other bytes or deleted it); see `DatabaseObservation`. Other processes' commits are seen within
-    /// about 50 ms (the store's last sequence number is polled while anyone observes).
+    /// changed its stored bytes (wrote other bytes or deleted it); see `DatabaseObservation`. Other processes' commits are seen as
+    /// the server announces them (`LISTEN`/`NOTIFY`), and by a poll every second while anyone observes.
     public nonisolated func observe<T: Persistable>(_ type: T.Type, id: String) -> DatabaseObservation<T?> {
         face.observe(type, id: id)
     }

@@ -3,8 +3,8 @@ import LocalLMDBEngine
 import PostgresNIO
 
 /// Hears the server announce a store's commits (`LISTEN`/`NOTIFY`) and wakes the engine's
-/// notifier at once: every commit's log statement notifies the store's channel with its
-/// sequence number, which the server delivers when (and only if) the transaction commits.
+/// notifier at once: every commit's log statement notifies the store's channel, which the
+/// server delivers when (and only if) the transaction commits.
 ///
 /// Notifications are not durable: a listener that was disconnected misses those sent
 /// meanwhile. So they only wake; observers read the change log themselves, and the notifier
@@ -58,9 +58,8 @@ final class ChangeListener: Sendable {
             state.withLock { $0.connecting = false }
             return
         }
-        connection.addListener(channel: channel) { [weak self] _, notification in
-            guard let sequence = UInt64(notification.payload) else { return }
-            self?.state.withLock { $0.notifier }?.committed(sequence)
+        connection.addListener(channel: channel) { [weak self] _, _ in
+            self?.state.withLock { $0.notifier }?.wakeAll()
         }
         let (kept, replaced) = state.withLock { state -> (Bool, PostgresConnection?) in
             state.connecting = false

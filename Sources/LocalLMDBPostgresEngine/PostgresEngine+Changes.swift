@@ -4,43 +4,90 @@ import LocalLMDBStore
 import LocalLMDBEngine
 import PostgresNIO
 
-// The change feed: the store's log table, one row per commit, in commit order.
+// The change feed: the store's log table, one row per commit, numbered in commit order by the
+// log's sequencer (`LogSequencer`), which every read of the feed runs first.
 extension PostgresEngine {
-    /// The position after the last commit, read on `connection` (in its transaction, if any).
-    func changeToken(on connection: PostgresConnection) async throws(DatabaseError) -> LogPosition {
-        let result = try await connection.send(
-            schema.sequenceQuery(locking: false), logger: logger, within: queryTimeout).value("reading the change token")
-        guard let row = result.rows.first, let sequence = try? row.decode(Int64.self) else {
-            throw .changesUnavailable(token: "", reason: "the store is no longer listed on the server")
+    /// Numbers the log's committed entries (`LogSequencer`) on `connection`, suspending; returns
+    /// the store's last sequence number.
+    nonisolated(nonsending) func numberLog(on connection: PostgresConnection) async throws(DatabaseError) -> UInt64 {
+        try await LogSequencer.run(schema) { (query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult in
+            try await connection.send(query, logger: logger, within: queryTimeout).value("numbering the change log", busyTimeout: busyTimeout)
         }
-        return LogPosition(logID: schema.logID, sequence: UInt64(sequence))
+    }
+
+    /// Numbers the log's committed entries (`LogSequencer`) on `connection`, blocking (on the
+    /// thread only); returns the store's last sequence number.
+    func numberLogBlocking(on connection: PostgresConnection) throws(DatabaseError) -> UInt64 {
+        try LogSequencer.run(schema) { (query: PostgresQuery) throws(DatabaseError) -> PostgresQueryResult in
+            try run(query, on: connection, "numbering the change log")
+        }
+    }
+
+    /// The store's last sequence number, every committed entry numbered (`LogSequencer`), read
+    /// with a connection of its own (the notifier's poll, and `changeToken()`: blocking).
+    static func lastSequence(pool: ConnectionPool, schema: StoreSchema, logger: Logger) throws(DatabaseError) -> UInt64 {
+        let connection: PostgresConnection
+        do {
+            connection = try pool.lease().wait()
+        } catch {
+            throw ServerCall.databaseError(error, "numbering the change log")
+        }
+        do throws(DatabaseError) {
+            let last = try LogSequencer.run(schema) { (query: PostgresQuery) throws(DatabaseError) -> PostgresQueryResult in
+                do {
+                    return try connection.send(query, logger: logger, within: .seconds(10)).wait()
+                } catch {
+                    throw ServerCall.databaseError(error, "numbering the change log")
+                }
+            }
+            pool.release(connection)
+            return last
+        } catch {
+            pool.release(connection, broken: true)
+            throw error
+        }
+    }
+
+    /// Numbers the log (`LogSequencer`), then begins a repeatable-read snapshot on `connection`,
+    /// and returns the position of the last numbered commit it sees. A feed from it misses none
+    /// of the commits after the snapshot; it may list again commits that ended while the read
+    /// began (committed before the snapshot, numbered after it), whose changes the snapshot
+    /// shows already: a change delivered twice, never one missed. (Exactness would need the
+    /// numbering and the snapshot to be one moment, so every read with a token would hold the
+    /// sequencer's lock for as long as it reads.) Ends no snapshot it fails in.
+    nonisolated(nonsending) func beginSnapshotWithToken(on connection: PostgresConnection, _ operation: String) async throws(DatabaseError) -> LogPosition {
+        _ = try await numberLog(on: connection)
+        _ = try await connection.send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, within: queryTimeout).value(operation)
+        do throws(DatabaseError) {
+            let result = try await connection.send(schema.sequenceQuery, logger: logger, within: queryTimeout).value("reading the change token")
+            guard let (last, _) = LogSequencer.lastAndPending(result) else {
+                throw .changesUnavailable(token: "", reason: "the store is no longer listed on the server")
+            }
+            return LogPosition(logID: schema.logID, sequence: last)
+        } catch {
+            _ = try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()
+            throw error
+        }
     }
 
     /// The position after the last commit, suspending (not blocking) while the server answers.
     package nonisolated(nonsending) func currentChangeToken() async throws(DatabaseError) -> LogPosition {
         try checkOpen()
         let connection = try await leased("reading the change token")
-        let token: LogPosition
+        let last: UInt64
         do throws(DatabaseError) {
-            token = try await changeToken(on: connection)
+            last = try await numberLog(on: connection)
         } catch {
             pool.release(connection, broken: connection.isClosed)
             throw error
         }
         pool.release(connection)
-        return token
+        return LogPosition(logID: schema.logID, sequence: last)
     }
 
     package func changeToken() throws(DatabaseError) -> LogPosition {
         try Self.checkMayBlock("changeToken")
-        do {
-            guard let sequence = try Self.lastSequence(pool: pool, schema: schema, logger: logger) else {
-                throw DatabaseError.changesUnavailable(token: "", reason: "the store is no longer listed on the server")
-            }
-            return LogPosition(logID: schema.logID, sequence: sequence)
-        } catch {
-            throw ServerCall.databaseError(error, "reading the change token")
-        }
+        return LogPosition(logID: schema.logID, sequence: try Self.lastSequence(pool: pool, schema: schema, logger: logger))
     }
 
     package func changeFeedBlocking(since token: LogPosition, limit: Int) throws(DatabaseError) -> LoggedCommits {
@@ -48,6 +95,7 @@ extension PostgresEngine {
         let connection = try leaseBlocking("reading changes")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
+            _ = try numberLogBlocking(on: connection)
             result = try run(query, on: connection, "reading changes")
         } catch {
             pool.release(connection, broken: connection.isClosed)
@@ -62,6 +110,7 @@ extension PostgresEngine {
         let connection = try await leased("reading changes")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
+            _ = try await numberLog(on: connection)
             result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
         } catch {
             pool.release(connection, broken: connection.isClosed)

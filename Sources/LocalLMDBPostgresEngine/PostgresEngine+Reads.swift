@@ -61,9 +61,8 @@ extension PostgresEngine {
             var token: LogPosition?
             var fetches = 0
             if withToken {
-                _ = try await connection.send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, within: queryTimeout).value("reading")
+                token = try await beginSnapshotWithToken(on: connection, "reading")
                 inSnapshot = true
-                token = try await changeToken(on: connection)
             }
             while true {
                 fetched.startRun()

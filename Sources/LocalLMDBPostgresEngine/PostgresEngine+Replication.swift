@@ -77,9 +77,9 @@ extension PostgresEngine {
                             """,
                         binds: binds(source, position)),
                     on: connection, "replicating")
-                let sequence = try logAndCommit(changes, on: connection)
+                let logged = try logAndCommit(changes, on: connection)
                 pool.release(connection)
-                if let sequence { notifier.committed(sequence) }
+                if logged { notifier.wakeAll() }
             } catch {
                 let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
                 pool.release(connection, broken: broken)
@@ -132,8 +132,7 @@ extension PostgresEngine {
             func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
                 try await connection.send(query, logger: logger, within: queryTimeout).value("reading records to replicate")
             }
-            _ = try await send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            fetched.position = try await changeToken(on: connection)
+            fetched.position = try await beginSnapshotWithToken(on: connection, "reading records to replicate")
             let counted = try await send(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(schema.records)"))
             let total = Int((try? counted.rows.first?.decode(Int64.self)) ?? 0)
             try Self.add(try await send(PostgresQuery(unsafeSQL: "SELECT 2::int4, name_key, row FROM \(schema.classes)")), to: &fetched)
@@ -199,6 +198,8 @@ extension PostgresEngine {
         do throws(DatabaseError) {
             // Its own transaction at read committed, whatever the server's default: under
             // repeatable read or serializable, two trims at once would fail (SQLSTATE 40001).
+            // The committed entries numbered first: the ones kept are the last numbered.
+            _ = try await numberLog(on: connection)
             _ = try await send(StoreSchema.beginWrite)
             result = try await send(
                 PostgresQuery(

@@ -40,9 +40,9 @@ extension PostgresEngine {
                 counts.append(count)
             }
             commitSent = true
-            let sequence = try logAndCommit(changes, on: connection)
+            let logged = try logAndCommit(changes, on: connection)
             pool.release(connection)
-            if let sequence { notifier.committed(sequence) }
+            if logged { notifier.wakeAll() }
             return counts.map { .success($0) }
         } catch {
             let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
@@ -125,32 +125,32 @@ extension PostgresEngine {
         }
     }
 
-    /// Writes the change log's entry for `changes` (and takes the next sequence number, which
-    /// orders commits: see `StoreSchema`; the server announces it on the store's channel when
-    /// the transaction commits: see `ChangeListener`), then commits. Returns the entry's sequence number; nil
-    /// when nothing changed.
-    func logAndCommit(_ changes: ChangeSet, on connection: PostgresConnection) throws(DatabaseError) -> UInt64? {
-        var sequence: UInt64?
+    /// Writes the change log's entry for `changes`, as the transaction's last statement (its tick,
+    /// which orders it: see `StoreSchema`; the server announces it on the store's channel when the
+    /// transaction commits: see `ChangeListener`), then commits. The entry's number is the
+    /// sequencer's to give (`LogSequencer`): the commit holds no lock another commit waits for
+    /// while the server flushes it. Returns whether an entry was written (false when nothing changed).
+    func logAndCommit(_ changes: ChangeSet, on connection: PostgresConnection) throws(DatabaseError) -> Bool {
         if !changes.isEmpty {
             let entry = ByteBuffer(bytes: ChangeLog.encode(changes))
             let result = try run(
-                PostgresQuery(unsafeSQL: """
-                    WITH next AS (UPDATE locallmdb_stores SET sequence = sequence + 1 WHERE name = $1 RETURNING sequence),
-                    logged AS (INSERT INTO \(schema.log) (sequence, changes) SELECT sequence, $2 FROM next RETURNING sequence)
-                    SELECT logged.sequence FROM logged CROSS JOIN LATERAL pg_notify($3, logged.sequence::text) AS announced
-                    """, binds: binds(schema.nameBytes, entry, schema.prefix)),
+                PostgresQuery(
+                    unsafeSQL: """
+                        WITH logged AS (INSERT INTO \(schema.log) (changes) VALUES ($1) RETURNING tick)
+                        SELECT logged.tick FROM logged CROSS JOIN LATERAL pg_notify($2, '') AS announced
+                        """,
+                    binds: binds(entry, schema.prefix)),
                 on: connection, "committing")
-            guard let row = result.rows.first, let number = try? row.decode(Int64.self) else {
-                throw .server(operation: "committing", message: "the store is no longer listed on the server")
+            guard result.rows.first != nil else {
+                throw .server(operation: "committing", message: "the change log's entry was not written")
             }
-            sequence = UInt64(number)
         }
         let committed = try run("COMMIT", on: connection, "committing")
         // PostgreSQL answers a COMMIT of a transaction that had failed with ROLLBACK.
         guard committed.metadata.command == "COMMIT" else {
             throw .transactionFailed(reason: "the server rolled the transaction back (a statement in it had failed)")
         }
-        return sequence
+        return !changes.isEmpty
     }
 
     /// Applies one operation on `connection`, inside its transaction, adding what changed to
@@ -448,20 +448,6 @@ extension PostgresEngine {
         changes.append(written: records, leaving: left)
         try replaceEntries(of: keys.indices.map { (Array(buffer: keys[$0]), String(buffer: classNames[$0]), values[$0]) }, on: connection)
         return records.count
-    }
-
-    /// The store's last sequence number, read with a connection of its own (the notifier's poll).
-    static func lastSequence(pool: ConnectionPool, schema: StoreSchema, logger: Logger) throws -> UInt64? {
-        let connection = try pool.lease().wait()
-        let result: PostgresQueryResult
-        do {
-            result = try connection.send(schema.sequenceQuery(locking: false), logger: logger, within: .seconds(10)).wait()
-        } catch {
-            pool.release(connection, broken: true)
-            throw error
-        }
-        pool.release(connection)
-        return try result.rows.first.map { UInt64(try $0.decode(Int64.self)) }
     }
 }
 

@@ -379,9 +379,9 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         shared.withLock { $0.transactionActive = false }
         do throws(DatabaseError) {
             if commit {
-                let sequence = try logAndCommit(open.changes, on: open.connection)
+                let logged = try logAndCommit(open.changes, on: open.connection)
                 pool.release(open.connection)
-                if let sequence { notifier.committed(sequence) }
+                if logged { notifier.wakeAll() }
             } else {
                 _ = try run("ROLLBACK", on: open.connection, "rolling back a transaction")
                 pool.release(open.connection)

@@ -18,8 +18,10 @@ import PostgresNIO
 ///   bytes on either engine.
 /// - `<prefix>_classes (name_key bytea primary key, row bytea, spelling_key bytea)`: the class
 ///   table (`StoredClass`), with the key of each name's canonical form (`StoredClass.spellingKey`).
-/// - `<prefix>_log (sequence bigint primary key, changes bytea)`: the change log, one row per
-///   commit, written in the commit (`ChangeLog.encode`).
+/// - `<prefix>_log (tick bigint primary key, sequence bigint unique, changes bytea)`: the change
+///   log, one row per commit, written in the commit (`ChangeLog.encode`). `tick` is taken from the
+///   store's sequence `<prefix>_ticks` by the commit's last statement; `sequence`, the commit's
+///   number in the log, is given later by the log's sequencer (`LogSequencer`), null until then.
 /// - `<prefix>_replication (source text primary key, position text)`: where each replicator
 ///   writing into this store has got to, written in the transaction that applies its commits.
 /// - `<prefix>_indexes (catalog_key bytea primary key, catalog_value bytea)`: the secondary
@@ -31,12 +33,21 @@ import PostgresNIO
 ///   (LMDB's `entries`, with no tuple ever shortened); `head`, the tuple's first 1,024 bytes
 ///   (generated), is what the B-tree orders, as a whole tuple may be longer than a B-tree entry.
 ///
-/// Invariant: a store's sequence numbers are consecutive and in commit order: every write
-/// transaction increments the store's row in `locallmdb_stores` as its last statement before
-/// `COMMIT`, holding the row's lock until the commit, so each commit's number is taken after the
-/// previous commit. Write transactions take the store's writers' lock first
-/// (`PostgresEngine.begin`): shared by writes of records by key, which run side by side (their
-/// rows' locks order the ones that meet); exclusive for every other write, which runs alone.
+/// Invariants:
+/// - A store's sequence numbers are consecutive, and `locallmdb_stores.sequence` is the last one
+///   given: only the sequencer gives them, one at a time per store (its advisory lock), in one
+///   transaction with the row's increment.
+/// - Two commits that wrote the same row are numbered in the order they committed. A commit
+///   takes its tick as its last statement, after every row it writes is locked; a commit that
+///   waited for another's row lock takes its tick after that commit ended, so from a larger tick
+///   (`<prefix>_ticks` has a cache of 1: values in the order they are taken, across sessions).
+///   The sequencer numbers every committed entry it sees in tick order, and it sees the earlier
+///   commit whenever it sees the later one. (Commits that wrote no common row may be numbered in
+///   either order: their changes commute.)
+/// - Write transactions take the store's writers' lock first (`PostgresEngine.begin`): shared by
+///   writes of records by key, which run side by side (their rows' locks order the ones that
+///   meet); exclusive for every other write, which runs alone. No write transaction locks the
+///   store's row for its commit: commits of many processes are flushed together.
 struct StoreSchema: Sendable {
     /// The schema version this library writes. Version 1 lacked the index of records by class,
     /// version 2 the secondary indexes' tables; opening such a store adds them. (A store of
@@ -45,12 +56,19 @@ struct StoreSchema: Sendable {
     /// versions that lock its row for a whole transaction, which would not exclude them, refuse
     /// it from their next transaction on (opening a store of version 3 raises it once the
     /// transactions in flight have ended: the raise waits for their lock on the row).
-    static let version = 4
+    /// Version 6 numbers the log after the commits (`LogSequencer`): its log has ticks, and
+    /// versions that number it in the commit refuse it.
+    static let version = 6
     /// The schema version of a store that has had a migration (`MigrationState`, in the
     /// `migrations` column): versions of this library that know nothing of migrations, and
     /// would write records of the old shapes into it, refuse it. Set by a migration's first
-    /// commit, never by opening.
-    static let migratedVersion = 5
+    /// commit, never by opening. (Version 5 was a migrated store of version 4: opening one
+    /// makes it this version.)
+    static let migratedVersion = 7
+    /// The version a store of version `found` has once opened by this library.
+    static func opened(from found: Int) -> Int {
+        found == 5 ? migratedVersion : version
+    }
 
     /// The store's name.
     let name: String
@@ -65,12 +83,14 @@ struct StoreSchema: Sendable {
     var replication: String { prefix + "_replication" }
     var indexes: String { prefix + "_indexes" }
     var entries: String { prefix + "_entries" }
+    /// The log's ticks (a sequence, cache 1).
+    var ticks: String { prefix + "_ticks" }
 
-    /// The statement that reads the store's last sequence number (`locking` its row until the
-    /// transaction ends: how write transactions take their turn, see `PostgresEngine.begin`).
-    func sequenceQuery(locking: Bool) -> PostgresQuery {
+    /// The statement that reads the store's last sequence number, and whether the log holds
+    /// entries the sequencer has not numbered yet (committed, as this statement's snapshot sees).
+    var sequenceQuery: PostgresQuery {
         PostgresQuery(
-            unsafeSQL: "SELECT sequence FROM locallmdb_stores WHERE name = $1" + (locking ? " FOR UPDATE" : ""),
+            unsafeSQL: "SELECT sequence, EXISTS (SELECT 1 FROM \(log) WHERE sequence IS NULL) FROM locallmdb_stores WHERE name = $1",
             binds: binds(nameBytes))
     }
 
@@ -200,9 +220,13 @@ struct StoreSchema: Sendable {
                         throw DatabaseError.unsupportedFormat(found: found.version, supported: migratedVersion)
                     }
                     logID = found.logID
-                    if found.version < version {
+                    if found.version < version || found.version == 5 {
+                        // The row first: a writer of an older version in flight then finishes its
+                        // commit (which locks the row, then appends to the log) before the log's
+                        // tables change, or after, never half before (a deadlock).
+                        _ = try await run("SELECT 1 FROM locallmdb_stores WHERE name = \(nameBytes) FOR UPDATE")
                         try await migrate(prefix: prefix, from: found.version, run)
-                        _ = try await run("UPDATE locallmdb_stores SET version = \(version) WHERE name = \(nameBytes)")
+                        _ = try await run("UPDATE locallmdb_stores SET version = \(opened(from: found.version)) WHERE name = \(nameBytes)")
                     }
                 } else {
                     logID = UUID().uuidString
@@ -225,7 +249,7 @@ struct StoreSchema: Sendable {
         for statement in [
             "CREATE TABLE \(prefix)_records (key bytea PRIMARY KEY, class_key bytea NOT NULL, class_name bytea NOT NULL, value bytea NOT NULL)",
             "CREATE TABLE \(prefix)_classes (name_key bytea PRIMARY KEY, row bytea NOT NULL)",
-            "CREATE TABLE \(prefix)_log (sequence bigint PRIMARY KEY, changes bytea NOT NULL)",
+            "CREATE TABLE \(prefix)_log (sequence bigint PRIMARY KEY, changes bytea NOT NULL)",  // Version 6 adds its ticks.
             "CREATE TABLE \(prefix)_replication (source text PRIMARY KEY, position text NOT NULL)",
         ] {
             _ = try await run(PostgresQuery(unsafeSQL: statement))
@@ -284,6 +308,33 @@ struct StoreSchema: Sendable {
                 "CREATE INDEX IF NOT EXISTS \(prefix)_entries_order ON \(prefix)_entries (number, head, key)",
                 "CREATE INDEX IF NOT EXISTS \(prefix)_entries_key ON \(prefix)_entries (key)",
             ] {
+                _ = try await run(PostgresQuery(unsafeSQL: statement))
+            }
+        }
+        if version < 6 {
+            // The log's entries keep their numbers, and become ticks too (in the same order); new
+            // commits take ticks after them and leave their numbers to the sequencer. (Skipped for
+            // a log that has its ticks: a store marked older than it is.)
+            let hasTicks = try await run(PostgresQuery(unsafeSQL: """
+                SELECT 1 FROM pg_attribute WHERE attrelid = '\(prefix)_log'::regclass AND attname = 'tick' AND NOT attisdropped
+                """)).rows.contains { _ in true }
+            var statements = [
+                "CREATE SEQUENCE IF NOT EXISTS \(prefix)_ticks AS bigint MINVALUE 1 CACHE 1 NO CYCLE",
+                "ALTER TABLE \(prefix)_log ADD COLUMN tick bigint",
+                "UPDATE \(prefix)_log SET tick = sequence",
+                "SELECT setval('\(prefix)_ticks', GREATEST((SELECT max(tick) FROM \(prefix)_log), 1))",
+                "ALTER TABLE \(prefix)_log ALTER COLUMN tick SET DEFAULT nextval('\(prefix)_ticks'), ALTER COLUMN tick SET NOT NULL",
+                "ALTER TABLE \(prefix)_log DROP CONSTRAINT \(prefix)_log_pkey",
+                "ALTER TABLE \(prefix)_log ADD PRIMARY KEY (tick), ALTER COLUMN sequence DROP NOT NULL",
+            ]
+            if hasTicks { statements = [] }
+            statements += [
+                "CREATE UNIQUE INDEX IF NOT EXISTS \(prefix)_log_sequence ON \(prefix)_log (sequence)",
+                // The entries waiting for their numbers: what the sequencer reads, and what every
+                // change feed's read asks for first.
+                "CREATE INDEX IF NOT EXISTS \(prefix)_log_pending ON \(prefix)_log (tick) WHERE sequence IS NULL",
+            ]
+            for statement in statements {
                 _ = try await run(PostgresQuery(unsafeSQL: statement))
             }
         }

@@ -7,7 +7,7 @@ import LocalLMDBStore
 /// - `shared`: writes of records by key (`put`, `delete`, `setMember`) into classes without a
 ///   unique index. They run side by side: two that meet on a record wait for each other on the
 ///   record's row (locked before its index entries are touched), and the later commit takes the
-///   later sequence number, so the log's order is the order they were applied in.
+///   later tick, so the log's order is the order they were applied in (`LogSequencer`).
 /// - `exclusive`: every other write, which must see no write in flight: a deletion of every
 ///   record of a class or of the store (a concurrent insert would be logged before it and
 ///   survive it), deletions that follow references, index definitions (the catalog), a unique
@@ -15,8 +15,8 @@ import LocalLMDBStore
 ///   replicated runs (the store's migration state), and a session's transaction, whose writes
 ///   are not known when it begins.
 ///
-/// The store's row is then locked only by the commit's log append, from its increment of the
-/// sequence number to `COMMIT`.
+/// No write transaction locks the store's row: the log's numbers are given after the commits,
+/// by the log's sequencer (`LogSequencer`).
 enum WritersLock: Equatable {
     case shared
     case exclusive

@@ -6,9 +6,11 @@ import LocalLMDBTestSupport
 import PostgresNIO
 import Testing
 
-/// The store's change log's sequence numbers, in order.
+/// The store's change log's sequence numbers, in order, once every entry is numbered (by a
+/// change token's read), as the table holds them.
 private func logSequences(_ store: PostgresStore) async throws -> [Int64] {
-    try await PostgresServer.withConnection { connection in
+    _ = try await store.changeToken()
+    return try await PostgresServer.withConnection { connection in
         let rows = try await connection.query(
             PostgresQuery(unsafeSQL: "SELECT sequence FROM \(store.engine.schema.log) ORDER BY sequence"), logger: Logger(label: "tests"))
         var sequences: [Int64] = []

@@ -1,0 +1,166 @@
+import LocalLMDBLMDB
+import PostgresNIO
+
+/// Numbers a store's change log after its commits, so that no commit holds a lock the next one
+/// needs while the server flushes it.
+///
+/// A write transaction appends its log entry with a tick (`StoreSchema`) and no number, and
+/// commits; commits of many processes are then flushed together. The sequencer gives every
+/// committed entry it sees, in tick order, the next numbers, and moves the store's last number
+/// (`locallmdb_stores.sequence`) with them, in one short transaction that holds the store's
+/// sequencing lock (an advisory lock, one sequencer at a time per store). Whoever reads the log
+/// numbers it first: a change feed, a change token, the notifier's poll, a trim. A read that
+/// finds nothing to number (one statement) writes nothing.
+///
+/// Why the order is right (`StoreSchema`'s invariants): a commit that waited for another's row
+/// takes its tick after that commit ended, and the sequencer, seeing it, sees the earlier one
+/// too, with its smaller tick. An entry that commits after the sequencer looked is numbered
+/// after those it numbered: it wrote no row they wrote (it would have waited for them), so its
+/// changes commute with theirs.
+///
+/// One run is a short series of statements (`next(after:)`), so that the engine's thread and the
+/// notifier's (blocking) and its callers' tasks (suspending) run the same rule.
+struct LogSequencer {
+    /// Where a run is.
+    private enum Stage {
+        case start
+        case checked
+        case began
+        case locked
+        case numbered
+        case committed(last: UInt64)
+        case done
+    }
+
+    /// What to do next.
+    enum Step {
+        /// Send this statement, and pass its result to `next(after:)`.
+        case send(PostgresQuery)
+        /// The run is over: the store's last sequence number, every entry seen numbered.
+        case done(UInt64)
+    }
+
+    private let schema: StoreSchema
+    private var stage = Stage.start
+
+    init(_ schema: StoreSchema) {
+        self.schema = schema
+    }
+
+    /// Whether the run has begun its transaction and not ended it: a failure must roll it back.
+    var inTransaction: Bool {
+        switch stage {
+        case .began, .locked, .numbered, .committed: true
+        case .start, .checked, .done: false
+        }
+    }
+
+    /// The next step, given the result of the statement the last step sent (nil at first).
+    mutating func next(after result: PostgresQueryResult?) throws(DatabaseError) -> Step {
+        switch stage {
+        case .start:
+            stage = .checked
+            return .send(schema.sequenceQuery)
+        case .checked:
+            guard let result, let (last, pending) = Self.lastAndPending(result) else { throw Self.unlisted }
+            guard pending else {
+                stage = .done
+                return .done(last)
+            }
+            stage = .began
+            return .send(StoreSchema.beginWrite)
+        case .began:
+            stage = .locked
+            return .send(PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(\(0x4C4D_4453 as Int32), \(Int32(truncatingIfNeeded: schema.migrationLockKey)))"))
+        case .locked:
+            stage = .numbered
+            return .send(numberStatement)
+        case .numbered:
+            guard let result, let row = result.rows.first, let (last, numbered) = try? row.decode((Int64?, Int64).self), let last else {
+                throw Self.unlisted
+            }
+            assert(numbered >= 0 && last >= numbered, "the sequencer numbered entries past the store's last number")
+            stage = .committed(last: UInt64(last))
+            return .send("COMMIT")
+        case let .committed(last):
+            // PostgreSQL answers a COMMIT of a transaction that had failed with ROLLBACK.
+            guard result?.metadata.command == "COMMIT" else {
+                throw .transactionFailed(reason: "the server rolled the log's numbering back (a statement in it had failed)")
+            }
+            stage = .done
+            return .done(last)
+        case .done:
+            assertionFailure("a finished sequencer run was asked for its next step")
+            throw .transactionFailed(reason: "the log's numbering was over")
+        }
+    }
+
+    /// Numbers every entry without a number, in tick order, after the store's last number, which
+    /// moves with them; returns the last number and the entries numbered. (Run holding the
+    /// sequencing lock, in a statement that began after it was taken, so that it sees what the
+    /// sequencer before it numbered.)
+    private var numberStatement: PostgresQuery {
+        let log = schema.log
+        return PostgresQuery(
+            unsafeSQL: """
+                WITH pending AS (SELECT tick, row_number() OVER (ORDER BY tick) AS n FROM \(log) WHERE sequence IS NULL),
+                moved AS (
+                    UPDATE locallmdb_stores SET sequence = sequence + (SELECT count(*) FROM pending)
+                    WHERE name = $1 AND EXISTS (SELECT 1 FROM pending)
+                    RETURNING sequence - (SELECT count(*) FROM pending) AS base, sequence),
+                numbered AS (
+                    UPDATE \(log) SET sequence = moved.base + pending.n FROM pending, moved WHERE \(log).tick = pending.tick RETURNING 1)
+                SELECT COALESCE((SELECT sequence FROM moved), (SELECT sequence FROM locallmdb_stores WHERE name = $1)),
+                    (SELECT count(*) FROM numbered)
+                """,
+            binds: binds(schema.nameBytes))
+    }
+
+    /// What `StoreSchema.sequenceQuery` read: the store's last number, and whether entries wait for one.
+    static func lastAndPending(_ result: PostgresQueryResult) -> (last: UInt64, pending: Bool)? {
+        guard let row = result.rows.first, let (last, pending) = try? row.decode((Int64, Bool).self), last >= 0 else { return nil }
+        return (UInt64(last), pending)
+    }
+
+    private static let unlisted = DatabaseError.server(operation: "numbering the change log", message: "the store is no longer listed on the server")
+
+    /// Runs the sequencer, sending each statement with `send` (blocking); rolls its transaction
+    /// back when a statement fails. Returns the store's last sequence number.
+    static func run(
+        _ schema: StoreSchema, _ send: (PostgresQuery) throws(DatabaseError) -> PostgresQueryResult
+    ) throws(DatabaseError) -> UInt64 {
+        var sequencer = LogSequencer(schema)
+        var result: PostgresQueryResult?
+        do throws(DatabaseError) {
+            while true {
+                switch try sequencer.next(after: result) {
+                case let .send(query): result = try send(query)
+                case let .done(last): return last
+                }
+            }
+        } catch {
+            if sequencer.inTransaction { _ = try? send("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs the sequencer, sending each statement with `send` (suspending); rolls its transaction
+    /// back when a statement fails. Returns the store's last sequence number.
+    static func run(
+        _ schema: StoreSchema, _ send: (PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult
+    ) async throws(DatabaseError) -> UInt64 {
+        var sequencer = LogSequencer(schema)
+        var result: PostgresQueryResult?
+        do throws(DatabaseError) {
+            while true {
+                switch try sequencer.next(after: result) {
+                case let .send(query): result = try await send(query)
+                case let .done(last): return last
+                }
+            }
+        } catch {
+            if sequencer.inTransaction { _ = try? await send("ROLLBACK") }
+            throw error
+        }
+    }
+}
