@@ -16,6 +16,10 @@ enum PostgresServer {
         let password: String
         let database: String
         let directory: String
+        /// The database that accepts TLS connections only, and the certificate authority that
+        /// signed the server's certificate (nil from a server started without them).
+        let tlsDatabase: String?
+        let caFile: String?
     }
 
     static let address: Result<Address, ServerUnavailable> = {
@@ -41,7 +45,9 @@ enum PostgresServer {
               let user = environment["LOCALLMDB_POSTGRES_USER"], let password = environment["LOCALLMDB_POSTGRES_PASSWORD"],
               let database = environment["LOCALLMDB_POSTGRES_DATABASE"], let directory = environment["LOCALLMDB_POSTGRES_DIR"]
         else { return .failure(ServerUnavailable(reason: "scripts/postgres start printed no address")) }
-        return .success(Address(host: host, port: port, user: user, password: password, database: database, directory: directory))
+        return .success(Address(
+            host: host, port: port, user: user, password: password, database: database, directory: directory,
+            tlsDatabase: environment["LOCALLMDB_POSTGRES_TLS_DATABASE"], caFile: environment["LOCALLMDB_POSTGRES_CA_FILE"]))
     }()
 
     struct ServerUnavailable: Error, CustomStringConvertible {
@@ -49,12 +55,12 @@ enum PostgresServer {
         var description: String { "The tests' PostgreSQL server is not available: \(reason). Start it with scripts/postgres start." }
     }
 
-    /// The connection configuration of the tests' server.
-    static func configuration() throws -> PostgresConnection.Configuration {
+    /// The connection configuration of the tests' server (its database `database`, the tests' by default).
+    static func configuration(database: String? = nil, tls: PostgresConnection.Configuration.TLS = .disable) throws -> PostgresConnection.Configuration {
         let address = try address.get()
         return PostgresConnection.Configuration(
             host: address.host, port: address.port, username: address.user, password: address.password,
-            database: address.database, tls: .disable)
+            database: database ?? address.database, tls: tls)
     }
 
     /// A store name no other test uses.
