@@ -68,6 +68,44 @@ public final class PostgresStore: ObjectDatabase {
         self.name = name
     }
 
+    /// Makes the store `name` one user's: creates or migrates its tables (as opening it does), then
+    /// lets the PostgreSQL role `role` (that user's devices' credentials) open it, and nothing else
+    /// of the server's stores.
+    ///
+    /// Run it with the store owner's credentials (`configuration`: a role that may create roles and
+    /// owns, or will own, the stores' tables), once per store and role, and again after upgrading
+    /// LocalLMDB (it migrates the tables, which `role` may not). `role` must exist (`CREATE ROLE
+    /// alice LOGIN PASSWORD …`); it gets its store's rows to read and write, never the tables'
+    /// definitions, and sees no other store's records, log or row of `locallmdb_stores`. See
+    /// *Outgrowing one machine* for what such a role can and cannot do.
+    /// - Throws: `LocalDatabaseError.server` when the role does not exist or the server refuses.
+    public static func provision(
+        _ name: String, for role: String, configuration: PostgresConnection.Configuration,
+        eventLoopGroup: any EventLoopGroup = PostgresConnection.defaultEventLoopGroup
+    ) async throws {
+        do throws(DatabaseError) {
+            try await PostgresEngine.provision(store: name, role: role, granting: true, configuration: configuration, eventLoopGroup: eventLoopGroup)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// Takes the store `name` back from the role `role` (`provision(_:for:configuration:eventLoopGroup:)`'s
+    /// grant): its next connections cannot open it; the ones open keep what they hold until they end.
+    public static func revoke(
+        _ name: String, from role: String, configuration: PostgresConnection.Configuration,
+        eventLoopGroup: any EventLoopGroup = PostgresConnection.defaultEventLoopGroup
+    ) async throws {
+        do throws(DatabaseError) {
+            try await PostgresEngine.provision(store: name, role: role, granting: false, configuration: configuration, eventLoopGroup: eventLoopGroup)
+        } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// The prefix of the tables of the store named `name` on the server (`locallmdb_` and 16
+    /// hexadecimal digits of a digest of the name), for administration: its tables are the
+    /// prefix followed by `_records`, `_classes`, `_log`, `_replication`, `_indexes` and `_entries`.
+    public static func tablePrefix(of name: String) -> String {
+        PostgresEngine.tablePrefix(of: name)
+    }
+
     /// The server and store, as `postgres://user@host:port/database#store`.
     public var address: String { engine.path }
 

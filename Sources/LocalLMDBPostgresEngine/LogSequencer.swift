@@ -6,9 +6,10 @@ import PostgresNIO
 ///
 /// A write transaction appends its log entry with a tick (`StoreSchema`) and no number, and
 /// commits; commits of many processes are then flushed together. The sequencer gives every
-/// committed entry it sees, in tick order, the next numbers, and moves the store's last number
-/// (`locallmdb_stores.sequence`) with them, in one short transaction that holds the store's
-/// sequencing lock (an advisory lock, one sequencer at a time per store). Whoever reads the log
+/// committed entry it sees, in tick order, the next numbers, and moves the log's last number
+/// (`<prefix>_sequencer.last`, a row no writer locks) with them, in short transactions that hold
+/// the store's sequencing lock (an advisory lock, one sequencer at a time per store), at most
+/// `batch` entries each. Whoever reads the log
 /// numbers it first: a change feed, a change token, the notifier's poll, a trim. A read that
 /// finds nothing to number (one statement) writes nothing.
 ///
@@ -28,7 +29,7 @@ struct LogSequencer {
         case began
         case locked
         case numbered
-        case committed(last: UInt64)
+        case committed(last: UInt64, more: Bool)
         case done
     }
 
@@ -76,16 +77,26 @@ struct LogSequencer {
             stage = .numbered
             return .send(numberStatement)
         case .numbered:
-            guard let result, let row = result.rows.first, let (last, numbered) = try? row.decode((Int64?, Int64).self), let last else {
+            guard let result, let row = result.rows.first, let (last, pending, numbered) = try? row.decode((Int64?, Int64, Int64).self),
+                  let last, last >= numbered
+            else {
                 throw Self.unlisted
             }
-            assert(numbered >= 0 && last >= numbered, "the sequencer numbered entries past the store's last number")
-            stage = .committed(last: UInt64(last))
+            // Every entry of the batch got its number, or none does (the run's transaction rolls back).
+            guard numbered == pending else {
+                throw .transactionFailed(reason: "the log's numbering numbered \(numbered) of \(pending) entries")
+            }
+            stage = .committed(last: UInt64(last), more: pending == Self.batch)
             return .send("COMMIT")
-        case let .committed(last):
+        case let .committed(last, more):
             // PostgreSQL answers a COMMIT of a transaction that had failed with ROLLBACK.
             guard result?.metadata.command == "COMMIT" else {
                 throw .transactionFailed(reason: "the server rolled the log's numbering back (a statement in it had failed)")
+            }
+            // A full batch: the entries after it, in another (each transaction stays short).
+            if more {
+                stage = .began
+                return .send(StoreSchema.beginWrite)
             }
             stage = .done
             return .done(last)
@@ -95,25 +106,32 @@ struct LogSequencer {
         }
     }
 
-    /// Numbers every entry without a number, in tick order, after the store's last number, which
-    /// moves with them; returns the last number and the entries numbered. (Run holding the
-    /// sequencing lock, in a statement that began after it was taken, so that it sees what the
-    /// sequencer before it numbered.)
+    /// The most entries one transaction numbers: a backlog (a store written for long with no one
+    /// reading its log) is numbered in transactions that each end well within a statement's bound.
+    static let batch: Int64 = 20_000
+
+    /// Numbers the first `batch` entries without a number, in tick order, after the log's last
+    /// number, which moves with them; returns the last number, the entries found and the entries
+    /// numbered. (Run holding the sequencing lock, in a statement that began after it was taken,
+    /// so that it sees what the sequencer before it numbered. A batch that is a prefix in tick
+    /// order is numbered as the whole would be: an entry's predecessors have smaller ticks.)
     private var numberStatement: PostgresQuery {
         let log = schema.log
+        let sequencer = schema.sequencer
         return PostgresQuery(
             unsafeSQL: """
-                WITH pending AS (SELECT tick, row_number() OVER (ORDER BY tick) AS n FROM \(log) WHERE sequence IS NULL),
+                WITH pending AS (
+                    SELECT tick, row_number() OVER (ORDER BY tick) AS n
+                    FROM (SELECT tick FROM \(log) WHERE sequence IS NULL ORDER BY tick LIMIT $1) AS batch),
                 moved AS (
-                    UPDATE locallmdb_stores SET sequence = sequence + (SELECT count(*) FROM pending)
-                    WHERE name = $1 AND EXISTS (SELECT 1 FROM pending)
-                    RETURNING sequence - (SELECT count(*) FROM pending) AS base, sequence),
+                    UPDATE \(sequencer) SET last = last + (SELECT count(*) FROM pending) WHERE EXISTS (SELECT 1 FROM pending)
+                    RETURNING last - (SELECT count(*) FROM pending) AS base, last),
                 numbered AS (
                     UPDATE \(log) SET sequence = moved.base + pending.n FROM pending, moved WHERE \(log).tick = pending.tick RETURNING 1)
-                SELECT COALESCE((SELECT sequence FROM moved), (SELECT sequence FROM locallmdb_stores WHERE name = $1)),
+                SELECT COALESCE((SELECT last FROM moved), (SELECT last FROM \(sequencer))), (SELECT count(*) FROM pending),
                     (SELECT count(*) FROM numbered)
                 """,
-            binds: binds(schema.nameBytes))
+            binds: binds(Self.batch))
     }
 
     /// What `StoreSchema.sequenceQuery` read: the store's last number, and whether entries wait for one.

@@ -56,7 +56,13 @@ extension PostgresEngine {
     /// numbering and the snapshot to be one moment, so every read with a token would hold the
     /// sequencer's lock for as long as it reads.) Ends no snapshot it fails in.
     nonisolated(nonsending) func beginSnapshotWithToken(on connection: PostgresConnection, _ operation: String) async throws(DatabaseError) -> LogPosition {
-        _ = try await numberLog(on: connection)
+        // Numbering first only narrows what a feed from the token may list again: a sequencer
+        // that stays busy past the busy timeout does not fail the read.
+        do throws(DatabaseError) {
+            _ = try await numberLog(on: connection)
+        } catch {
+            guard case .busy = error else { throw error }
+        }
         _ = try await connection.send("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger, within: queryTimeout).value(operation)
         do throws(DatabaseError) {
             let result = try await connection.send(schema.sequenceQuery, logger: logger, within: queryTimeout).value("reading the change token")
@@ -131,9 +137,9 @@ extension PostgresEngine {
         return PostgresQuery(
             unsafeSQL: """
                 SELECT sequence, changes FROM (SELECT sequence, changes FROM \(schema.log) WHERE sequence > $1 ORDER BY sequence LIMIT $2) AS entries
-                UNION ALL SELECT -sequence - 1, NULL FROM locallmdb_stores WHERE name = $3
+                UNION ALL SELECT -last - 1, NULL FROM \(schema.sequencer)
                 """,
-            binds: binds(Int64(token.sequence), Int64(min(limit, Int(Int32.max))), schema.nameBytes))
+            binds: binds(Int64(token.sequence), Int64(min(limit, Int(Int32.max)))))
     }
 
     /// The commits in `result` (as `changesQuery` reads them), after `token`.

@@ -9,7 +9,7 @@ import PostgresNIO
 // every write, in its transaction, from the stored bytes. Invariant, as on LMDB: each record of a
 // class with stored indexes has exactly the entries `IndexDefinition.entries` gives for its
 // stored bytes in each of them, and every entry names such a record. All of it runs on the
-// engine's thread, inside a write transaction (which holds the store's row).
+// engine's thread, inside a write transaction (which holds the store's writers' lock).
 extension PostgresEngine {
     /// Reads the catalog, at `version`.
     func loadCatalog(version: Int64, on connection: PostgresConnection, _ operation: String) throws(DatabaseError) {

@@ -203,8 +203,8 @@ extension PostgresEngine {
             _ = try await send(StoreSchema.beginWrite)
             result = try await send(
                 PostgresQuery(
-                    unsafeSQL: "DELETE FROM \(schema.log) WHERE sequence <= (SELECT sequence FROM locallmdb_stores WHERE name = $1) - $2",
-                    binds: binds(schema.nameBytes, Int64(max(0, keeping)))))
+                    unsafeSQL: "DELETE FROM \(schema.log) WHERE sequence <= (SELECT last FROM \(schema.sequencer)) - $1",
+                    binds: binds(Int64(max(0, keeping)))))
             _ = try await send("COMMIT")
         } catch {
             let rolledBack = connection.isClosed ? false : ((try? await send("ROLLBACK")) != nil)

@@ -22,6 +22,8 @@ import PostgresNIO
 ///   log, one row per commit, written in the commit (`ChangeLog.encode`). `tick` is taken from the
 ///   store's sequence `<prefix>_ticks` by the commit's last statement; `sequence`, the commit's
 ///   number in the log, is given later by the log's sequencer (`LogSequencer`), null until then.
+/// - `<prefix>_sequencer (last bigint)`: one row, the log's last number, written by the sequencer
+///   only (no writer ever locks it, so reading the log never waits for a writer).
 /// - `<prefix>_replication (source text primary key, position text)`: where each replicator
 ///   writing into this store has got to, written in the transaction that applies its commits.
 /// - `<prefix>_indexes (catalog_key bytea primary key, catalog_value bytea)`: the secondary
@@ -34,9 +36,10 @@ import PostgresNIO
 ///   (generated), is what the B-tree orders, as a whole tuple may be longer than a B-tree entry.
 ///
 /// Invariants:
-/// - A store's sequence numbers are consecutive, and `locallmdb_stores.sequence` is the last one
+/// - A store's sequence numbers are consecutive, and `<prefix>_sequencer.last` is the last one
 ///   given: only the sequencer gives them, one at a time per store (its advisory lock), in one
-///   transaction with the row's increment.
+///   transaction with that row's increment. (`locallmdb_stores.sequence`, which versions before
+///   6 kept, stays as it was when the store became version 6.)
 /// - Two commits that wrote the same row are numbered in the order they committed. A commit
 ///   takes its tick as its last statement, after every row it writes is locked; a commit that
 ///   waited for another's row lock takes its tick after that commit ended, so from a larger tick
@@ -85,13 +88,13 @@ struct StoreSchema: Sendable {
     var entries: String { prefix + "_entries" }
     /// The log's ticks (a sequence, cache 1).
     var ticks: String { prefix + "_ticks" }
+    /// The log's last number, one row that only the sequencer writes (`LogSequencer`).
+    var sequencer: String { prefix + "_sequencer" }
 
     /// The statement that reads the store's last sequence number, and whether the log holds
     /// entries the sequencer has not numbered yet (committed, as this statement's snapshot sees).
     var sequenceQuery: PostgresQuery {
-        PostgresQuery(
-            unsafeSQL: "SELECT sequence, EXISTS (SELECT 1 FROM \(log) WHERE sequence IS NULL) FROM locallmdb_stores WHERE name = $1",
-            binds: binds(nameBytes))
+        PostgresQuery(unsafeSQL: "SELECT last, EXISTS (SELECT 1 FROM \(log) WHERE sequence IS NULL) FROM \(sequencer)")
     }
 
     /// The statement a write transaction reads the store's row with, once it holds the writers'
@@ -183,11 +186,17 @@ struct StoreSchema: Sendable {
             do {
                 // One lock for every store's creation: creations are rare and short.
                 _ = try await run("SELECT pg_advisory_xact_lock(7236051267330040897)")
-                _ = try await run("""
+                // Made only when missing: a role a store was granted to (`StoreAccess`) may not
+                // create tables, and `CREATE TABLE IF NOT EXISTS` checks that before it looks.
+                let hasStores = try await run("SELECT to_regclass('locallmdb_stores') IS NOT NULL").rows.first
+                    .flatMap { try? $0.decode(Bool.self) } ?? false
+                if !hasStores {
+                    _ = try await run("""
                     CREATE TABLE IF NOT EXISTS locallmdb_stores (
                         name bytea PRIMARY KEY, prefix text NOT NULL UNIQUE, version integer NOT NULL,
                         log_id text NOT NULL, sequence bigint NOT NULL DEFAULT 0)
                     """)
+                }
                 // Added only when missing: `ALTER TABLE` locks the table exclusively before it
                 // looks, so an open would wait for every write transaction on every store (they
                 // lock their row), and make new ones wait behind it.
@@ -221,16 +230,19 @@ struct StoreSchema: Sendable {
                     }
                     logID = found.logID
                     if found.version < version || found.version == 5 {
-                        // The row first: a writer of an older version in flight then finishes its
-                        // commit (which locks the row, then appends to the log) before the log's
-                        // tables change, or after, never half before (a deadlock).
+                        // The writers' lock (exclusive) and the row first: every writer in flight,
+                        // of any version, finishes its commit before the tables change (an older
+                        // writer numbering its entry after a newer one it waited for would put
+                        // them out of order), and the ones after read the new version (older
+                        // versions refuse it).
+                        _ = try await run(StoreSchema(name: name, prefix: prefix, logID: found.logID).writersLock(.exclusive))
                         _ = try await run("SELECT 1 FROM locallmdb_stores WHERE name = \(nameBytes) FOR UPDATE")
-                        try await migrate(prefix: prefix, from: found.version, run)
+                        try await migrate(prefix: prefix, name: nameBytes, from: found.version, run)
                         _ = try await run("UPDATE locallmdb_stores SET version = \(opened(from: found.version)) WHERE name = \(nameBytes)")
                     }
                 } else {
                     logID = UUID().uuidString
-                    try await create(prefix: prefix, run)
+                    try await create(prefix: prefix, name: nameBytes, run)
                     _ = try await run(
                         "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))")
                 }
@@ -245,7 +257,7 @@ struct StoreSchema: Sendable {
     }
 
     /// Creates the tables of the current version.
-    private static func create(prefix: String, _ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
+    private static func create(prefix: String, name: ByteBuffer, _ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
         for statement in [
             "CREATE TABLE \(prefix)_records (key bytea PRIMARY KEY, class_key bytea NOT NULL, class_name bytea NOT NULL, value bytea NOT NULL)",
             "CREATE TABLE \(prefix)_classes (name_key bytea PRIMARY KEY, row bytea NOT NULL)",
@@ -254,7 +266,7 @@ struct StoreSchema: Sendable {
         ] {
             _ = try await run(PostgresQuery(unsafeSQL: statement))
         }
-        try await migrate(prefix: prefix, from: 1, run)
+        try await migrate(prefix: prefix, name: name, from: 1, run)
     }
 
     /// The classes' `spelling_key` (`StoredClass.spellingKey`), by which the spelling rule finds
@@ -293,7 +305,9 @@ struct StoreSchema: Sendable {
     }
 
     /// Brings the tables from version `version` to the current one.
-    private static func migrate(prefix: String, from version: Int, _ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
+    private static func migrate(
+        prefix: String, name: ByteBuffer, from version: Int, _ run: (PostgresQuery) async throws -> PostgresQueryResult
+    ) async throws {
         if version < 2 {
             _ = try await run(PostgresQuery(unsafeSQL: "CREATE INDEX IF NOT EXISTS \(prefix)_records_class ON \(prefix)_records (class_key, key)"))
         }
@@ -337,6 +351,15 @@ struct StoreSchema: Sendable {
             for statement in statements {
                 _ = try await run(PostgresQuery(unsafeSQL: statement))
             }
+            // The last number, from the store's row (where versions before 6 kept it; none for a new store).
+            _ = try await run(PostgresQuery(unsafeSQL: "CREATE TABLE IF NOT EXISTS \(prefix)_sequencer (last bigint NOT NULL)"))
+            _ = try await run(PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO \(prefix)_sequencer (last)
+                    SELECT COALESCE((SELECT sequence FROM locallmdb_stores WHERE name = $1), 0)
+                    WHERE NOT EXISTS (SELECT 1 FROM \(prefix)_sequencer)
+                    """,
+                binds: binds(name)))
         }
     }
 }

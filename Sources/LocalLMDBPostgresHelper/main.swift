@@ -17,6 +17,12 @@ import PostgresNIO
 //   helper migrate STORE BATCH
 //                            runs MigrationWorkload's migrator on STORE in batches of BATCH records,
 //                            printing "progress <visited> <written>" after each and "done <count>"
+//   helper hostile STORE OTHER
+//                            a hostile device: with the credentials LOCALLMDB_POSTGRES_* name (a role
+//                            the store STORE was provisioned for), writes to STORE, then tries to
+//                            open the store OTHER and to read, change or take over its tables, row,
+//                            role and sequence with statements of its own, printing one line for
+//                            each attempt ("<label> refused", "<label> rows <n>", "<label> ok")
 
 let arguments = CommandLine.arguments
 let environment = ProcessInfo.processInfo.environment
@@ -31,14 +37,19 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard arguments.count == 4, ["push", "pull", "pull-unpublish", "migrate"].contains(arguments[1]) else {
-    fail("usage: helper push|pull|pull-unpublish DIR STORE, or helper migrate STORE BATCH")
+guard arguments.count == 4, ["push", "pull", "pull-unpublish", "migrate", "hostile"].contains(arguments[1]) else {
+    fail("usage: helper push|pull|pull-unpublish DIR STORE, helper migrate STORE BATCH, or helper hostile STORE OTHER")
 }
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
 else { fail("LOCALLMDB_POSTGRES_* are not set") }
 let configuration = PostgresConnection.Configuration(
     host: host, port: port, username: user, password: environment["LOCALLMDB_POSTGRES_PASSWORD"], database: database, tls: .disable)
+
+if arguments[1] == "hostile" {
+    await hostileDevice(store: arguments[2], other: arguments[3], configuration: configuration)
+    exit(0)
+}
 
 if arguments[1] == "migrate" {
     // Runs MigrationWorkload's migrator on the store in batches of BATCH, printing
@@ -92,4 +103,65 @@ do {
     watcher.cancel()
 } catch {
     fail("error \(error)")
+}
+
+/// The hostile device's attempts (`helper hostile STORE OTHER`).
+func hostileDevice(store: String, other: String, configuration: PostgresConnection.Configuration) async {
+    do {
+        let own = try await PostgresStore(configuration: configuration, name: store, connections: 1)
+        try await own.write(Record(id: "mine", data: Note(text: "the device's own")))
+        say("own-store ok \(try await own.count())")
+        await own.close()
+    } catch {
+        say("own-store failed \(error)")
+    }
+    do {
+        let theirs = try await PostgresStore(configuration: configuration, name: other, connections: 1)
+        say("open-other ok \(try await theirs.count())")
+        await theirs.close()
+    } catch {
+        say("open-other refused")
+    }
+    let prefix = PostgresStore.tablePrefix(of: other)
+    let attempts: [(String, String)] = [
+        ("read-records", "SELECT count(*) FROM \(prefix)_records"),
+        ("read-log", "SELECT count(*) FROM \(prefix)_log"),
+        ("read-classes", "SELECT count(*) FROM \(prefix)_classes"),
+        ("read-entries", "SELECT count(*) FROM \(prefix)_entries"),
+        ("see-row", "SELECT count(*) FROM locallmdb_stores WHERE prefix = '\(prefix)'"),
+        ("see-rows", "SELECT count(*) FROM locallmdb_stores"),
+        ("update-row", "WITH changed AS (UPDATE locallmdb_stores SET version = 1, migrations = NULL WHERE prefix = '\(prefix)' RETURNING 1) SELECT count(*) FROM changed"),
+        ("delete-row", "WITH deleted AS (DELETE FROM locallmdb_stores WHERE prefix = '\(prefix)' RETURNING 1) SELECT count(*) FROM deleted"),
+        ("write-sequencer", "UPDATE \(prefix)_sequencer SET last = 0"),
+        ("take-row", "UPDATE locallmdb_stores SET prefix = '\(prefix)'"),
+        ("write-records", "INSERT INTO \(prefix)_records VALUES ('\\x01', '\\x01', '\\x01', '\\x01')"),
+        ("delete-log", "DELETE FROM \(prefix)_log"),
+        ("drop-table", "DROP TABLE \(prefix)_records"),
+        ("alter-table", "ALTER TABLE \(prefix)_records ADD COLUMN stolen integer"),
+        ("take-ticks", "SELECT nextval('\(prefix)_ticks')"),
+        ("join-role", "GRANT \(prefix) TO CURRENT_USER"),
+        ("become-role", "SET ROLE \(prefix)"),
+        ("drop-policy", "DROP POLICY locallmdb_granted_stores ON locallmdb_stores"),
+        ("disable-security", "ALTER TABLE locallmdb_stores DISABLE ROW LEVEL SECURITY"),
+        ("create-table", "CREATE TABLE locallmdb_stolen (x integer)"),
+    ]
+    do {
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: Logger(label: "hostile"))
+        for (label, statement) in attempts {
+            do {
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Logger(label: "hostile")).collect()
+                if let count = try? rows.first?.decode(Int64.self) {
+                    say("\(label) rows \(count)")
+                } else {
+                    say("\(label) ok")
+                }
+            } catch {
+                say("\(label) refused")
+            }
+        }
+        try await connection.close()
+    } catch {
+        say("connect failed \(error)")
+    }
+    say("done")
 }

@@ -132,7 +132,7 @@ extension PostgresTests {
             }
         }
 
-        @Test("A store whose log was numbered in its commits (versions 4 and 5) keeps its numbers; commits after them are numbered on")
+        @Test("A store whose log was numbered in its commits (versions 4 and 5) keeps its numbers, an older writer in flight finishes first, commits after them are numbered on")
         func olderLogsAreMigrated() async throws {
             for (older, opened) in [(4, StoreSchema.version), (5, StoreSchema.migratedVersion)] {
                 let store = PostgresServer.uniqueStore()
@@ -142,29 +142,52 @@ extension PostgresTests {
                 }
                 let prefix = StoreSchema.prefix(for: store)
                 let name = ByteBuffer(bytes: Array(store.utf8))
-                // The log as version 4 kept it: numbered in the commits, no ticks.
+                let logger = Logger(label: "tests")
+                // The log as version 4 kept it: numbered in the commits (the last number in the
+                // store's row), no ticks.
                 try await PostgresServer.withConnection { connection in
-                    let logger = Logger(label: "tests")
                     for statement in [
                         "ALTER TABLE \(prefix)_log DROP COLUMN tick",
                         "DROP INDEX \(prefix)_log_sequence",
                         "ALTER TABLE \(prefix)_log ALTER COLUMN sequence SET NOT NULL, ADD PRIMARY KEY (sequence)",
                         "DROP SEQUENCE \(prefix)_ticks",
+                        "DROP TABLE \(prefix)_sequencer",
                     ] {
                         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                     }
-                    try await connection.query("UPDATE locallmdb_stores SET version = \(older) WHERE name = \(name)", logger: logger)
+                    try await connection.query("UPDATE locallmdb_stores SET version = \(older), sequence = 5 WHERE name = \(name)", logger: logger)
                 }
-                try await PostgresServer.withDatabase(store: store) { database in
-                    let engine = database.engine
-                    let kept = try await engine.changeFeed(since: LogPosition(logID: engine.schema.logID, sequence: 2), limit: 10)
-                    #expect(kept.commits.map(\.position.sequence) == [3, 4, 5])
-                    #expect(kept.commits.map(\.changes) == (2..<5).map { [.written(id: "r\($0)", className: "Note")] })
-                    try await database.write(Record(id: "after", data: Note(text: "new")))
-                    let after = try await engine.changeFeed(since: kept.position, limit: 10)
-                    #expect(after.commits.map(\.position.sequence) == [6])
-                    #expect(after.commits.map(\.changes) == [[.written(id: "after", className: "Note")]])
-                    #expect(try await database.count() == 6)
+                try await PostgresServer.withConnection { writer in
+                    // A writer of version 4 in flight (its shared writers' lock taken) as this
+                    // version opens the store: the migration waits for its commit.
+                    try await writer.query("BEGIN", logger: logger)
+                    let schema = StoreSchema(name: store, prefix: prefix, logID: "")
+                    try await writer.query(schema.writersLock(.shared), logger: logger)
+                    let opening = Task { try await PostgresStore(configuration: PostgresServer.configuration(), name: store) }
+                    #expect(try await PostgresServer.someoneWaitsForALock())
+                    // Its commit, as version 4 made one: the store's row's next number, then its entry.
+                    try await writer.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                WITH next AS (UPDATE locallmdb_stores SET sequence = sequence + 1 WHERE name = $1 RETURNING sequence)
+                                INSERT INTO \(prefix)_log (sequence, changes) SELECT next.sequence, changes FROM next, \(prefix)_log WHERE \(prefix)_log.sequence = 3
+                                """,
+                            binds: binds(name)),
+                        logger: logger)
+                    try await writer.query("COMMIT", logger: logger)
+                    let database = try await opening.value
+                    try await closing(database) { database in
+                        let engine = database.engine
+                        let kept = try await engine.changeFeed(since: LogPosition(logID: engine.schema.logID, sequence: 2), limit: 10)
+                        #expect(kept.commits.map(\.position.sequence) == [3, 4, 5, 6])
+                        #expect(kept.commits.map(\.changes) == [2, 3, 4, 2].map { [.written(id: "r\($0)", className: "Note")] })
+                        // More commits than the largest tick the log had: their ticks come after it.
+                        for index in 0..<8 { try await database.write(Record(id: "after\(index)", data: Note(text: "new"))) }
+                        let after = try await engine.changeFeed(since: kept.position, limit: 20)
+                        #expect(after.commits.map(\.position.sequence) == Array(7...14))
+                        #expect(after.commits.map(\.changes) == (0..<8).map { [.written(id: "after\($0)", className: "Note")] })
+                        #expect(try await database.count() == 13)
+                    }
                 }
                 let version = try await PostgresServer.withConnection { connection in
                     let rows = try await connection.query("SELECT version FROM locallmdb_stores WHERE name = \(name)", logger: Logger(label: "tests"))
@@ -172,6 +195,61 @@ extension PostgresTests {
                     return 0
                 }
                 #expect(version == opened, "a store of version \(older)")
+            }
+        }
+
+        @Test("Reading the log waits for no writer: a transaction holding the store's row (an index's definition) leaves feeds and tokens free")
+        func readersWaitForNoWriter() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await closing(PostgresStore(configuration: PostgresServer.configuration(), name: store, busyTimeout: .seconds(2))) { database in
+                try await database.write(Record(id: "a", data: Note(text: "1")))
+                try await PostgresServer.withConnection { connection in
+                    let logger = Logger(label: "tests")
+                    // What a transaction that defines an index or migrates holds until it ends.
+                    try await connection.query("BEGIN", logger: logger)
+                    try await connection.query(
+                        "SELECT 1 FROM locallmdb_stores WHERE name = \(ByteBuffer(bytes: Array(store.utf8))) FOR UPDATE", logger: logger)
+                    try await database.write(Record(id: "b", data: Note(text: "2")))
+                    let token = try await database.changeToken()
+                    let feed = try await database.engine.changeFeed(since: LogPosition(logID: database.engine.schema.logID, sequence: 0), limit: 10)
+                    #expect(feed.commits.count == 2)
+                    #expect(feed.position.sequence == 2)
+                    #expect(try await database.changes(since: token).commits.isEmpty)
+                    try await connection.query("COMMIT", logger: logger)
+                }
+            }
+        }
+
+        @Test("A backlog larger than a batch is numbered in several transactions, every entry once, in tick order")
+        func aBacklogIsNumberedInBatches() async throws {
+            try await PostgresServer.withDatabase { database in
+                let engine = database.engine
+                let log = engine.schema.log
+                try await database.write(Record(id: "a", data: Note(text: "1")))
+                _ = try await database.changeToken()
+                let backlog = 2 * Int(LogSequencer.batch) + 17
+                // Commits no one read: entries with ticks and no numbers.
+                _ = try await PostgresServer.withConnection { connection in
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "INSERT INTO \(log) (changes) SELECT changes FROM \(log), generate_series(1, \(backlog)) WHERE sequence = 1"),
+                        logger: Logger(label: "tests"))
+                }
+                let token = try await engine.currentChangeToken()
+                #expect(token.sequence == UInt64(backlog + 1))
+                try await PostgresServer.withConnection { connection in
+                    let rows = try await connection.query(
+                        PostgresQuery(unsafeSQL: """
+                            SELECT count(*), count(DISTINCT sequence), min(sequence), max(sequence), count(DISTINCT xmin::text),
+                                bool_and(sequence = rank) FROM (SELECT sequence, xmin, rank() OVER (ORDER BY tick) AS rank FROM \(log)) AS numbered
+                            """),
+                        logger: Logger(label: "tests"))
+                    for try await (count, distinct, first, last, transactions, inTickOrder) in rows.decode((Int, Int, Int, Int, Int, Bool).self) {
+                        #expect(count == backlog + 1 && distinct == count && first == 1 && last == backlog + 1)
+                        #expect(inTickOrder)
+                        // The first entry's transaction, and one per batch.
+                        #expect(transactions == 1 + 3)
+                    }
+                }
             }
         }
     }

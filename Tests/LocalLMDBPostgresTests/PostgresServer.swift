@@ -106,12 +106,9 @@ enum PostgresServer {
         let address = try address.get()
         let bin = try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql").sorted().last.map { "/usr/lib/postgresql/\($0)/bin/pg_ctl" }
             ?? "pg_ctl"
+        // The server's settings are in its configuration file (scripts/postgres writes them there).
         var arguments = [bin, "-D", address.directory + "/data", "-w", "-t", "60", "-l", address.directory + "/server.log"]
-        if action != "stop" {
-            arguments += ["-o", "-c listen_addresses=127.0.0.1 -p \(address.port) -c unix_socket_directories=\(address.directory) -c max_connections=200"]
-        } else {
-            arguments += ["-m", "fast"]
-        }
+        if action == "stop" { arguments += ["-m", "fast"] }
         arguments.append(action)
         if getuid() == 0 { arguments = ["/usr/sbin/runuser", "-u", "postgres", "--"] + arguments }
         // Not Foundation's Process: it missed runuser's exit here (left a zombie and waited

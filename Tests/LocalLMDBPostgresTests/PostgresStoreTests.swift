@@ -168,8 +168,9 @@ extension PostgresTests {
             for database in databases { await database.close() }
         }
 
-        /// Opening a store while another holds a transaction on the stores' table (as every write
-        /// transaction does, on its row) neither waits for it nor makes writers wait behind it.
+        /// Opening a store while another holds a transaction on the stores' table (as a write
+        /// transaction that defines an index or migrates does, on its row) neither waits for it nor
+        /// makes writers wait behind it.
         @Test("A store opens while a transaction elsewhere holds its row of the stores' table")
         func opensWhileAWriteTransactionIsOpen() async throws {
             let first = PostgresServer.uniqueStore()
