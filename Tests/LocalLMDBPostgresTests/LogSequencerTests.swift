@@ -79,19 +79,7 @@ extension PostgresTests {
             }
             // Commits that wrote the same record are in the order they were applied: replaying
             // the log gives each record's class as stored.
-            var replayed: [String: String] = [:]
-            for change in log.commits.flatMap(\.changes) {
-                switch change {
-                case let .written(id, className): replayed[id] = className
-                case let .deleted(id, _): replayed[id] = nil
-                case let .typeDeleted(className): replayed = replayed.filter { $0.value != className }
-                case .cleared: replayed = [:]
-                }
-            }
-            var stored: [String: String] = [:]
-            for id in try await databases[0].readIDs(Note.self) { stored[id] = "Note" }
-            for id in try await databases[0].readIDs(Entry.self) { stored[id] = "Entry" }
-            #expect(replayed == stored)
+            #expect(replayedClasses(log.commits) == (try await storedClasses(databases[0])))
             for database in databases { await database.close() }
         }
 
@@ -253,4 +241,26 @@ extension PostgresTests {
             }
         }
     }
+}
+
+/// Each record's class after replaying `commits` in order (deleted records absent).
+func replayedClasses(_ commits: [LoggedCommit]) -> [String: String] {
+    var replayed: [String: String] = [:]
+    for change in commits.flatMap(\.changes) {
+        switch change {
+        case let .written(id, className): replayed[id] = className
+        case let .deleted(id, _): replayed[id] = nil
+        case let .typeDeleted(className): replayed = replayed.filter { $0.value != className }
+        case .cleared: replayed = [:]
+        }
+    }
+    return replayed
+}
+
+/// Each record's class as `database` stores them (the tests' `Note` and `Entry`).
+func storedClasses(_ database: PostgresStore) async throws -> [String: String] {
+    var stored: [String: String] = [:]
+    for id in try await database.readIDs(Note.self) { stored[id] = "Note" }
+    for id in try await database.readIDs(Entry.self) { stored[id] = "Entry" }
+    return stored
 }

@@ -230,19 +230,7 @@ extension PostgresTests {
             let engine = databases[0].engine
             let feed = try engine.changeFeedBlocking(since: LogPosition(logID: engine.schema.logID, sequence: 0), limit: .max)
             #expect(feed.commits.map(\.position.sequence) == Array(1...UInt64(max(1, feed.commits.count))))
-            var replayed: [String: String] = [:]
-            for change in feed.commits.flatMap(\.changes) {
-                switch change {
-                case let .written(id, className): replayed[id] = className
-                case let .deleted(id, _): replayed[id] = nil
-                case let .typeDeleted(className): replayed = replayed.filter { $0.value != className }
-                case .cleared: replayed = [:]
-                }
-            }
-            var stored: [String: String] = [:]
-            for id in try await databases[0].readIDs(Note.self) { stored[id] = "Note" }
-            for id in try await databases[0].readIDs(Entry.self) { stored[id] = "Entry" }
-            #expect(replayed == stored)
+            #expect(replayedClasses(feed.commits) == (try await storedClasses(databases[0])))
             for database in databases { await database.close() }
         }
 
