@@ -75,10 +75,12 @@ public final class PostgresStore: ObjectDatabase {
     /// Run it with the store owner's credentials (`configuration`: a role that may create roles and
     /// owns, or will own, the stores' tables), once per store and role, and again after upgrading
     /// LocalLMDB (it migrates the tables, which `role` may not). `role` must exist (`CREATE ROLE
-    /// alice LOGIN PASSWORD …`); it gets its store's rows to read and write, never the tables'
-    /// definitions, and sees no other store's records, log or row of `locallmdb_stores`. See
-    /// *Outgrowing one machine* for what such a role can and cannot do.
-    /// - Throws: `LocalDatabaseError.server` when the role does not exist or the server refuses.
+    /// alice LOGIN PASSWORD …`) and must not be able to create tables in the stores' schema; it
+    /// gets its store's rows to read and write, never the tables' definitions, and sees no other
+    /// store's records, log or row of `locallmdb_stores`. See *Outgrowing one machine* for what
+    /// such a role can and cannot do.
+    /// - Throws: `LocalDatabaseError.server` when the role does not exist, may create tables in the
+    ///   stores' schema, a table of the store belongs to another role, or the server refuses.
     public static func provision(
         _ name: String, for role: String, configuration: PostgresConnection.Configuration,
         eventLoopGroup: any EventLoopGroup = PostgresConnection.defaultEventLoopGroup
@@ -89,7 +91,11 @@ public final class PostgresStore: ObjectDatabase {
     }
 
     /// Takes the store `name` back from the role `role` (`provision(_:for:configuration:eventLoopGroup:)`'s
-    /// grant): its next connections cannot open it; the ones open keep what they hold until they end.
+    /// grant), and checks that the role is no longer a member of the store's group: its sessions
+    /// lose the store at their next statement, except one that switched to the group role itself
+    /// (`SET ROLE`), which keeps it until it ends.
+    /// - Throws: `LocalDatabaseError.server` when the role does not exist, is still a member (a
+    ///   membership another role granted), or the server refuses.
     public static func revoke(
         _ name: String, from role: String, configuration: PostgresConnection.Configuration,
         eventLoopGroup: any EventLoopGroup = PostgresConnection.defaultEventLoopGroup

@@ -61,6 +61,15 @@ final class ChangeListener: Sendable {
         connection.addListener(channel: channel) { [weak self] _, _ in
             self?.state.withLock { $0.notifier }?.wakeAll()
         }
+        // `LISTEN` is queued on the connection, not awaited: a statement after it answers once it
+        // took effect, so that a commit after `ensureListening` returns is heard.
+        do {
+            _ = try connection.send("SELECT 1", logger: logger, within: .seconds(10)).wait()
+        } catch {
+            state.withLock { $0.connecting = false }
+            _ = try? connection.close().wait()
+            return
+        }
         let (kept, replaced) = state.withLock { state -> (Bool, PostgresConnection?) in
             state.connecting = false
             guard !state.closed else { return (false, nil) }

@@ -43,6 +43,8 @@ struct LogSequencer {
 
     private let schema: StoreSchema
     private var stage = Stage.start
+    /// The batches this run has numbered.
+    private var batches = 0
 
     init(_ schema: StoreSchema) {
         self.schema = schema
@@ -93,8 +95,10 @@ struct LogSequencer {
             guard result?.metadata.command == "COMMIT" else {
                 throw .transactionFailed(reason: "the server rolled the log's numbering back (a statement in it had failed)")
             }
-            // A full batch: the entries after it, in another (each transaction stays short).
-            if more {
+            // A full batch: the entries after it, in another (each transaction stays short), up to
+            // `maxBatches` a run (a backlog's rest is the next run's: every run ends).
+            batches += 1
+            if more && batches < Self.maxBatches {
                 stage = .began
                 return .send(StoreSchema.beginWrite)
             }
@@ -109,6 +113,8 @@ struct LogSequencer {
     /// The most entries one transaction numbers: a backlog (a store written for long with no one
     /// reading its log) is numbered in transactions that each end well within a statement's bound.
     static let batch: Int64 = 20_000
+    /// The most batches one run numbers.
+    static let maxBatches = 16
 
     /// Numbers the first `batch` entries without a number, in tick order, after the log's last
     /// number, which moves with them; returns the last number, the entries found and the entries

@@ -29,7 +29,11 @@ enum ServerCall {
             }
             switch error.code {
             case .serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown:
-                return .server(operation: operation, message: "the connection to the server was lost (\(error.code)); a write in progress may or may not have committed")
+                // The cause, when there is one (a TLS handshake that failed names the certificate).
+                let cause = error.underlying.map { ": \(String(describing: $0))" } ?? ""
+                return .server(
+                    operation: operation,
+                    message: "the connection to the server was lost (\(error.code)\(cause)); a write in progress may or may not have committed")
             default:
                 return .server(operation: operation, message: "\(error.code)")
             }

@@ -123,6 +123,19 @@ func hostileDevice(store: String, other: String, configuration: PostgresConnecti
         say("open-other refused")
     }
     let prefix = PostgresStore.tablePrefix(of: other)
+    // The other store's group role, found as anyone can: role names and their comments are public.
+    var group = "none"
+    do {
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 2, logger: Logger(label: "hostile"))
+        let rows = try await connection.query(
+            "SELECT rolname FROM pg_roles WHERE shobj_description(oid, 'pg_authid') LIKE \("LocalLMDB store " + prefix + " of %")",
+            logger: Logger(label: "hostile")).collect()
+        if let name = try? rows.first?.decode(String.self) { group = name }
+        try await connection.close()
+    } catch {
+        say("find-group failed \(error)")
+    }
+    say("found-group \(group.hasPrefix("locallmdb_store_") ? "yes" : "no")")
     let attempts: [(String, String)] = [
         ("read-records", "SELECT count(*) FROM \(prefix)_records"),
         ("read-log", "SELECT count(*) FROM \(prefix)_log"),
@@ -139,8 +152,8 @@ func hostileDevice(store: String, other: String, configuration: PostgresConnecti
         ("drop-table", "DROP TABLE \(prefix)_records"),
         ("alter-table", "ALTER TABLE \(prefix)_records ADD COLUMN stolen integer"),
         ("take-ticks", "SELECT nextval('\(prefix)_ticks')"),
-        ("join-role", "GRANT \(prefix) TO CURRENT_USER"),
-        ("become-role", "SET ROLE \(prefix)"),
+        ("join-role", "GRANT \(group) TO CURRENT_USER"),
+        ("become-role", "SET ROLE \(group)"),
         ("drop-policy", "DROP POLICY locallmdb_granted_stores ON locallmdb_stores"),
         ("disable-security", "ALTER TABLE locallmdb_stores DISABLE ROW LEVEL SECURITY"),
         ("create-table", "CREATE TABLE locallmdb_stolen (x integer)"),
@@ -156,7 +169,8 @@ func hostileDevice(store: String, other: String, configuration: PostgresConnecti
                     say("\(label) ok")
                 }
             } catch {
-                say("\(label) refused")
+                // The server's reason: 42501 is "insufficient privilege".
+                say("\(label) refused \((error as? PSQLError)?.serverInfo?[.sqlState] ?? "without a server error")")
             }
         }
         try await connection.close()

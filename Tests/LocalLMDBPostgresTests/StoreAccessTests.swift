@@ -39,7 +39,28 @@ extension PostgresTests {
             let bob = try await Self.makeRole("bob")
             let aliceStore = PostgresServer.uniqueStore("alice")
             let bobStore = PostgresServer.uniqueStore("bob")
+            let logger = Logger(label: "tests")
+            // As before the first store is provisioned: no policy, no row-level security.
+            _ = try await PostgresServer.withConnection { admin in
+                try await admin.query("DROP POLICY IF EXISTS locallmdb_granted_stores ON locallmdb_stores", logger: logger)
+                try await admin.query("ALTER TABLE locallmdb_stores DISABLE ROW LEVEL SECURITY", logger: logger)
+            }
+            // Alice, before anything is provisioned, leaves a table and a policy of the same names
+            // in a session of hers (temporary, seen in the catalog by everyone), for the owner's
+            // provisioning to mistake for its own.
+            let spoof = try await PostgresConnection.connect(configuration: Self.configuration(alice), id: 9, logger: logger)
+            try await spoof.query("CREATE TEMP TABLE locallmdb_stores (prefix text, access_role text)", logger: logger)
+            try await spoof.query("CREATE POLICY locallmdb_granted_stores ON pg_temp.locallmdb_stores USING (true)", logger: logger)
             try await PostgresStore.provision(aliceStore, for: alice.name, configuration: PostgresServer.configuration())
+            try await spoof.close()
+            try await PostgresServer.withConnection { admin in
+                let rows = try await admin.query("""
+                    SELECT relrowsecurity, (SELECT count(*) FROM pg_policy WHERE polrelid = c.oid) FROM pg_class c WHERE c.oid = 'locallmdb_stores'::regclass
+                    """, logger: logger)
+                for try await (secured, policies) in rows.decode((Bool, Int).self) {
+                    #expect(secured && policies == 1)
+                }
+            }
             try await PostgresStore.provision(bobStore, for: bob.name, configuration: PostgresServer.configuration())
             // Provisioning again (after an upgrade, say) changes nothing.
             try await PostgresStore.provision(bobStore, for: bob.name, configuration: PostgresServer.configuration())
@@ -66,15 +87,16 @@ extension PostgresTests {
             }
             #expect(outcomes["own-store"] == "ok 1", "\(output)")
             #expect(outcomes["open-other"] == "refused")
+            #expect(outcomes["found-group"] == "yes")
             #expect(outcomes["see-row"] == "rows 0")
             #expect(outcomes["see-rows"] == "rows 1")
             #expect(outcomes["update-row"] == "rows 0")
-            #expect(outcomes["delete-row"] == "refused")
+            #expect(outcomes["delete-row"] == "refused 42501")
             for attempt in [
                 "read-records", "read-log", "read-classes", "read-entries", "take-row", "write-sequencer", "write-records", "delete-log",
                 "drop-table", "alter-table", "take-ticks", "join-role", "become-role", "drop-policy", "disable-security", "create-table",
             ] {
-                #expect(outcomes[attempt] == "refused", "\(attempt): \(outcomes[attempt] ?? "no line")")
+                #expect(outcomes[attempt] == "refused 42501", "\(attempt): \(outcomes[attempt] ?? "no line")")
             }
             #expect(outcomes["done"] != nil)
 
@@ -97,6 +119,35 @@ extension PostgresTests {
             try await PostgresStore.revoke(aliceStore, from: alice.name, configuration: PostgresServer.configuration())
             await #expect(throws: LocalDatabaseError.self) {
                 try await PostgresStore(configuration: Self.configuration(alice), name: aliceStore, connections: 1)
+            }
+        }
+
+        @Test("Provisioning for a role that may create tables in the stores' schema is refused before any table is made")
+        func aRoleThatMayCreateTablesIsRefused() async throws {
+            let mallory = try await Self.makeRole("mallory")
+            let logger = Logger(label: "tests")
+            let quoted = try await PostgresServer.withConnection { admin in
+                let rows = try await admin.query("SELECT format('%I', \(mallory.name))", logger: logger)
+                for try await name in rows.decode(String.self) { return name }
+                return ""
+            }
+            _ = try await PostgresServer.withConnection { admin in
+                try await admin.query(PostgresQuery(unsafeSQL: "GRANT CREATE ON SCHEMA public TO \(quoted)"), logger: logger)
+            }
+            let store = PostgresServer.uniqueStore()
+            do {
+                try await PostgresStore.provision(store, for: mallory.name, configuration: PostgresServer.configuration())
+                Issue.record("a store was provisioned for a role that may create tables")
+            } catch let error as LocalDatabaseError {
+                guard case let .server(_, message) = error else { throw error }
+                #expect(message.contains("may create tables"))
+            }
+            // Nothing was made.
+            try await PostgresServer.withConnection { admin in
+                let rows = try await admin.query(
+                    "SELECT count(*) FROM pg_class WHERE relname LIKE \(PostgresStore.tablePrefix(of: store) + "%")", logger: logger)
+                for try await count in rows.decode(Int.self) { #expect(count == 0) }
+                try await admin.query(PostgresQuery(unsafeSQL: "REVOKE CREATE ON SCHEMA public FROM \(quoted)"), logger: logger)
             }
         }
 

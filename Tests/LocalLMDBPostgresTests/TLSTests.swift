@@ -28,6 +28,19 @@ extension PostgresTests {
             return .require(try NIOSSLContext(configuration: configuration))
         }
 
+        /// The message of the `server` error that opening a store with `configuration` fails with.
+        static func openingFails(_ configuration: PostgresConnection.Configuration) async throws -> String {
+            do {
+                let store = try await PostgresStore(configuration: configuration, name: PostgresServer.uniqueStore(), connections: 1)
+                await store.close()
+                Issue.record("the store opened")
+                return ""
+            } catch let error as LocalDatabaseError {
+                guard case let .server(_, message) = error else { throw error }
+                return message
+            }
+        }
+
         @Test("A store over TLS, the server's certificate verified against its authority, writes, reads and observes")
         func verified() async throws {
             let (database, caFile) = try Self.server()
@@ -55,18 +68,16 @@ extension PostgresTests {
             let (database, _) = try Self.server()
             // The system's authorities: none of them signed the test cluster's certificate.
             let configuration = try PostgresServer.configuration(database: database, tls: Self.tls(trusting: .default))
-            await #expect(throws: LocalDatabaseError.self) {
-                try await PostgresStore(configuration: configuration, name: PostgresServer.uniqueStore(), connections: 1)
-            }
+            let message = try await Self.openingFails(configuration)
+            #expect(message.lowercased().contains("certificate"), "\(message)")
         }
 
         @Test("The TLS-only database refuses a connection without TLS: credentials never cross in the clear")
         func plaintextRefused() async throws {
             let (database, _) = try Self.server()
             let configuration = try PostgresServer.configuration(database: database, tls: .disable)
-            await #expect(throws: LocalDatabaseError.self) {
-                try await PostgresStore(configuration: configuration, name: PostgresServer.uniqueStore(), connections: 1)
-            }
+            let message = try await Self.openingFails(configuration)
+            #expect(message.contains("pg_hba.conf rejects connection"), "\(message)")
         }
     }
 }
