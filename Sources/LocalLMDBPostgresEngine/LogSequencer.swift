@@ -105,7 +105,7 @@ struct LogSequencer {
             stage = .done
             return .done(last)
         case .done:
-            assertionFailure("a finished sequencer run was asked for its next step")
+            // `run` returns at `.done` and never asks again; a caller that did gets an error, not a trap.
             throw .transactionFailed(reason: "the log's numbering was over")
         }
     }
