@@ -222,6 +222,8 @@ extension PostgresEngine {
             throw .unsupported(operation: "Encryption", reason: "the PostgreSQL engine does not encrypt values")
         case .replicate, .detachReplica:
             throw .unsupported(operation: "Replicating into a PostgreSQL store", reason: "a PostgreSQL store is followed by replicas, never one itself")
+        case .enableSync, .synchronize:
+            throw .unsupported(operation: "Synchronizing a PostgreSQL store as a device", reason: "devices synchronize with a PostgreSQL store; a store is not a device")
         case let .migrate(operations, expected, state):
             return try migrate(operations, expected: expected, state: state, on: connection, changes: &changes)
         }

@@ -112,6 +112,11 @@ enum StoreAccess {
             ] {
                 _ = try await run(PostgresQuery(unsafeSQL: statement))
             }
+            // Synchronization's tables and trigger, made under the exclusive writers' lock (a write in
+            // flight ends first, so every later one is stamped), and the group's rows of them.
+            _ = try await run(schema.writersLock(.exclusive))
+            let sync = SyncSchema(schema: schema)
+            for statement in sync.creation + sync.grants(to: group) { _ = try await run(PostgresQuery(unsafeSQL: statement)) }
             _ = try await run(PostgresQuery(
                 unsafeSQL: "UPDATE locallmdb_stores SET access_role = $1 WHERE name = $2", binds: binds(group, schema.nameBytes)))
             // The role's name quoted by the server (`%I`): any name a role has, never part of the text.

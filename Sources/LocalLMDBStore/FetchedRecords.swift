@@ -240,4 +240,11 @@ package struct FetchedSnapshot: RecordSnapshot {
 
     /// A server's store is never a replica.
     package func replicaState() throws(DatabaseError) -> ReplicaState? { nil }
+
+    /// A server's store is not a device: it synchronizes nothing of its own.
+    package func syncPending(limit: Int) throws(DatabaseError) -> SyncPending { SyncPending() }
+
+    package func syncConflicts(after: UInt64, limit: Int) throws(DatabaseError) -> [SyncConflictRecord] { [] }
+
+    package func syncRow(id: String) throws(DatabaseError) -> SyncRow? { nil }
 }

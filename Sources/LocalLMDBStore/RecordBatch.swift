@@ -143,6 +143,22 @@ import LocalLMDBJSON
         classNameBytes += other.classNameBytes
     }
 
+    /// The records at `indices`, in that order, sharing this batch's bytes.
+    package func selecting(_ indices: [Int]) -> RecordBatch {
+        var selected = RecordBatch()
+        selected.chunks = chunks
+        selected.types = types
+        selected.entries.reserveCapacity(indices.count)
+        for index in indices {
+            let entry = entries[index]
+            selected.entries.append(entry)
+            selected.valueBytes += entry.valueCount
+            selected.keyBytes += entry.keyCount
+            selected.classNameBytes += types[Int(entry.type)].name.utf8.count
+        }
+        return selected
+    }
+
     /// Calls `body` with the record at `index`.
     @inline(__always)
     @inlinable func withRecord<R, E: Error>(at index: Int, _ body: (Record) throws(E) -> R) throws(E) -> R {

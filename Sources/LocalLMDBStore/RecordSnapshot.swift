@@ -89,4 +89,15 @@ import LocalLMDBLMDB
 
     /// What the database follows, when it is a read replica (`ReplicaState`); nil otherwise.
     func replicaState() throws(DatabaseError) -> ReplicaState?
+
+    /// Two-way synchronization's local state: the device, the server position reached, and the
+    /// first `limit` pending local writes (`RecordStore.syncPending`); empty for a database that
+    /// does not synchronize.
+    func syncPending(limit: Int) throws(DatabaseError) -> SyncPending
+
+    /// The local writes that lost to later ones, recorded after number `after` (at most `limit`).
+    func syncConflicts(after: UInt64, limit: Int) throws(DatabaseError) -> [SyncConflictRecord]
+
+    /// The synchronization row of the record `id`, if it has one.
+    func syncRow(id: String) throws(DatabaseError) -> SyncRow?
 }

@@ -50,6 +50,12 @@ import Foundation
     /// Each class name's canonical form → its `classes` key (`ClassSpellings.swift`); nil for
     /// a database opened read-only, which records no class names.
     let spellings: DatabaseHandle?
+    /// Two-way synchronization's rows, pending writes and conflicts (`RecordStore+Sync.swift`);
+    /// nil for a database opened read-only that has never been opened for writing by a version
+    /// that synchronizes.
+    let syncRows: DatabaseHandle?
+    let syncPending: DatabaseHandle?
+    let syncConflicts: DatabaseHandle?
     package let indexCatalog = IndexCatalog()
     /// The migrations this process knows, for the check of every write (`MigrationState`).
     package let migrations = MigrationCatalog()
@@ -88,6 +94,11 @@ import Foundation
             }
             counts = try? environment.openExistingDatabases([("counts", false)]).first
             spellings = nil
+            if let syncHandles = try? environment.openExistingDatabases([("syncrows", false), ("syncpending", false), ("syncconflicts", false)]) {
+                (syncRows, syncPending, syncConflicts) = (syncHandles[0], syncHandles[1], syncHandles[2])
+            } else {
+                (syncRows, syncPending, syncConflicts) = (nil, nil, nil)
+            }
             if let logID, let changes = try? environment.openExistingDatabases([("changes", false)]).first {
                 changeLog = ChangeLog(changes: changes, meta: meta, limits: changeLogLimits, logID: String(decoding: logID, as: UTF8.self))
             } else {
@@ -108,6 +119,9 @@ import Foundation
             entries = try environment.openDatabase("entries", dupSort: true, in: transaction)
             counts = try environment.openDatabase("counts", dupSort: false, in: transaction)
             spellings = try environment.openDatabase("spellings", dupSort: true, in: transaction)
+            syncRows = try environment.openDatabase("syncrows", dupSort: false, in: transaction)
+            syncPending = try environment.openDatabase("syncpending", dupSort: false, in: transaction)
+            syncConflicts = try environment.openDatabase("syncconflicts", dupSort: false, in: transaction)
             let formatKey = Array("format".utf8)
             if let stored = try Self.read(formatKey, meta, in: transaction) {
                 guard Self.readableLayouts.contains(stored) else {
@@ -344,11 +358,25 @@ import Foundation
         case let .detachReplica(source):
             return try detachReplica(source: source, in: transaction)
         case let .migrate(operations, expected, state):
-            return try migrate(operations, expected: expected, state: state, in: transaction, changes: &changes)
+            // A migration's writes are local writes: a synchronized database sends them.
+            guard let device = try syncDevice(in: transaction) else {
+                return try migrate(operations, expected: expected, state: state, in: transaction, changes: &changes)
+            }
+            let start = changes.entries.count
+            let count = try migrate(operations, expected: expected, state: state, in: transaction, changes: &changes)
+            try stamp(Self.writes(in: changes.entries[start...]), device: device, in: transaction)
+            return count
+        case let .enableSync(device):
+            return try enableSync(device: device, in: transaction)
+        case let .synchronize(run):
+            return try synchronize(run, in: transaction, changes: &changes)
         default:
             if operation.changesRecords {
                 try checkNotReplica(in: transaction)
                 try checkMigrations(in: transaction)
+                if let device = try syncDevice(in: transaction) {
+                    return try applyStamping(operation, device: device, in: transaction, changes: &changes)
+                }
             }
             return try applyUnchecked(operation, in: transaction, changes: &changes)
         }
@@ -360,7 +388,7 @@ import Foundation
         _ operation: WriteOperation, in transaction: Transaction, changes: inout ChangeSet, checkingUniqueness: Bool = true
     ) throws(DatabaseError) -> Int {
         switch operation {
-        case .replicate, .detachReplica, .migrate:
+        case .replicate, .detachReplica, .migrate, .enableSync, .synchronize:
             return try apply(operation, in: transaction, changes: &changes)
         case let .put(records, classes):
             try checkSealingKeyListed(in: transaction, refused: records.firstID ?? "")
@@ -520,7 +548,7 @@ import Foundation
 
     /// Deletes the record under `key`; returns its class name (empty when its header is
     /// unreadable), or nil when there was none.
-    private func delete(_ key: StorageKey, indexes: [String: [StoredIndex]], in transaction: Transaction) throws(DatabaseError) -> String? {
+    func delete(_ key: StorageKey, indexes: [String: [StoredIndex]], in transaction: Transaction) throws(DatabaseError) -> String? {
         try key.withBytes { key throws(DatabaseError) in
             let className: String
             switch try storedTypeKey(key, in: transaction) {

@@ -126,6 +126,18 @@ import LocalLMDBLMDB
         try store.replicaState(in: transaction)
     }
 
+    @usableFromInline package func syncPending(limit: Int) throws(DatabaseError) -> SyncPending {
+        try store.syncPending(limit: limit, in: transaction)
+    }
+
+    @usableFromInline package func syncConflicts(after: UInt64, limit: Int) throws(DatabaseError) -> [SyncConflictRecord] {
+        try store.syncConflicts(after: after, limit: limit, in: transaction)
+    }
+
+    @usableFromInline package func syncRow(id: String) throws(DatabaseError) -> SyncRow? {
+        try store.syncRow(id: id, in: transaction)
+    }
+
     @usableFromInline package func forEachDocument(
         ofClasses classKeys: [StorageKey]?, _ body: (_ id: String, _ className: String, _ document: UnsafeRawBufferPointer) throws(DatabaseError) -> Void
     ) throws(DatabaseError) {

@@ -50,6 +50,12 @@ package enum WriteOperation: Sendable {
     /// database's new migration `state`, provided the recorded state is `expected`: see
     /// `MigrationState`. The only write that changes records while a migration is under way.
     case migrate([WriteOperation], expected: MigrationState, state: MigrationState)
+    /// Turn two-way synchronization on as `device`: from then on, every local write is stamped
+    /// and pending until a synchronizer sends it (`RecordStore+Sync.swift`).
+    case enableSync(device: String)
+    /// Apply a run of a synchronized server's versions and acknowledgements (`SyncRun`): the
+    /// only write that brings other devices' changes into a synchronized database.
+    case synchronize(SyncRun)
 }
 
 /// Where a `reseal` operation stopped: the last record key it visited, nil when it found none.
@@ -79,6 +85,8 @@ extension WriteOperation {
             return 2 * (records.valueBytes + 2 * records.keyBytes + records.classNameBytes + 64 * records.count)
         case let .replicate(operations, _, _), let .migrate(operations, _, _):
             return operations.reduce(0) { $0 + $1.estimatedGrowth }
+        case let .synchronize(run):
+            return 2 * (run.records.valueBytes + 4 * run.records.keyBytes + 64 * run.changes.count)
         default:
             return 0
         }
@@ -103,7 +111,7 @@ extension WriteOperation {
     package var changesRecords: Bool {
         switch self {
         case .put, .delete, .deleteReaching, .deleteTypes, .clear, .setMember: true
-        case .defineIndexes, .dropIndex, .reseal, .finishResealing, .replicate, .detachReplica, .migrate: false
+        case .defineIndexes, .dropIndex, .reseal, .finishResealing, .replicate, .detachReplica, .migrate, .enableSync, .synchronize: false
         }
     }
 }

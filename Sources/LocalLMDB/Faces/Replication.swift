@@ -26,15 +26,18 @@ struct ReplicatedParts {
     private var header: [UInt8] = []
     let maxKeySize: Int
     let encryption: StoreEncryption?
+    /// Whether parts end at 10,000 records or about 16 MB (false: one part).
+    let splitting: Bool
 
-    init(maxKeySize: Int, encryption: StoreEncryption?) {
+    init(maxKeySize: Int, encryption: StoreEncryption?, splitting: Bool = true) {
         self.maxKeySize = maxKeySize
         self.encryption = encryption
+        self.splitting = splitting
     }
 
     /// Encodes the record `id` (`document`, stored as `className`) into the current part.
     mutating func append(id: String, className: String, document: UnsafeRawBufferPointer) throws(DatabaseError) {
-        if part.count >= 10_000 || part.valueBytes >= 16 << 20 {
+        if splitting, part.count >= 10_000 || part.valueBytes >= 16 << 20 {
             parts.append(part)
             part = RecordBatch()
         }

@@ -1,0 +1,428 @@
+import LocalLMDBLMDB
+import LocalLMDBJSON
+import LocalLMDBStore
+import LocalLMDBEngine
+import PostgresNIO
+
+/// Local writes a device sends in one server transaction (`PostgresEngine.pushSync`).
+package struct SyncPush: Sendable {
+    /// One write: the record's key and id, its stamp's time, the stamp of the version it replaced
+    /// on the device (time 0: none), and its record in `records` (nil: a deletion).
+    package struct Write: Sendable {
+        package var key: [UInt8]
+        package var id: String
+        package var time: UInt64
+        package var base: SyncStamp
+        package var record: Int?
+
+        package init(key: [UInt8], id: String, time: UInt64, base: SyncStamp, record: Int?) {
+            self.key = key
+            self.id = id
+            self.time = time
+            self.base = base
+            self.record = record
+        }
+    }
+
+    /// The device that made the writes.
+    package var device: String
+    /// The writes, each key once.
+    package var writes: [Write] = []
+    /// The records written, encoded for the server.
+    package var records = RecordBatch()
+    /// The class rows of the records' classes, recorded for names the server has no owner for.
+    package var classRows: [StoredClass] = []
+
+    package init(device: String) {
+        self.device = device
+    }
+}
+
+/// A record's version on the server: its stamp, whether it is a deletion, its stored value.
+package struct SyncVersion: Sendable {
+    package var key: [UInt8]
+    /// The record's id when the server knows it without its value (a tombstone a device wrote).
+    package var id: String?
+    package var stamp: SyncStamp
+    package var deleted: Bool
+    /// The stored `RecordValue`; nil for a deletion.
+    package var value: [UInt8]?
+}
+
+/// Versions read from the server, with every class row, and the position they reflect (for a
+/// full copy, read in one snapshot).
+package struct SyncFetched: Sendable {
+    package var versions: [SyncVersion] = []
+    package var classRows: [StoredClass] = []
+    package var position: LogPosition?
+
+    package init() {}
+}
+
+// What a synchronizer asks of the store: its synchronization tables, a device's push, and the
+// versions of records with their stamps.
+extension PostgresEngine {
+    private var syncSchema: SyncSchema { SyncSchema(schema: schema) }
+
+    /// The store's change log id (a position of another log is not one of this store's).
+    package var changeLogID: String { schema.logID }
+
+    /// Makes the store's synchronization tables and trigger when it lacks them (idempotent; needs
+    /// the store's owner). Returns whether it made them.
+    /// - Throws: `server` when the role may not make them (a provisioned device: its owner must
+    ///   provision the store again, or enable synchronization).
+    package nonisolated(nonsending) func enableSync() async throws(DatabaseError) -> Bool {
+        try checkOpen()
+        return try await onThread { [self] () throws(DatabaseError) -> Bool in
+            let connection = try leaseBlocking("setting up synchronization")
+            do throws(DatabaseError) {
+                if try syncTablesExist(on: connection) {
+                    pool.release(connection)
+                    return false
+                }
+                // The exclusive writers' lock: a write in flight ends before the trigger exists,
+                // and every later one is stamped.
+                try begin(on: connection, "setting up synchronization")
+                for statement in syncSchema.creation { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection, "setting up synchronization") }
+                _ = try run("COMMIT", on: connection, "setting up synchronization")
+                pool.release(connection)
+                return true
+            } catch {
+                let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
+                pool.release(connection, broken: broken)
+                if case let .server(_, message) = error, message.contains("SQLSTATE 42501") {
+                    throw .server(
+                        operation: "setting up synchronization",
+                        message: "the store is not set up for synchronization, and this role may not set it up: its owner provisions it (PostgresStore.provision) or enables synchronization (PostgresStore.enableSync) [\(message)]")
+                }
+                throw error
+            }
+        }
+    }
+
+    private func syncTablesExist(on connection: PostgresConnection) throws(DatabaseError) -> Bool {
+        let result = try run(syncSchema.existsQuery, on: connection, "setting up synchronization")
+        return result.rows.first.flatMap { try? $0.decode(Bool.self) } ?? false
+    }
+
+    /// Applies a device's writes in one transaction, each by the rule every device applies (last
+    /// writer wins): a write replaces the server's version when its stamp is later, and is
+    /// refused otherwise. A refused write, and a server version replaced by a write made without
+    /// having seen it (its base is not that version), are kept in the conflict log. Returns the
+    /// server's versions of the refused writes' records (the device applies them: they win).
+    package nonisolated(nonsending) func pushSync(_ push: SyncPush) async throws(DatabaseError) -> [SyncVersion] {
+        try checkOpen()
+        guard !push.writes.isEmpty else { return [] }
+        return try await onThread { [self] () throws(DatabaseError) -> [SyncVersion] in
+            let connection = try leaseBlocking("synchronizing")
+            do throws(DatabaseError) {
+                let refused = try pushSync(push, on: connection)
+                pool.release(connection)
+                return refused
+            } catch {
+                let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
+                pool.release(connection, broken: broken)
+                throw error
+            }
+        }
+    }
+
+    private func pushSync(_ push: SyncPush, on connection: PostgresConnection) throws(DatabaseError) -> [SyncVersion] {
+        let operation = "synchronizing"
+        let owners = push.classRows.map {
+            StoredClass(name: $0.name, mangledName: $0.mangledName, qualifiedName: $0.qualifiedName, adopts: true, copied: true)
+        }
+        try begin(on: connection, operation, lock: writersLock(for: [[.put(push.records, classes: owners)]]))
+        _ = try run("SET LOCAL locallmdb.synchronizing = 'on'", on: connection, operation)
+        let keys = push.writes.map { ByteBuffer(bytes: $0.key) }
+        // Every key gets a row (stamp 0: never written), then the rows are locked in key order,
+        // so pushes of overlapping keys wait for each other instead of deadlocking.
+        _ = try run(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO \(syncSchema.sync) (key, stamp, device, deleted) SELECT k, 0, '', true FROM unnest($1::bytea[]) AS k ORDER BY k
+                    ON CONFLICT (key) DO NOTHING
+                    """,
+                binds: binds(keys)),
+            on: connection, operation)
+        var current: [[UInt8]: SyncVersion] = [:]
+        for row in try run(
+            PostgresQuery(
+                unsafeSQL: "SELECT key, stamp, device, deleted, id FROM \(syncSchema.sync) WHERE key = ANY($1::bytea[]) ORDER BY key FOR UPDATE",
+                binds: binds(keys)),
+            on: connection, operation
+        ).rows {
+            guard let (key, stamp, device, deleted, id) = try? row.decode((ByteBuffer, Int64, String, Bool, ByteBuffer?).self) else {
+                throw .server(operation: operation, message: "a synchronization row cannot be read")
+            }
+            let keyBytes = Array(buffer: key)
+            current[keyBytes] = SyncVersion(
+                key: keyBytes, id: id.map { String(buffer: $0) }, stamp: SyncStamp(time: UInt64(bitPattern: stamp), device: device), deleted: deleted)
+        }
+        var winners: [Int] = []
+        var superseded: [Int] = []
+        var refused: [Int] = []
+        for (index, write) in push.writes.enumerated() {
+            guard let stored = current[write.key] else {
+                throw .server(operation: operation, message: "a synchronization row was not locked")
+            }
+            let stamp = SyncStamp(time: write.time, device: push.device)
+            if stamp > stored.stamp {
+                winners.append(index)
+                if stored.stamp.time != 0, stored.stamp != write.base, stored.stamp.device != push.device { superseded.append(index) }
+            } else if stamp < stored.stamp {
+                refused.append(index)
+            }
+            // Equal: the write is there already (a push whose acknowledgement was lost).
+        }
+        // The stored values of the versions that lose: for the conflict log, and for the device.
+        let losingKeys = (superseded + refused).map { ByteBuffer(bytes: push.writes[$0].key) }
+        var stored: [[UInt8]: (className: ByteBuffer, value: ByteBuffer)] = [:]
+        if !losingKeys.isEmpty {
+            for row in try run(
+                PostgresQuery(unsafeSQL: "SELECT key, class_name, value FROM \(schema.records) WHERE key = ANY($1::bytea[])", binds: binds(losingKeys)),
+                on: connection, operation
+            ).rows {
+                if let (key, className, value) = try? row.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+                    stored[Array(buffer: key)] = (className, value)
+                }
+            }
+        }
+        try recordConflicts(push, superseded: superseded, refused: refused, current: current, stored: stored, on: connection)
+        // The winners, as writes of the store.
+        var changes = ChangeSet()
+        if !owners.isEmpty {
+            try checkSpelling(of: owners, on: connection)
+            _ = try run(recordClassesQuery(owners, update: false), on: connection, operation)
+        }
+        let puts = winners.compactMap { push.writes[$0].record }
+        if !puts.isEmpty { _ = try apply(.put(push.records.selecting(puts), classes: []), on: connection, changes: &changes) }
+        for index in winners where push.writes[index].record == nil {
+            _ = try apply(.delete(StorageKey(push.writes[index].id, maxKeySize: maxKeySize)), on: connection, changes: &changes)
+        }
+        if !winners.isEmpty {
+            let written = winners.map { push.writes[$0] }
+            _ = try run(
+                PostgresQuery(
+                    unsafeSQL: """
+                        UPDATE \(syncSchema.sync) AS s SET stamp = v.stamp, device = $5, deleted = v.deleted, id = v.id
+                        FROM unnest($1::bytea[], $2::int8[], $3::bool[], $4::bytea[]) AS v(key, stamp, deleted, id) WHERE s.key = v.key
+                        """,
+                    binds: binds(
+                        written.map { ByteBuffer(bytes: $0.key) }, written.map { Int64(bitPattern: $0.time) }, written.map { $0.record == nil },
+                        written.map { ByteBuffer(string: $0.id) }, push.device)),
+                on: connection, operation)
+        }
+        if changes.isEmpty {
+            // Nothing changed (every write refused, or there already): the conflicts are kept.
+            let committed = try run("COMMIT", on: connection, operation)
+            guard committed.metadata.command == "COMMIT" else { throw .transactionFailed(reason: "the server rolled the push back") }
+        } else if try logAndCommit(changes, on: connection) {
+            notifier.wakeAll()
+        }
+        return refused.map { index in
+            let write = push.writes[index]
+            var version = current[write.key] ?? SyncVersion(key: write.key, stamp: SyncStamp(time: 0, device: ""), deleted: true)
+            version.id = version.id ?? write.id
+            version.value = version.deleted ? nil : stored[write.key].map { Array(buffer: $0.value) }
+            return version
+        }
+    }
+
+    /// Adds the losing versions of a push to the store's conflict log: the server versions
+    /// `superseded` writes replaced without having seen them, and the `refused` writes.
+    private func recordConflicts(
+        _ push: SyncPush, superseded: [Int], refused: [Int], current: [[UInt8]: SyncVersion],
+        stored: [[UInt8]: (className: ByteBuffer, value: ByteBuffer)], on connection: PostgresConnection
+    ) throws(DatabaseError) {
+        guard !superseded.isEmpty || !refused.isEmpty else { return }
+        // Absent class names and values (a deletion's) go as empty byte strings, stored as null.
+        var keys: [ByteBuffer] = [], ids: [ByteBuffer] = [], classNames: [ByteBuffer] = [], values: [ByteBuffer] = []
+        var loserStamps: [Int64] = [], loserDevices: [String] = [], loserDeleted: [Bool] = []
+        var winnerStamps: [Int64] = [], winnerDevices: [String] = [], winnerDeleted: [Bool] = []
+        for index in superseded {
+            let write = push.writes[index]
+            guard let server = current[write.key] else { continue }
+            keys.append(ByteBuffer(bytes: write.key))
+            ids.append(ByteBuffer(string: write.id))
+            classNames.append((server.deleted ? nil : stored[write.key]?.className) ?? ByteBuffer())
+            values.append((server.deleted ? nil : stored[write.key]?.value) ?? ByteBuffer())
+            loserStamps.append(Int64(bitPattern: server.stamp.time))
+            loserDevices.append(server.stamp.device)
+            loserDeleted.append(server.deleted)
+            winnerStamps.append(Int64(bitPattern: write.time))
+            winnerDevices.append(push.device)
+            winnerDeleted.append(write.record == nil)
+        }
+        for index in refused {
+            let write = push.writes[index]
+            guard let server = current[write.key] else { continue }
+            keys.append(ByteBuffer(bytes: write.key))
+            ids.append(ByteBuffer(string: write.id))
+            var className: ByteBuffer?
+            var value: ByteBuffer?
+            if let record = write.record {
+                push.records.selecting([record]).forEachRecord { (_: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, bytes: UnsafeRawBufferPointer, name: String, _: StorageKey) in
+                    className = ByteBuffer(string: name)
+                    value = ByteBuffer(bytes: bytes)
+                }
+            }
+            classNames.append(className ?? ByteBuffer())
+            values.append(value ?? ByteBuffer())
+            loserStamps.append(Int64(bitPattern: write.time))
+            loserDevices.append(push.device)
+            loserDeleted.append(write.record == nil)
+            winnerStamps.append(Int64(bitPattern: server.stamp.time))
+            winnerDevices.append(server.stamp.device)
+            winnerDeleted.append(server.deleted)
+        }
+        _ = try run(
+            PostgresQuery(
+                unsafeSQL: """
+                    INSERT INTO \(syncSchema.conflicts) (key, id, class_name, value, loser_stamp, loser_device, loser_deleted,
+                        winner_stamp, winner_device, winner_deleted)
+                    SELECT k, i, nullif(c, ''::bytea), nullif(v, ''::bytea), ls, ld, lx, ws, wd, wx
+                    FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::bytea[], $5::int8[], $6::text[], $7::bool[],
+                        $8::int8[], $9::text[], $10::bool[]) AS t(k, i, c, v, ls, ld, lx, ws, wd, wx)
+                    """,
+                binds: binds(keys, ids, classNames, values, loserStamps, loserDevices, loserDeleted, winnerStamps, winnerDevices, winnerDeleted)),
+            on: connection, "synchronizing")
+    }
+
+    /// The versions of the records under the keys of `ids` (those with a row), with every class
+    /// row, in statements of at most 10,000 ids each.
+    package nonisolated(nonsending) func syncVersions(ids: [String]) async throws(DatabaseError) -> SyncFetched {
+        try checkOpen()
+        let connection = try await leased("reading records to synchronize")
+        var fetched = SyncFetched()
+        do throws(DatabaseError) {
+            var start = 0
+            repeat {
+                let keys = ids[start..<min(start + 10_000, ids.count)].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
+                start += 10_000
+                let result = try await connection.send(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
+                            LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0
+                            """,
+                        binds: binds(keys)),
+                    logger: logger, within: queryTimeout
+                ).value("reading records to synchronize")
+                try Self.addVersions(result, to: &fetched)
+            } while start < ids.count
+            try await addClassRows(to: &fetched, on: connection)
+        } catch {
+            pool.release(connection, broken: connection.isClosed)
+            throw error
+        }
+        pool.release(connection)
+        return fetched
+    }
+
+    /// Every record's version (tombstones included), every class row, and the change log's
+    /// position they reflect, from one snapshot, `pageSize` rows at a time in key order;
+    /// `progress` is told the rows fetched so far and how many there are.
+    package nonisolated(nonsending) func allSyncVersions(
+        pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void
+    ) async throws(DatabaseError) -> SyncFetched {
+        try checkOpen()
+        let connection = try await leased("reading records to synchronize")
+        var fetched = SyncFetched()
+        do throws(DatabaseError) {
+            func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
+                try await connection.send(query, logger: logger, within: queryTimeout).value("reading records to synchronize")
+            }
+            fetched.position = try await beginSnapshotWithToken(on: connection, "reading records to synchronize")
+            let total = Int((try? (try await send(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(syncSchema.sync)"))).rows.first?.decode(Int64.self)) ?? 0)
+            try await addClassRows(to: &fetched, on: connection)
+            progress(0, total)
+            let limit = Int64(max(1, pageSize))
+            var last: ByteBuffer?
+            while true {
+                let before = fetched.versions.count
+                let after = last.map { _ in "s.key > $2" } ?? "true"
+                let query = PostgresQuery(
+                    unsafeSQL: """
+                        SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
+                        LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.stamp <> 0 AND \(after) ORDER BY s.key LIMIT $1
+                        """,
+                    binds: last.map { binds(limit, $0) } ?? binds(limit))
+                let page = try await send(query)
+                try Self.addVersions(page, to: &fetched)
+                progress(fetched.versions.count, max(total, fetched.versions.count))
+                guard page.rows.count == Int(limit), let key = page.rows.reversed().first.flatMap({ try? $0.decode(ByteBuffer.self) }) else { break }
+                last = key
+                _ = before
+            }
+            _ = try await send("COMMIT")
+        } catch {
+            let broken = (try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()) == nil
+            pool.release(connection, broken: broken)
+            throw error
+        }
+        pool.release(connection)
+        return fetched
+    }
+
+    private nonisolated(nonsending) func addClassRows(to fetched: inout SyncFetched, on connection: PostgresConnection) async throws(DatabaseError) {
+        let result = try await connection.send(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), logger: logger, within: queryTimeout)
+            .value("reading records to synchronize")
+        for row in result.rows {
+            guard let buffer = try? row.decode(ByteBuffer.self), let stored = buffer.withUnsafeReadableBytes({ StoredClass(parsing: $0) }) else {
+                throw .corruptRecord(id: "class row", reason: "the server's class row cannot be read")
+            }
+            fetched.classRows.append(stored)
+        }
+    }
+
+    private static func addVersions(_ result: PostgresQueryResult, to fetched: inout SyncFetched) throws(DatabaseError) {
+        for row in result.rows {
+            guard let (key, stamp, device, deleted, id, value) = try? row.decode((ByteBuffer, Int64, String, Bool, ByteBuffer?, ByteBuffer?).self) else {
+                throw .server(operation: "reading records to synchronize", message: "a synchronization row cannot be read")
+            }
+            // A row says what the record is; a record without a row is one a write stamped
+            // by the trigger has not committed yet (the row is written with it), so never seen.
+            fetched.versions.append(SyncVersion(
+                key: Array(buffer: key), id: id.map { String(buffer: $0) }, stamp: SyncStamp(time: UInt64(bitPattern: stamp), device: device),
+                deleted: deleted || value == nil, value: deleted ? nil : value.map { Array(buffer: $0) }))
+        }
+    }
+
+    /// The store's conflict log after number `after`, at most `limit` entries, in order.
+    package nonisolated(nonsending) func serverConflicts(after: Int64, limit: Int) async throws(DatabaseError) -> [SyncConflictRecord] {
+        try checkOpen()
+        let connection = try await leased("reading the conflict log")
+        let result: PostgresQueryResult
+        do throws(DatabaseError) {
+            result = try await connection.send(
+                PostgresQuery(
+                    unsafeSQL: """
+                        SELECT number, key, id, class_name, value, loser_stamp, loser_device, loser_deleted, winner_stamp, winner_device,
+                            winner_deleted, (extract(epoch FROM found_at) * 1000)::int8
+                        FROM \(syncSchema.conflicts) WHERE number > $1 ORDER BY number LIMIT $2
+                        """,
+                    binds: binds(after, Int64(max(0, limit)))),
+                logger: logger, within: queryTimeout
+            ).value("reading the conflict log")
+        } catch {
+            pool.release(connection, broken: connection.isClosed)
+            throw error
+        }
+        pool.release(connection)
+        var records: [SyncConflictRecord] = []
+        for row in result.rows {
+            guard let (number, key, id, className, value, loserStamp, loserDevice, loserDeleted, winnerStamp, winnerDevice, winnerDeleted, foundAt) =
+                try? row.decode((Int64, ByteBuffer, ByteBuffer?, ByteBuffer?, ByteBuffer?, Int64, String, Bool, Int64, String, Bool, Int64).self)
+            else {
+                throw .server(operation: "reading the conflict log", message: "an entry cannot be read")
+            }
+            records.append(SyncConflictRecord(
+                number: UInt64(number), id: id.map { String(buffer: $0) } ?? String(buffer: key), className: className.map { String(buffer: $0) } ?? "",
+                loser: SyncStamp(time: UInt64(bitPattern: loserStamp), device: loserDevice),
+                winner: SyncStamp(time: UInt64(bitPattern: winnerStamp), device: winnerDevice), loserDeleted: loserDeleted,
+                winnerDeleted: winnerDeleted, foundAt: UInt64(max(0, foundAt)), value: value.map { Array(buffer: $0) } ?? []))
+        }
+        return records
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import LocalLMDB
+@testable import LocalLMDBPostgres
+@testable import LocalLMDBPostgresEngine
+import LocalLMDBStore
+import LocalLMDBLMDB
+import LocalLMDBTestSupport
+import PostgresNIO
+import Testing
+
+/// A device: a local database in its own temporary directory, its own connections to the store
+/// `store`, and its synchronizer; all closed and removed after `body`.
+func withDevice<R>(
+    _ name: String, store: String, _ body: (LocalDatabase, PostgresStore, Synchronizer) async throws -> R
+) async throws -> R {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-sync-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try await closing(try LocalDatabase(directory: directory)) { local in
+        try await closing(try await PostgresStore(configuration: PostgresServer.configuration(), name: store, connections: 2)) { server in
+            try await body(local, server, Synchronizer(local, with: server, device: name))
+        }
+    }
+}
+
+/// The text of the note `id` on `database`; nil when it holds none.
+func noteText(_ database: LocalDatabase, _ id: String) async throws -> String? {
+    let note: Note? = try await database.read(id: id)
+    return note?.text
+}
+
+extension PostgresTests {
+    @Suite("Two-way synchronization", .serialized)
+    struct SynchronizerTests {
+        @Test("Pending local writes are listed in the order they were made")
+        func pendingWrites() async throws {
+            try await withReplica { local, _ in
+                #expect(try await local.enableSync(device: "X") == 0)
+                try await local.write(Record(id: "a", data: Note(text: "x")))
+                try await local.write(Record(id: "b", data: Note(text: "y")))
+                _ = try await local.delete(id: "a")
+                let pending = try await local.syncPending(limit: 10)
+                #expect(pending.writes.map(\.id) == ["b", "a"])
+                #expect(pending.writes.map { $0.value == nil } == [false, true])
+                #expect(pending.writes.first?.className == "Note")
+            }
+        }
+
+        @Test("Two devices end with the server's records: writes, deletes, concurrent edits by the later write, losers kept")
+        func twoDevicesConverge() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    try await a.write(contentsOf: (0..<10).map { Record(id: "n\($0)", data: Note(text: "a\($0)")) })
+                    #expect(try await syncA.synchronize() == 10)
+                    #expect(try await syncB.synchronize() == 0)
+                    #expect(try await noteText(b, "n3") == "a3")
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                    #expect(try await storedBytes(local: b) == storedBytes(store: server))
+
+                    // A device's own writes come back in the server's log, and change nothing.
+                    let before = try a.changePosition()
+                    #expect(try await syncA.synchronize() == 0)
+                    #expect(try a.changePosition() == before)
+
+                    // Concurrent edits, each pushed before the other device pulls: the later write
+                    // wins everywhere; the server keeps the one it replaced unseen.
+                    try await a.write(Record(id: "n1", data: Note(text: "from A")))
+                    try await b.write(Record(id: "n1", data: Note(text: "from B")))
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    try await syncA.synchronize()
+                    #expect(try await noteText(a, "n1") == "from B")
+                    #expect(try await noteText(b, "n1") == "from B")
+                    let serverLog = try await syncA.serverConflicts()
+                    #expect(serverLog.count == 1)
+                    #expect(serverLog.first?.recordID == "n1")
+                    #expect(serverLog.first?.localStamp.device == "A")
+                    #expect(serverLog.first?.winningStamp.device == "B")
+                    #expect(serverLog.first?.localVersion.map { Note(dataObject: $0).text } == "from A")
+
+                    // A pending local write that is older than one received loses on the device,
+                    // which keeps it in its conflict log and reports it.
+                    let reported = syncA.conflicts()
+                    try await a.write(Record(id: "n2", data: Note(text: "older, from A")))
+                    try await b.write(Record(id: "n2", data: Note(text: "newer, from B")))
+                    try await syncB.synchronize()
+                    try await syncA.synchronize()
+                    #expect(try await noteText(a, "n2") == "newer, from B")
+                    let local = try await a.syncConflicts()
+                    #expect(local.count == 1)
+                    #expect(local.first?.recordID == "n2")
+                    #expect(local.first?.localVersion.map { Note(dataObject: $0).text } == "older, from A")
+                    #expect(local.first?.winningStamp.device == "B")
+                    var iterator = reported.makeAsyncIterator()
+                    #expect(await iterator.next()?.recordID == "n2")
+
+                    // A deletion wins over an older write made offline: the record stays deleted.
+                    try await b.write(Record(id: "n5", data: Note(text: "stale, from B")))
+                    try await Task.sleep(for: .milliseconds(2))
+                    _ = try await a.delete(id: "n5")
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    try await syncA.synchronize()
+                    #expect(try await noteText(a, "n5") == nil)
+                    #expect(try await noteText(b, "n5") == nil)
+                    #expect(try await b.syncConflicts().contains { $0.recordID == "n5" && $0.winnerDeleted })
+
+                    // A write made after seeing a deletion brings the record back (the later write wins).
+                    try await b.write(Record(id: "n5", data: Note(text: "again")))
+                    try await syncB.synchronize()
+                    try await syncA.synchronize()
+                    #expect(try await noteText(a, "n5") == "again")
+
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                    #expect(try await storedBytes(local: b) == storedBytes(store: server))
+                    #expect(syncA.progress.pending == 0)
+                    if case .synced = try await a.syncState(of: "n1") {} else { Issue.record("n1 is not synced") }
+                }
+            }
+        }
+
+        @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
+        func serverWritesReachDevices() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await server.write(Record(id: "s1", data: Note(text: "before sync")))
+                try await syncA.synchronize()
+                #expect(try await noteText(a, "s1") == "before sync")
+                try await server.write(Record(id: "s1", data: Note(text: "server")))
+                try await server.write(Record(id: "s2", data: Note(text: "server 2")))
+                try await syncA.synchronize()
+                #expect(try await noteText(a, "s1") == "server")
+                _ = try await server.delete(id: "s2")
+                try await syncA.synchronize()
+                #expect(try await noteText(a, "s2") == nil)
+                try await a.write(Record(id: "s1", data: Note(text: "device")))
+                try await syncA.synchronize()
+                let note: Note? = try await server.read(id: "s1")
+                #expect(note?.text == "device")
+                // Deleting a whole class on the server (no ids in its log) reaches the device too.
+                try await server.write(contentsOf: (0..<5).map { Record(id: "c\($0)", data: Note(text: "c")) })
+                try await syncA.synchronize()
+                try await server.delete(Note.self)
+                try await syncA.synchronize()
+                let remaining: [Note] = try await a.read()
+                #expect(remaining.isEmpty)
+                #expect(try await storedBytes(local: a) == storedBytes(store: server))
+            }
+        }
+
+        @Test("A device that was away while the server's log was trimmed catches up by a full copy")
+        func fullCopyWhenTheLogNoLongerReachesBack() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    try await a.write(contentsOf: (0..<20).map { Record(id: "r\($0)", data: Note(text: "v1")) })
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    try await b.write(Record(id: "b-offline", data: Note(text: "written while away")))
+                    try await a.write(contentsOf: (0..<20).map { Record(id: "r\($0)", data: Note(text: "v2")) })
+                    _ = try await a.delete(id: "r7")
+                    try await syncA.synchronize()
+                    _ = try await server.engine.trimChangeLog(keeping: 0)
+                    let copies = syncB.progress.fullCopies
+                    try await syncB.synchronize()
+                    #expect(syncB.progress.fullCopies == copies + 1)
+                    try await syncA.synchronize()
+                    #expect(try await noteText(b, "r3") == "v2")
+                    #expect(try await noteText(b, "r7") == nil)
+                    #expect(try await noteText(a, "b-offline") == "written while away")
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                    #expect(try await storedBytes(local: b) == storedBytes(store: server))
+                }
+            }
+        }
+    }
+}
