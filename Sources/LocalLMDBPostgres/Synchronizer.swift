@@ -259,7 +259,7 @@ public final class Synchronizer: Sendable {
     }
 
     /// Sends the pending local writes, `writesPerPush` at a time, in the order they were made.
-    private nonisolated(nonsending) func push() async throws(DatabaseError) -> Int {
+    nonisolated(nonsending) func push() async throws(DatabaseError) -> Int {
         var sent = 0
         var rounds = 0
         var allowed = 1

@@ -23,6 +23,8 @@ import PostgresNIO
 //                            open the store OTHER and to read, change or take over its tables, row,
 //                            role and sequence with statements of its own, printing one line for
 //                            each attempt ("<label> refused", "<label> rows <n>", "<label> ok")
+//   helper device DIR STORE NAME SEED OPS JOURNAL
+//                            a device of the synchronization convergence test (SyncDevice.swift)
 
 let arguments = CommandLine.arguments
 let environment = ProcessInfo.processInfo.environment
@@ -37,14 +39,20 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-guard arguments.count == 4, ["push", "pull", "pull-unpublish", "migrate", "hostile"].contains(arguments[1]) else {
-    fail("usage: helper push|pull|pull-unpublish DIR STORE, helper migrate STORE BATCH, or helper hostile STORE OTHER")
+guard (arguments.count == 4 && ["push", "pull", "pull-unpublish", "migrate", "hostile"].contains(arguments[1]))
+    || (arguments.count > 1 && arguments[1] == "device")
+else {
+    fail("usage: helper push|pull|pull-unpublish DIR STORE, helper migrate STORE BATCH, helper hostile STORE OTHER, or helper device …")
 }
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
 else { fail("LOCALLMDB_POSTGRES_* are not set") }
 let configuration = PostgresConnection.Configuration(
     host: host, port: port, username: user, password: environment["LOCALLMDB_POSTGRES_PASSWORD"], database: database, tls: .disable)
+
+if arguments[1] == "device" {
+    await syncDevice(arguments, configuration: configuration)
+}
 
 if arguments[1] == "hostile" {
     await hostileDevice(store: arguments[2], other: arguments[3], configuration: configuration)

@@ -121,6 +121,33 @@ extension PostgresTests {
             }
         }
 
+        @Test("A push older than the server's version (it raced a later one) is refused, kept in both logs, and the later one applied")
+        func olderPushIsRefused() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    try await syncA.synchronize()
+                    try await a.write(Record(id: "x", data: Note(text: "older, from A")))
+                    try await b.write(Record(id: "x", data: Note(text: "newer, from B")))
+                    try await syncB.synchronize()
+                    // A sends without receiving first, as when B's push lands between A's pull and push.
+                    #expect(try await syncA.push() == 1)
+                    #expect(syncA.progress.refused == 1)
+                    #expect(try await noteText(a, "x") == "newer, from B")
+                    let note: Note? = try await server.read(id: "x")
+                    #expect(note?.text == "newer, from B")
+                    #expect(try await a.syncConflicts().map(\.recordID) == ["x"])
+                    let logged = try await syncA.serverConflicts()
+                    #expect(logged.count == 1)
+                    #expect(logged.first?.localStamp.device == "A")
+                    #expect(logged.first?.localVersion.map { Note(dataObject: $0).text } == "older, from A")
+                    #expect(logged.first?.winningStamp.device == "B")
+                    try await syncA.synchronize()
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                }
+            }
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()

@@ -18,6 +18,12 @@ public struct SyncStampValue: Sendable, Hashable, Comparable, CustomStringConver
         device = stamp.device
     }
 
+    /// A stamp of `time` by `device` (for tests and tools that read stamps back).
+    package init(time: UInt64, device: String) {
+        self.time = time
+        self.device = device
+    }
+
     /// When the write was made, by the writer's clock (to the millisecond).
     public var date: Date { Date(timeIntervalSince1970: Double(time >> 16) / 1000) }
 
@@ -98,6 +104,15 @@ extension LocalDatabase {
             guard let row = try await engine.read(ReadSyncRow(id: id)) else { return .unknown }
             return row.pending ? .pending(SyncStampValue(row.stamp)) : .synced(SyncStampValue(row.stamp))
         } catch { throw LocalDatabaseError(error) }
+    }
+
+    /// For tests and tools: the record `id`'s stamp, the stamp its local write was made on (its
+    /// base), and whether it is a deletion and pending; nil when it has no stamp.
+    package nonisolated(nonsending) func syncStamps(of id: String) async throws(DatabaseError)
+        -> (stamp: SyncStampValue, base: SyncStampValue, deleted: Bool, pending: Bool)?
+    {
+        guard let row = try await engine.read(ReadSyncRow(id: id)) else { return nil }
+        return (SyncStampValue(row.stamp), SyncStampValue(row.base), row.deleted, row.pending)
     }
 
     /// For synchronizers: the conflict log after `after`, at most `limit` entries.
