@@ -90,6 +90,19 @@ public final class PostgresStore: ObjectDatabase {
         } catch { throw LocalDatabaseError(error) }
     }
 
+    /// Makes this store's synchronization tables and trigger, when it lacks them (see
+    /// *Syncing devices*): run it once with the credentials of the role that owns the store's
+    /// tables (`provision(_:for:configuration:eventLoopGroup:)` does it too). A `Synchronizer`
+    /// calls it on its first pass, so a store opened by its owner needs nothing more. Returns
+    /// whether it made them.
+    /// - Throws: `LocalDatabaseError.server` when this role may not make them.
+    @discardableResult
+    public nonisolated(nonsending) func enableSync() async throws -> Bool {
+        do throws(DatabaseError) {
+            return try await engine.enableSync()
+        } catch { throw LocalDatabaseError(error) }
+    }
+
     /// Takes the store `name` back from the role `role` (`provision(_:for:configuration:eventLoopGroup:)`'s
     /// grant), and checks that the role is no longer a member of the store's group: its sessions
     /// lose the store at their next statement, except one that switched to the group role itself

@@ -177,8 +177,10 @@ public final class Synchronizer: Sendable {
         guard local.storageKeySize == store.engine.maxKeySize else {
             throw .unsupported(operation: "Synchronizing", reason: "the database's and the server's longest keys differ")
         }
-        _ = try await store.engine.enableSync()
+        // Locally first: from then on every local write is stamped and kept for sending, even
+        // while the server cannot be reached.
         _ = try await local.enableSync(device: device)
+        _ = try await store.engine.enableSync()
         let seen = try await local.syncPending(limit: 0).lastConflict
         listeners.withLock { $0.seen = max($0.seen, seen) }
         prepared.withLock { $0 = true }

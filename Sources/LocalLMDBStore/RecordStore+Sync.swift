@@ -37,7 +37,7 @@ extension RecordStore {
     /// - Throws: `transactionFailed` when it synchronizes as another device; `unsupported` for an
     ///   encrypted database, a replica, or a device name that is empty, longer than 255 bytes or
     ///   holds a zero byte.
-    func enableSync(device: String, in transaction: Transaction) throws(DatabaseError) -> Int {
+    func enableSync(device: String, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         _ = try syncDatabases()
         if let recorded = try syncDevice(in: transaction) {
             guard recorded == device else {
@@ -65,6 +65,7 @@ extension RecordStore {
             }
         }
         try stamp(ids.map { ($0, false) }, device: device, in: transaction)
+        try setStatus(of: ids, to: Self.notSynced, in: transaction, changes: &changes)
         return ids.count
     }
 
@@ -88,7 +89,33 @@ extension RecordStore {
         var writes = deletedFirst.map { ($0, true) }
         writes += Self.writes(in: changes.entries[start...])
         try stamp(writes, device: device, in: transaction)
+        try setStatus(of: writes.filter { !$0.1 }.map(\.0), to: Self.notSynced, in: transaction, changes: &changes)
         return count
+    }
+
+    /// `SyncStatus` raw values the synchronizer keeps in `Syncable` records' `syncStatus`.
+    static let notSynced = 1
+    static let synced = 3
+
+    /// The class names whose records carry a `Syncable` status: those with its index (one
+    /// field, `syncStatus`).
+    func statusClasses(in transaction: Transaction) throws(DatabaseError) -> [String] {
+        try storedIndexes(in: transaction).compactMap { name, indexes in
+            indexes.contains { $0.definition.fields.map(\.path) == [["syncStatus"]] && !$0.definition.isUnique } ? name : nil
+        }
+    }
+
+    /// Sets the stored `syncStatus` of the records `ids` that are of a class with the status's
+    /// index to `status`, in their bytes (the model is not decoded), unless it is that already.
+    func setStatus(of ids: [String], to status: Int, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) {
+        guard !ids.isEmpty else { return }
+        let classes = try statusClasses(in: transaction)
+        guard !classes.isEmpty else { return }
+        var seen = Set<ExactID>()
+        let keys = ids.filter { seen.insert(ExactID($0)).inserted }.map { StorageKey($0, maxKeySize: maxKeySize) }
+        let batch = try patched(keys, classNames: classes, member: "syncStatus", json: Array(String(status).utf8), in: transaction)
+        guard !batch.isEmpty else { return }
+        _ = try applyUnchecked(.put(batch, classes: []), in: transaction, changes: &changes)
     }
 
     /// The ids written (false) and deleted (true) by change-set entries, in order.
@@ -242,9 +269,16 @@ extension RecordStore {
         }
         if !puts.isEmpty {
             // The server decided what is stored: its unique indexes are not checked again here.
-            count += try applyUnchecked(.put(run.records.selecting(puts), classes: []), in: transaction, changes: &changes, checkingUniqueness: false)
+            let received = run.records.selecting(puts)
+            count += try applyUnchecked(.put(received, classes: []), in: transaction, changes: &changes, checkingUniqueness: false)
+            var ids: [String] = []
+            received.forEachRecord { (_: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, _: String, _: StorageKey) in
+                ids.append(String(decoding: id, as: UTF8.self))
+            }
+            try setStatus(of: ids, to: Self.synced, in: transaction, changes: &changes)
         }
         try Self.write(ChangeLog.uint64(clock), at: Self.syncClockKey, meta, in: transaction)
+        var synced: [String] = []
         for acknowledged in run.acknowledged {
             let key = StorageKey(acknowledged.id, maxKeySize: maxKeySize).bytes
             guard var row = try syncRow(key: key, in: transaction), row.pending, row.stamp.time == acknowledged.time, row.stamp.device == device
@@ -253,7 +287,9 @@ extension RecordStore {
             row.pending = false
             row.base = row.stamp
             try write(row, key: key, in: transaction)
+            if !row.deleted { synced.append(row.id) }
         }
+        try setStatus(of: synced, to: Self.synced, in: transaction, changes: &changes)
         _ = sync
         return count
     }
@@ -320,6 +356,7 @@ extension RecordStore {
                 entry = try cursor.get(.next)
             }
         }
+        let statusClasses = try statusClasses(in: transaction)
         for key in keys {
             guard let row = try syncRow(key: key, in: transaction), row.pending else {
                 throw .corruptRecord(id: key.withBytes { RecordDecoding.displayID($0) }, reason: "a pending write has no pending synchronization row")
@@ -332,6 +369,18 @@ extension RecordStore {
                 }
                 value = stored
                 className = Self.className(ofValue: stored)
+                if let name = className, statusClasses.contains(name) {
+                    // The server's copy is synced: that is what it holds once received.
+                    var patched = RecordBatch()
+                    try stored.withBytes { bytes throws(DatabaseError) in
+                        try Self.patch(
+                            bytes, key: StorageKey(row.id, maxKeySize: maxKeySize), classNames: [name], member: "syncStatus",
+                            json: Array(String(Self.synced).utf8), encryption: encryption, into: &patched, maxKeySize: maxKeySize)
+                    }
+                    patched.forEachRecord { (_: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, bytes: UnsafeRawBufferPointer, _: String, _: StorageKey) in
+                        value = Array(bytes)
+                    }
+                }
             }
             pending.writes.append(SyncPending.Write(id: row.id, stamp: row.stamp, base: row.base, className: className, value: value))
         }

@@ -364,10 +364,12 @@ import Foundation
             }
             let start = changes.entries.count
             let count = try migrate(operations, expected: expected, state: state, in: transaction, changes: &changes)
-            try stamp(Self.writes(in: changes.entries[start...]), device: device, in: transaction)
+            let writes = Self.writes(in: changes.entries[start...])
+            try stamp(writes, device: device, in: transaction)
+            try setStatus(of: writes.filter { !$0.1 }.map(\.0), to: Self.notSynced, in: transaction, changes: &changes)
             return count
         case let .enableSync(device):
-            return try enableSync(device: device, in: transaction)
+            return try enableSync(device: device, in: transaction, changes: &changes)
         case let .synchronize(run):
             return try synchronize(run, in: transaction, changes: &changes)
         default:

@@ -148,6 +148,37 @@ extension PostgresTests {
             }
         }
 
+        @Test("The synchronizer keeps Syncable models' status: not synced until the server has the write, synced after")
+        func syncableStatus() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    try await syncA.synchronize()
+                    try await a.write(PgReading(id: "r1", value: 1, syncStatus: .undetermined))
+                    #expect(try await a.syncStatus(of: PgReading.self, id: "r1") == .notSynced)
+                    let unsent: [PgReading] = try await a.read(withStatus: .notSynced)
+                    #expect(unsent.map(\.id) == ["r1"])
+                    try await syncA.synchronize()
+                    #expect(try await a.syncStatus(of: PgReading.self, id: "r1") == .synced)
+                    #expect(try await server.syncStatus(of: PgReading.self, id: "r1") == .synced)
+                    try await syncB.synchronize()
+                    let received: [PgReading] = try await b.read(withStatus: .synced)
+                    #expect(received.map(\.id) == ["r1"])
+                    // A write made on the server directly, whatever status it stores, is synced on arrival.
+                    try await server.write(PgReading(id: "r2", value: 2, syncStatus: .notSynced))
+                    try await syncB.synchronize()
+                    #expect(try await b.syncStatus(of: PgReading.self, id: "r2") == .synced)
+                    try await b.write(PgReading(id: "r1", value: 3, syncStatus: .synced))
+                    #expect(try await b.syncStatus(of: PgReading.self, id: "r1") == .notSynced)
+                    try await syncB.synchronize()
+                    try await syncA.synchronize()
+                    #expect(try await a.read(PgReading.self, id: "r1")?.value == 3)
+                    #expect(try await a.syncStatus(of: PgReading.self, id: "r1") == .synced)
+                    #expect(try await storedBytes(local: a) == storedBytes(local: b))
+                }
+            }
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()
