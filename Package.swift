@@ -10,6 +10,8 @@ let package = Package(
         // Encryption at rest with swift-crypto: optional, so the core depends on LMDB alone.
         .library(name: "LocalLMDBEncryption", targets: ["LocalLMDBEncryption"]),
         .executable(name: "locallmdb-demo", targets: ["LocalLMDBDemo"]),
+        // Two devices' to-do lists synchronized through PostgreSQL: `swift run locallmdb-sync-example`.
+        .executable(name: "locallmdb-sync-example", targets: ["LocalLMDBSyncExample"]),
         // The same API on PostgreSQL, and replication between LocalLMDB and PostgreSQL: optional,
         // so the core depends on LMDB alone.
         .library(name: "LocalLMDBPostgres", targets: ["LocalLMDBPostgres"]),
@@ -57,6 +59,11 @@ let package = Package(
         ),
         // A short example program: `swift run locallmdb-demo`.
         .executableTarget(name: "LocalLMDBDemo", dependencies: ["LocalLMDB"]),
+        // The synchronization example (the guide *Syncing devices*): two processes against a local PostgreSQL.
+        .executableTarget(
+            name: "LocalLMDBSyncExample",
+            dependencies: ["LocalLMDB", "LocalLMDBPostgres", .product(name: "PostgresNIO", package: "postgres-nio")]
+        ),
         // Model classes shared by the tests and the child processes they launch, so that
         // mangled type names are identical on both sides of a process boundary.
         .target(name: "LocalLMDBTestSupport", dependencies: ["LocalLMDB", "CLMDB"]),

@@ -69,6 +69,12 @@ public final class Synchronizer: Sendable {
     public let commitsPerPull: Int
     private let state = Locked(Progress())
     private let prepared = Locked(false)
+    /// The server position reached: past the recorded one when the commits after it brought
+    /// nothing newer than the database holds (recorded with the next run that changes something;
+    /// lost to a kill, they are only read again).
+    private let reached = Locked<String?>(nil)
+    /// Class names the server is known to hold rows for (a push sends only new ones).
+    private let knownClasses = Locked(Set<String>())
     private let listeners = Locked<(next: Int, seen: UInt64, continuations: [Int: AsyncStream<SyncConflict>.Continuation])>((0, 0, [:]))
 
     /// A synchronizer of `local` with `store`.
@@ -96,7 +102,7 @@ public final class Synchronizer: Sendable {
     @discardableResult
     public nonisolated(nonsending) func synchronize() async throws -> Int {
         do throws(DatabaseError) {
-            return try await pass()
+            return try await pass(receivingAfter: true)
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -115,7 +121,7 @@ public final class Synchronizer: Sendable {
         while !Task.isCancelled {
             let versions = (local.changeNotifier.version, store.engine.notifier.version)
             do throws(DatabaseError) {
-                _ = try await pass()
+                _ = try await pass(receivingAfter: false)
                 state.withLock { $0.lastError = nil }
                 pause = .milliseconds(50)
             } catch {
@@ -162,11 +168,13 @@ public final class Synchronizer: Sendable {
 
     // MARK: A pass
 
-    private nonisolated(nonsending) func pass() async throws(DatabaseError) -> Int {
+    /// A pass: receives, sends, and (`receivingAfter`) receives again. `run()` leaves the last
+    /// part to its next pass, which the server's commits (its own push's among them) start.
+    private nonisolated(nonsending) func pass(receivingAfter: Bool) async throws(DatabaseError) -> Int {
         try await prepare()
         try await pull()
         let sent = try await push()
-        try await pull()
+        if receivingAfter { try await pull() }
         try await reportConflicts()
         return sent
     }
@@ -186,15 +194,24 @@ public final class Synchronizer: Sendable {
         prepared.withLock { $0 = true }
     }
 
-    /// Receives the server's commits after the recorded position, a run at a time.
+    /// Receives the server's commits after the recorded position, a run at a time. The stamps
+    /// of the records a run names are read first; only versions newer than the database's are
+    /// fetched and applied (a device's own writes come back with stamps it holds already).
     private nonisolated(nonsending) func pull() async throws(DatabaseError) {
         while true {
             let recorded = try await local.syncPending(limit: 0).position
-            state.withLock { $0.position = recorded }
-            guard let recorded, let position = PushReplicator.position(parsing: recorded), position.logID == store.engine.changeLogID else {
+            guard let recorded, let recordedPosition = PushReplicator.position(parsing: recorded),
+                  recordedPosition.logID == store.engine.changeLogID
+            else {
                 try await fullCopy(expected: recorded)
                 continue
             }
+            var position = recordedPosition
+            if let ahead = reached.withLock({ $0 }).flatMap(PushReplicator.position(parsing:)), ahead.logID == position.logID,
+               ahead.sequence > position.sequence {
+                position = ahead
+            }
+            state.withLock { $0.position = position.description }
             let feed: LoggedCommits
             do throws(DatabaseError) {
                 feed = try await store.engine.changeFeed(since: position, limit: commitsPerPull)
@@ -222,15 +239,37 @@ public final class Synchronizer: Sendable {
                 try await fullCopy(expected: recorded)
                 continue
             }
-            let fetched = ids.isEmpty ? SyncFetched() : try await store.engine.syncVersions(ids: ids)
-            let run = try syncRun(fetched, knownIDs: ids, expected: recorded, position: feed.position.description)
+            let newer = try await newerIDs(ids)
+            guard !newer.isEmpty else {
+                reached.withLock { $0 = feed.position.description }
+                state.withLock { $0.position = feed.position.description }
+                continue
+            }
+            let fetched = try await store.engine.syncVersions(ids: newer)
+            let run = try syncRun(fetched, knownIDs: newer, expected: recorded, position: feed.position.description)
             try await apply(run)
+            reached.withLock { $0 = nil }
             state.withLock {
                 $0.pulls += 1
                 $0.received += fetched.versions.count
                 $0.position = feed.position.description
             }
         }
+    }
+
+    /// The ids among `ids` whose server stamp is later than the database's.
+    private nonisolated(nonsending) func newerIDs(_ ids: [String]) async throws(DatabaseError) -> [String] {
+        guard !ids.isEmpty else { return [] }
+        let server = try await store.engine.syncVersions(ids: ids, values: false)
+        var serverStamps: [[UInt8]: SyncStamp] = [:]
+        for version in server.versions { serverStamps[version.key] = version.stamp }
+        let localStamps = try await local.syncStamps(ofIDs: ids)
+        var newer: [String] = []
+        for (id, localStamp) in zip(ids, localStamps) {
+            guard let stamp = serverStamps[StorageKey(id, maxKeySize: store.engine.maxKeySize).bytes] else { continue }
+            if localStamp.map({ stamp > $0 }) ?? true { newer.append(id) }
+        }
+        return newer
     }
 
     /// Receives every version the server holds, in local transactions of 10,000, the last one
@@ -289,8 +328,10 @@ public final class Synchronizer: Sendable {
                     base: write.base, record: record))
             }
             push.records = encoded.records
-            push.classRows = pending.classRows
+            let known = knownClasses.withLock { $0 }
+            push.classRows = pending.classRows.filter { !known.contains($0.name) }
             let refused = try await store.engine.pushSync(push)
+            knownClasses.withLock { $0.formUnion(push.classRows.map(\.name)) }
             var run = SyncRun(device: device)
             run.acknowledged = pending.writes.map { SyncRun.Acknowledged(id: $0.id, time: $0.stamp.time) }
             if !refused.isEmpty {

@@ -198,7 +198,13 @@ extension PostgresEngine {
         let puts = winners.compactMap { push.writes[$0].record }
         if !puts.isEmpty { _ = try apply(.put(push.records.selecting(puts), classes: []), on: connection, changes: &changes) }
         for index in winners where push.writes[index].record == nil {
-            _ = try apply(.delete(StorageKey(push.writes[index].id, maxKeySize: maxKeySize)), on: connection, changes: &changes)
+            let id = push.writes[index].id
+            if try apply(.delete(StorageKey(id, maxKeySize: maxKeySize)), on: connection, changes: &changes) == 0 {
+                // A deletion of a record the store does not hold (deleted already, by an earlier
+                // version) still changes its stamp: the log names it, so that every device
+                // receives the later tombstone. (No class: no record of any class was there.)
+                changes.append(.deleted(id: id, className: ""))
+            }
         }
         if !winners.isEmpty {
             let written = winners.map { push.writes[$0] }
@@ -290,8 +296,9 @@ extension PostgresEngine {
     }
 
     /// The versions of the records under the keys of `ids` (those with a row), with every class
-    /// row, in statements of at most 10,000 ids each.
-    package nonisolated(nonsending) func syncVersions(ids: [String]) async throws(DatabaseError) -> SyncFetched {
+    /// row, in statements of at most 10,000 ids each; without `values`, their stamps alone (no
+    /// value, no class row).
+    package nonisolated(nonsending) func syncVersions(ids: [String], values: Bool = true) async throws(DatabaseError) -> SyncFetched {
         try checkOpen()
         let connection = try await leased("reading records to synchronize")
         var fetched = SyncFetched()
@@ -300,18 +307,17 @@ extension PostgresEngine {
             repeat {
                 let keys = ids[start..<min(start + 10_000, ids.count)].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
                 start += 10_000
-                let result = try await connection.send(
-                    PostgresQuery(
-                        unsafeSQL: """
-                            SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
-                            LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0
-                            """,
-                        binds: binds(keys)),
-                    logger: logger, within: queryTimeout
-                ).value("reading records to synchronize")
-                try Self.addVersions(result, to: &fetched)
+                let query = values
+                    ? """
+                    SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
+                    LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0
+                    """
+                    : "SELECT s.key, s.stamp, s.device, s.deleted, s.id, NULL::bytea FROM \(syncSchema.sync) s WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0"
+                let result = try await connection.send(PostgresQuery(unsafeSQL: query, binds: binds(keys)), logger: logger, within: queryTimeout)
+                    .value("reading records to synchronize")
+                try Self.addVersions(result, to: &fetched, values: values)
             } while start < ids.count
-            try await addClassRows(to: &fetched, on: connection)
+            if values { try await addClassRows(to: &fetched, on: connection) }
         } catch {
             pool.release(connection, broken: connection.isClosed)
             throw error
@@ -376,7 +382,7 @@ extension PostgresEngine {
         }
     }
 
-    private static func addVersions(_ result: PostgresQueryResult, to fetched: inout SyncFetched) throws(DatabaseError) {
+    private static func addVersions(_ result: PostgresQueryResult, to fetched: inout SyncFetched, values: Bool = true) throws(DatabaseError) {
         for row in result.rows {
             guard let (key, stamp, device, deleted, id, value) = try? row.decode((ByteBuffer, Int64, String, Bool, ByteBuffer?, ByteBuffer?).self) else {
                 throw .server(operation: "reading records to synchronize", message: "a synchronization row cannot be read")
@@ -385,7 +391,7 @@ extension PostgresEngine {
             // by the trigger has not committed yet (the row is written with it), so never seen.
             fetched.versions.append(SyncVersion(
                 key: Array(buffer: key), id: id.map { String(buffer: $0) }, stamp: SyncStamp(time: UInt64(bitPattern: stamp), device: device),
-                deleted: deleted || value == nil, value: deleted ? nil : value.map { Array(buffer: $0) }))
+                deleted: deleted || (values && value == nil), value: deleted ? nil : value.map { Array(buffer: $0) }))
         }
     }
 

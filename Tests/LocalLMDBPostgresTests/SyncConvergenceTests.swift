@@ -33,7 +33,9 @@ struct JournaledWrite: CustomStringConvertible {
 /// around. Returns what a test checks.
 func runConvergence(
     seed: UInt64, devices: Int = 4, rounds: Int = 3, operations: Int
-) async throws -> (differing: [String], lost: [String], wentBack: [String], pending: Int, kills: Int, synchronized: Int, failed: Int) {
+) async throws -> (
+    differing: [String], lost: [String], wentBack: [String], pending: Int, kills: Int, synchronized: Int, failed: Int, writes: Int, conflicts: Int
+) {
     let helper = try replicationHelper()
     let address = try PostgresServer.address.get()
     let store = PostgresServer.uniqueStore("convergence")
@@ -120,8 +122,14 @@ func runConvergence(
     for index in 0..<20 {
         let id = "k\(index)"
         if let stamps = try await locals[0].syncStamps(of: id) { final[id] = stamps.stamp }
-        for local in locals.dropFirst() where try await local.syncStamps(of: id)?.stamp != final[id] {
-            differing.append("stamp of \(id)")
+        var states: [String] = []
+        for local in locals {
+            let stamps = try await local.syncStamps(of: id)
+            states.append(stamps.map { "\($0.stamp)\($0.deleted ? " deleted" : "")\($0.pending ? " pending" : "")" } ?? "none")
+        }
+        if Set(states).count > 1 {
+            let server = try await stores[0].engine.syncVersions(ids: [id], values: false).versions.first
+            differing.append("stamps of \(id): devices \(states), server \(server.map { "\($0.stamp)\($0.deleted ? " deleted" : "")" } ?? "none")")
         }
     }
     var lost: [String] = []
@@ -137,7 +145,7 @@ func runConvergence(
         }
         if !replacedKnowingly { lost.append(write.description) }
     }
-    return (differing, lost, wentBack, pending, kills, synchronized, failed)
+    return (differing, lost, wentBack, pending, kills, synchronized, failed, writes.count, logged.count)
 }
 
 extension PostgresTests {
@@ -145,9 +153,15 @@ extension PostgresTests {
     struct SyncConvergenceTests {
         @Test("Four device processes writing, deleting and in transactions, offline, killed, the server restarted: all end with the server's records, nothing lost silently")
         func fourDevicesConverge() async throws {
-            let operations = ProcessInfo.processInfo.environment["LOCALLMDB_CONVERGENCE_OPERATIONS"].flatMap(Int.init) ?? 60
+            // CI's size; scripts/sync-convergence runs it larger and prints what each run did.
+            let environment = ProcessInfo.processInfo.environment
+            let operations = environment["LOCALLMDB_CONVERGENCE_OPERATIONS"].flatMap(Int.init) ?? 60
+            let rounds = environment["LOCALLMDB_CONVERGENCE_ROUNDS"].flatMap(Int.init) ?? 3
             for seed: UInt64 in [11, 29] {
-                let outcome = try await runConvergence(seed: seed, operations: operations)
+                let outcome = try await runConvergence(seed: seed, rounds: rounds, operations: operations)
+                if environment["LOCALLMDB_CONVERGENCE_REPORT"] != nil {
+                    print("seed \(seed): \(outcome.writes) writes journaled, \(outcome.conflicts) conflicts logged, \(outcome.kills) kills, \(outcome.synchronized) passes, \(outcome.failed) failed passes")
+                }
                 #expect(outcome.differing.isEmpty, "seed \(seed): devices differ from the server: \(outcome.differing)")
                 #expect(outcome.lost.isEmpty, "seed \(seed): writes lost silently: \(outcome.lost.prefix(5))")
                 #expect(outcome.wentBack.isEmpty, "seed \(seed): records went back to older writes: \(outcome.wentBack.prefix(5))")

@@ -179,6 +179,31 @@ extension PostgresTests {
             }
         }
 
+        @Test("A later deletion of a record already deleted on the server reaches every device (found by the convergence test at its large size)")
+        func laterTombstoneReachesDevices() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, _, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    try await a.write(Record(id: "x", data: Note(text: "1")))
+                    try await syncA.synchronize()
+                    _ = try await a.delete(id: "x")
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    // Written and deleted again while offline: only the later deletion is sent, of a
+                    // record the server no longer holds.
+                    try await a.write(Record(id: "x", data: Note(text: "2")))
+                    _ = try await a.delete(id: "x")
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    let stampA = try await a.syncStamps(of: "x")
+                    let stampB = try await b.syncStamps(of: "x")
+                    #expect(stampA?.deleted == true)
+                    #expect(stampA?.pending == false)
+                    #expect(stampB?.stamp == stampA?.stamp)
+                }
+            }
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()

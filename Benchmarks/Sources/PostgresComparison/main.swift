@@ -9,6 +9,8 @@ import PostgresNIO
 // student model; then the push and pull replicators' throughput and lag.
 //
 //   PostgresComparison [--records N] [--reads N] [--repetitions R] [--results DIR]
+//   PostgresComparison --only concurrent [--writer-processes N] [--writer-seconds S]
+//   PostgresComparison --only sync [--sync-devices N] [--sync-rate R] [--sync-seconds S] [--initial-records N]
 //
 // The server is the one LOCALLMDB_POSTGRES_* name (scripts/postgres start prints them).
 
@@ -21,6 +23,12 @@ struct Options {
     var onlyConcurrent = false
     var writerProcesses = 8
     var writerSeconds = 10.0
+    /// Only two-way synchronization (`--only sync`).
+    var onlySync = false
+    var syncDevices = 4
+    var syncRate = 200.0
+    var syncSeconds = 10.0
+    var initialRecords = 100_000
 
     init() {
         var arguments = CommandLine.arguments.dropFirst()
@@ -30,7 +38,14 @@ struct Options {
             case "--reads": reads = arguments.popFirst().flatMap(Int.init) ?? reads
             case "--repetitions": repetitions = arguments.popFirst().flatMap(Int.init) ?? repetitions
             case "--results": results = arguments.popFirst()
-            case "--only": onlyConcurrent = arguments.popFirst() == "concurrent"
+            case "--only":
+                let only = arguments.popFirst()
+                onlyConcurrent = only == "concurrent"
+                onlySync = only == "sync"
+            case "--sync-devices": syncDevices = arguments.popFirst().flatMap(Int.init) ?? syncDevices
+            case "--sync-rate": syncRate = arguments.popFirst().flatMap(Double.init) ?? syncRate
+            case "--sync-seconds": syncSeconds = arguments.popFirst().flatMap(Double.init) ?? syncSeconds
+            case "--initial-records": initialRecords = arguments.popFirst().flatMap(Int.init) ?? initialRecords
             case "--writer-processes": writerProcesses = arguments.popFirst().flatMap(Int.init) ?? writerProcesses
             case "--writer-seconds": writerSeconds = arguments.popFirst().flatMap(Double.init) ?? writerSeconds
             default:
@@ -154,6 +169,16 @@ if options.onlyConcurrent {
     if let results = options.results {
         try? FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
         try report.joined(separator: "\n").appending("\n").write(toFile: results + "/postgres-concurrent.md", atomically: true, encoding: .utf8)
+    }
+    exit(0)
+}
+
+if options.onlySync {
+    say("# LocalLMDB: two-way synchronization with PostgreSQL")
+    try await reportSync()
+    if let results = options.results {
+        try? FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
+        try report.joined(separator: "\n").appending("\n").write(toFile: results + "/sync.md", atomically: true, encoding: .utf8)
     }
     exit(0)
 }

@@ -115,6 +115,11 @@ extension LocalDatabase {
         return (SyncStampValue(row.stamp), SyncStampValue(row.base), row.deleted, row.pending)
     }
 
+    /// For synchronizers: the stamp the database holds for each of `ids` (nil: none), in order.
+    package nonisolated(nonsending) func syncStamps(ofIDs ids: [String]) async throws(DatabaseError) -> [SyncStamp?] {
+        try await engine.read(ReadSyncStamps(ids: ids))
+    }
+
     /// For synchronizers: the conflict log after `after`, at most `limit` entries.
     package nonisolated(nonsending) func syncConflictRecords(after: UInt64, limit: Int) async throws(DatabaseError) -> [SyncConflict] {
         try await engine.read(ReadSyncConflicts(after: after, limit: max(0, limit))).map(SyncConflict.init)
@@ -170,6 +175,16 @@ struct ReadSyncConflicts: PlainRead {
     let limit: Int
     func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [SyncConflictRecord] {
         try snapshot.syncConflicts(after: after, limit: limit)
+    }
+}
+
+struct ReadSyncStamps: PlainRead {
+    let ids: [String]
+    func snapshot<Snapshot: RecordSnapshot>(_ snapshot: Snapshot) throws(DatabaseError) -> [SyncStamp?] {
+        var stamps: [SyncStamp?] = []
+        stamps.reserveCapacity(ids.count)
+        for id in ids { stamps.append(try snapshot.syncRow(id: id)?.stamp) }
+        return stamps
     }
 }
 
