@@ -12,6 +12,7 @@ import PostgresNIO
 //   swift run locallmdb-sync-example /tmp/bob bob done <id>
 //   swift run locallmdb-sync-example /tmp/alice alice list
 //
+// The store is `sync-example` (LOCALLMDB_SYNC_EXAMPLE_STORE names another).
 // Writes are made locally first, online or not; each command then synchronizes once (and says so
 // when the server cannot be reached: the writes stay pending until a later run sends them).
 
@@ -77,7 +78,8 @@ func show(_ todos: [Todo]) async throws {
 
 let server: PostgresStore
 do {
-    server = try await PostgresStore(configuration: configuration, name: "sync-example", connections: 2)
+    server = try await PostgresStore(
+        configuration: configuration, name: environment["LOCALLMDB_SYNC_EXAMPLE_STORE"] ?? "sync-example", connections: 2)
 } catch {
     print("the server cannot be reached (\(error)); the change is kept and will be sent by a later run")
     try await show(try await local.read())

@@ -204,6 +204,30 @@ extension PostgresTests {
             }
         }
 
+        @Test("The example app: what one process adds, another lists; a change made there comes back")
+        func exampleApp() async throws {
+            guard let example = executableBesideTests(named: "locallmdb-sync-example") else { throw HelperMissing() }
+            var environment = helperEnvironment(try PostgresServer.address.get())
+            environment["LOCALLMDB_SYNC_EXAMPLE_STORE"] = PostgresServer.uniqueStore()
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-example-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: root) }
+            func run(_ arguments: [String]) throws -> String {
+                let process = try ChildProcess(example.path, arguments, environment: environment, output: .pipe)
+                let output = process.output?.readText() ?? ""
+                #expect(process.waitUntilExit().succeeded, "\(arguments): \(output)")
+                return output
+            }
+            let alice = root.appendingPathComponent("alice").path
+            let bob = root.appendingPathComponent("bob").path
+            let added = try run([alice, "alice", "add", "walk the dog"])
+            let first = try #require(added.split(separator: "\n").first)
+            #expect(first.hasPrefix("added "))
+            let id = String(first.dropFirst("added ".count))
+            #expect(try run([bob, "bob", "list"]).contains("[ ] walk the dog  (\(id), synced)"))
+            _ = try run([bob, "bob", "done", id])
+            #expect(try run([alice, "alice", "list"]).contains("[x] walk the dog  (\(id), synced)"))
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()

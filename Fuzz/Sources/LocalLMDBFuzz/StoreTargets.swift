@@ -156,6 +156,19 @@ enum StoreTargets {
         _ = ReplicaState(parsing: input)
         _ = IndexDefinition(parsing: input)
         _ = IndexCursor(encoded: Array(input))
+        // Synchronization's rows and conflict entries, as a damaged or hostile file holds them:
+        // parsed or refused, and what parses encodes to bytes that parse the same (bytes that are
+        // not UTF-8 are read as replacement characters, so the bytes themselves may differ).
+        if let parsed = SyncRow(parsing: input), let encoded = parsed.encoded {
+            let again = encoded.withUnsafeBytes { SyncRow(parsing: $0) }
+            guard let again, again.encoded == encoded else { mismatch("a synchronization row does not parse the same once encoded") }
+        }
+        if let parsed = SyncConflictRecord(number: 1, parsing: input) {
+            let again = parsed.encoded.withUnsafeBytes { SyncConflictRecord(number: 1, parsing: $0) }
+            guard let again, again.encoded == parsed.encoded, again.value == parsed.value else {
+                mismatch("a conflict entry does not parse the same once encoded")
+            }
+        }
         if let zero = input.firstIndex(of: 0) {
             _ = StoredIndex(key: UnsafeRawBufferPointer(rebasing: input[..<zero]), value: UnsafeRawBufferPointer(rebasing: input[zero...]))
         }
@@ -193,6 +206,25 @@ enum StoreTargets {
         // An index cursor.
         let cursor = IndexCursor(tuple: choices.data(limit: 40), recordKey: choices.data(limit: 40))
         if IndexCursor(encoded: cursor.encoded) != cursor { mismatch("the cursor \(cursor) does not round-trip") }
+        // A synchronization row and a conflict entry made from chosen values parse back to them.
+        let syncRow = SyncRow(
+            stamp: SyncStamp(time: choices.uint64(), device: choices.string()), base: SyncStamp(time: choices.uint64(), device: choices.string()),
+            deleted: choices.byte() & 1 == 1, pending: choices.byte() & 1 == 1, id: choices.string())
+        if let encoded = syncRow.encoded {
+            let parsed = encoded.withUnsafeBytes { SyncRow(parsing: $0) }
+            guard let parsed, parsed.stamp.time == syncRow.stamp.time, parsed.base.time == syncRow.base.time,
+                  parsed.stamp.device.hasSameUTF8(as: syncRow.stamp.device), parsed.base.device.hasSameUTF8(as: syncRow.base.device),
+                  parsed.id.hasSameUTF8(as: syncRow.id), parsed.deleted == syncRow.deleted, parsed.pending == syncRow.pending
+            else { mismatch("the synchronization row \(syncRow) parses as \(String(describing: parsed))") }
+        }
+        let conflict = SyncConflictRecord(
+            number: 7, id: choices.string(), className: choices.string(), loser: SyncStamp(time: choices.uint64(), device: choices.string()),
+            winner: SyncStamp(time: choices.uint64(), device: choices.string()), loserDeleted: choices.byte() & 1 == 1,
+            winnerDeleted: choices.byte() & 1 == 1, foundAt: choices.uint64(), value: choices.data(limit: 64))
+        let parsedConflict = conflict.encoded.withUnsafeBytes { SyncConflictRecord(number: 7, parsing: $0) }
+        guard let parsedConflict, parsedConflict.encoded == conflict.encoded, parsedConflict.loser.time == conflict.loser.time,
+              parsedConflict.winner.time == conflict.winner.time, parsedConflict.value == conflict.value
+        else { mismatch("the conflict entry of \(conflict.id.debugDescription) parses as \(String(describing: parsedConflict))") }
     }
 
     // MARK: JSON Lines
