@@ -75,6 +75,8 @@ public final class Synchronizer: Sendable {
     private let reached = Locked<String?>(nil)
     /// Class names the server is known to hold rows for (a push sends only new ones).
     private let knownClasses = Locked(Set<String>())
+    /// One pass at a time (`run()` and `synchronize()` may be called together).
+    private let gate = PassGate()
     private let listeners = Locked<(next: Int, seen: UInt64, continuations: [Int: AsyncStream<SyncConflict>.Continuation])>((0, 0, [:]))
 
     /// A synchronizer of `local` with `store`.
@@ -116,7 +118,10 @@ public final class Synchronizer: Sendable {
     public nonisolated(nonsending) func run() async throws {
         let localSubscription = ChangeSubscription(local.changeNotifier)
         let serverSubscription = ChangeSubscription(store.engine.notifier)
-        defer { withExtendedLifetime((localSubscription, serverSubscription)) {} }
+        defer {
+            withExtendedLifetime((localSubscription, serverSubscription)) {}
+            finishListeners()
+        }
         var pause = Duration.milliseconds(50)
         while !Task.isCancelled {
             let versions = (local.changeNotifier.version, store.engine.notifier.version)
@@ -141,11 +146,10 @@ public final class Synchronizer: Sendable {
                 group.cancelAll()
             }
         }
-        finishListeners()
     }
 
     /// The local writes that lose from now on (to a later write received, or refused by the
-    /// server), as the synchronizer finds them. Ends when `run()` ends.
+    /// server), as the synchronizer finds them. Ends when `run()` ends, however it ends.
     public func conflicts() -> AsyncStream<SyncConflict> {
         let (stream, continuation) = AsyncStream<SyncConflict>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
         let id = listeners.withLock { listeners in
@@ -170,7 +174,14 @@ public final class Synchronizer: Sendable {
 
     /// A pass: receives, sends, and (`receivingAfter`) receives again. `run()` leaves the last
     /// part to its next pass, which the server's commits (its own push's among them) start.
+    /// Passes of one synchronizer run one at a time.
     private nonisolated(nonsending) func pass(receivingAfter: Bool) async throws(DatabaseError) -> Int {
+        await gate.enter()
+        defer { gate.leave() }
+        return try await passAlone(receivingAfter: receivingAfter)
+    }
+
+    private nonisolated(nonsending) func passAlone(receivingAfter: Bool) async throws(DatabaseError) -> Int {
         try await prepare()
         try await pull()
         let sent = try await push()
@@ -247,7 +258,14 @@ public final class Synchronizer: Sendable {
             }
             let fetched = try await store.engine.syncVersions(ids: newer)
             let run = try syncRun(fetched, knownIDs: newer, expected: recorded, position: feed.position.description)
-            try await apply(run)
+            do throws(DatabaseError) {
+                try await apply(run)
+            } catch {
+                // The recorded position moved (a process of the same database synchronized
+                // meanwhile): read it again and go on from there.
+                guard case .transactionFailed = error, try await local.syncPending(limit: 0).position != recorded else { throw error }
+                continue
+            }
             reached.withLock { $0 = nil }
             state.withLock {
                 $0.pulls += 1
@@ -334,6 +352,12 @@ public final class Synchronizer: Sendable {
             knownClasses.withLock { $0.formUnion(push.classRows.map(\.name)) }
             var run = SyncRun(device: device)
             run.acknowledged = pending.writes.map { SyncRun.Acknowledged(id: $0.id, time: $0.stamp.time) }
+            // A position reached in memory is recorded with the acknowledgement (a device that
+            // mostly writes would otherwise never record it).
+            if let ahead = reached.withLock({ $0 }), ahead != pending.position {
+                run.expected = pending.position
+                run.position = ahead
+            }
             if !refused.isEmpty {
                 var fetched = SyncFetched()
                 fetched.versions = refused
@@ -342,7 +366,16 @@ public final class Synchronizer: Sendable {
                 run.changes = refusedRun.changes
                 run.records = refusedRun.records
             }
-            try await apply(run)
+            do throws(DatabaseError) {
+                try await apply(run)
+            } catch {
+                guard case .transactionFailed = error, run.position != nil else { throw error }
+                // The position moved meanwhile: the acknowledgement alone.
+                run.expected = nil
+                run.position = nil
+                try await apply(run)
+            }
+            if run.position != nil { reached.withLock { if $0 == run.position { $0 = nil } } }
             sent += pending.writes.count
             state.withLock {
                 $0.pushes += 1
@@ -402,11 +435,42 @@ public final class Synchronizer: Sendable {
         }
     }
 
-    private func finishListeners() {
+    func finishListeners() {
         let continuations = listeners.withLock { listeners in
             defer { listeners.continuations = [:] }
             return Array(listeners.continuations.values)
         }
         for continuation in continuations { continuation.finish() }
+    }
+}
+
+/// One pass at a time: `enter()` waits (suspending, never blocking a thread) while another pass
+/// runs; passes are bounded by the server's and the database's timeouts, so the wait is too.
+final class PassGate: Sendable {
+    private let state = Locked<(busy: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func enter() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state.busy else {
+                    state.busy = true
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func leave() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.busy = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
     }
 }

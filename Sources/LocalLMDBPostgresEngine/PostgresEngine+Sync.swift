@@ -84,6 +84,18 @@ extension PostgresEngine {
                 // and every later one is stamped.
                 try begin(on: connection, "setting up synchronization")
                 for statement in syncSchema.creation { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection, "setting up synchronization") }
+                // A provisioned store's group role gets the new tables' rows too (else the trigger
+                // would refuse its every write). The column exists only once a store was provisioned.
+                let access = try run(
+                    PostgresQuery(
+                        unsafeSQL: "SELECT to_jsonb(s) ->> 'access_role' FROM locallmdb_stores s WHERE name = $1", binds: binds(schema.nameBytes)),
+                    on: connection, "setting up synchronization")
+                if let group = access.rows.first.flatMap({ try? $0.decode(String?.self) }) ?? nil {
+                    guard StoreAccess.isGroupRoleName(group) else {
+                        throw DatabaseError.server(operation: "setting up synchronization", message: "the store's access role \(group.debugDescription) is not one provisioning makes")
+                    }
+                    for statement in syncSchema.grants(to: group) { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection, "setting up synchronization") }
+                }
                 _ = try run("COMMIT", on: connection, "setting up synchronization")
                 pool.release(connection)
                 return true
@@ -132,7 +144,10 @@ extension PostgresEngine {
         let owners = push.classRows.map {
             StoredClass(name: $0.name, mangledName: $0.mangledName, qualifiedName: $0.qualifiedName, adopts: true, copied: true)
         }
-        try begin(on: connection, operation, lock: writersLock(for: [[.put(push.records, classes: owners)]]))
+        // The exclusive writers' lock: a push locks its `_sync` rows before the records, where a
+        // plain write locks its record before the trigger locks its `_sync` row; run side by
+        // side, the two orders would deadlock.
+        try begin(on: connection, operation, lock: .exclusive)
         _ = try run("SET LOCAL locallmdb.synchronizing = 'on'", on: connection, operation)
         let keys = push.writes.map { ByteBuffer(bytes: $0.key) }
         // Every key gets a row (stamp 0: never written), then the rows are locked in key order,
@@ -188,24 +203,17 @@ extension PostgresEngine {
                 }
             }
         }
-        try recordConflicts(push, superseded: superseded, refused: refused, current: current, stored: stored, on: connection)
         // The winners, as writes of the store.
         var changes = ChangeSet()
         if !owners.isEmpty {
             try checkSpelling(of: owners, on: connection)
             _ = try run(recordClassesQuery(owners, update: false), on: connection, operation)
         }
-        let puts = winners.compactMap { push.writes[$0].record }
-        if !puts.isEmpty { _ = try apply(.put(push.records.selecting(puts), classes: []), on: connection, changes: &changes) }
-        for index in winners where push.writes[index].record == nil {
-            let id = push.writes[index].id
-            if try apply(.delete(StorageKey(id, maxKeySize: maxKeySize)), on: connection, changes: &changes) == 0 {
-                // A deletion of a record the store does not hold (deleted already, by an earlier
-                // version) still changes its stamp: the log names it, so that every device
-                // receives the later tombstone. (No class: no record of any class was there.)
-                changes.append(.deleted(id: id, className: ""))
-            }
-        }
+        let clashing = try applyWinners(push, winners, on: connection, changes: &changes)
+        winners.removeAll { clashing.contains($0) }
+        superseded.removeAll { clashing.contains($0) }
+        try recordConflicts(push, superseded: superseded, refused: refused, current: current, stored: stored, on: connection)
+        let reasserted = try reassert(push, clashing, current: current, on: connection, changes: &changes)
         if !winners.isEmpty {
             let written = winners.map { push.writes[$0] }
             _ = try run(
@@ -232,7 +240,90 @@ extension PostgresEngine {
             version.id = version.id ?? write.id
             version.value = version.deleted ? nil : stored[write.key].map { Array(buffer: $0.value) }
             return version
+        } + reasserted
+    }
+
+    /// Applies the winning writes, each deletion and each put; returns the puts refused because
+    /// they would give a unique index's value to a second record (their writes are undone: each
+    /// attempt runs under a savepoint, and the last put a clash names is left out of the next).
+    private func applyWinners(
+        _ push: SyncPush, _ winners: [Int], on connection: PostgresConnection, changes: inout ChangeSet
+    ) throws(DatabaseError) -> [Int] {
+        var clashing: [Int] = []
+        for _ in 0...winners.count {
+            let accepted = winners.filter { !clashing.contains($0) }
+            _ = try run("SAVEPOINT locallmdb_push", on: connection, "synchronizing")
+            var attempt = ChangeSet()
+            do throws(DatabaseError) {
+                let puts = accepted.compactMap { push.writes[$0].record }
+                if !puts.isEmpty { _ = try apply(.put(push.records.selecting(puts), classes: []), on: connection, changes: &attempt) }
+                for index in accepted where push.writes[index].record == nil {
+                    let id = push.writes[index].id
+                    if try apply(.delete(StorageKey(id, maxKeySize: maxKeySize)), on: connection, changes: &attempt) == 0 {
+                        // A deletion of a record the store does not hold (deleted already, by an
+                        // earlier version) still changes its stamp: the log names it, so that every
+                        // device receives the later tombstone. (No class: no record was there.)
+                        attempt.append(.deleted(id: id, className: ""))
+                    }
+                }
+                _ = try run("RELEASE SAVEPOINT locallmdb_push", on: connection, "synchronizing")
+                changes.append(contentsOf: attempt)
+                return clashing
+            } catch {
+                guard case let .uniqueIndexViolation(_, _, ids) = error else { throw error }
+                _ = try run("ROLLBACK TO SAVEPOINT locallmdb_push", on: connection, "synchronizing")
+                guard let culprit = accepted.last(where: { push.writes[$0].record != nil && ids.contains(push.writes[$0].id) }) else {
+                    throw error
+                }
+                clashing.append(culprit)
+            }
         }
+        throw .server(operation: "synchronizing", message: "a push's unique index clashes did not end")
+    }
+
+    /// For writes refused by a unique index (`applyWinners`): the server's version of each record
+    /// (its current value, or a tombstone when it holds none) is stamped again, just after the
+    /// refused write, by the server (device `""`), logged so that every device receives it, and
+    /// the refused write kept in the conflict log. Returns the versions, for the pushing device.
+    private func reassert(
+        _ push: SyncPush, _ clashing: [Int], current: [[UInt8]: SyncVersion], on connection: PostgresConnection, changes: inout ChangeSet
+    ) throws(DatabaseError) -> [SyncVersion] {
+        guard !clashing.isEmpty else { return [] }
+        var stored: [[UInt8]: (className: ByteBuffer, value: ByteBuffer)] = [:]
+        for row in try run(
+            PostgresQuery(
+                unsafeSQL: "SELECT key, class_name, value FROM \(schema.records) WHERE key = ANY($1::bytea[])",
+                binds: binds(clashing.map { ByteBuffer(bytes: push.writes[$0].key) })),
+            on: connection, "synchronizing"
+        ).rows {
+            if let (key, className, value) = try? row.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) { stored[Array(buffer: key)] = (className, value) }
+        }
+        var versions: [SyncVersion] = []
+        var winning = current
+        for index in clashing {
+            let write = push.writes[index]
+            let stamp = SyncStamp(time: write.time &+ 1, device: "")
+            if let record = stored[write.key] {
+                changes.append(.written(id: write.id, className: String(buffer: record.className)))
+                versions.append(SyncVersion(key: write.key, id: write.id, stamp: stamp, deleted: false, value: Array(buffer: record.value)))
+            } else {
+                changes.append(.deleted(id: write.id, className: ""))
+                versions.append(SyncVersion(key: write.key, id: write.id, stamp: stamp, deleted: true, value: nil))
+            }
+            winning[write.key] = versions[versions.count - 1]
+        }
+        try recordConflicts(push, superseded: [], refused: clashing, current: winning, stored: [:], on: connection)
+        _ = try run(
+            PostgresQuery(
+                unsafeSQL: """
+                    UPDATE \(syncSchema.sync) AS s SET stamp = v.stamp, device = '', deleted = v.deleted, id = v.id
+                    FROM unnest($1::bytea[], $2::int8[], $3::bool[], $4::bytea[]) AS v(key, stamp, deleted, id) WHERE s.key = v.key
+                    """,
+                binds: binds(
+                    versions.map { ByteBuffer(bytes: $0.key) }, versions.map { Int64(bitPattern: $0.stamp.time) }, versions.map(\.deleted),
+                    versions.map { ByteBuffer(string: $0.id ?? "") })),
+            on: connection, "synchronizing")
+        return versions
     }
 
     /// Adds the losing versions of a push to the store's conflict log: the server versions

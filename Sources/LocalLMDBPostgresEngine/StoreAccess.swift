@@ -37,6 +37,15 @@ enum StoreAccess {
     /// The name of the policy on `locallmdb_stores`.
     static let policy = "locallmdb_granted_stores"
 
+    /// Whether `name` is a store's group role name as provisioning makes it
+    /// (`locallmdb_store_` and 16 lowercase hexadecimal digits): safe to name in a statement.
+    static func isGroupRoleName(_ name: String) -> Bool {
+        let prefix = "locallmdb_store_"
+        guard name.hasPrefix(prefix) else { return false }
+        let digits = name.utf8.dropFirst(prefix.utf8.count)
+        return digits.count == 16 && digits.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
     /// Checks, before the store is opened (and its tables made or migrated) by their owner, that
     /// `role` exists and cannot create tables in the schema they are or will be in, and that the
     /// store's existing tables are all the owner's.

@@ -39,8 +39,9 @@ extension RecordStore {
     ///   holds a zero byte.
     func enableSync(device: String, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
         _ = try syncDatabases()
+        try checkNotEncryptedForSync()
         if let recorded = try syncDevice(in: transaction) {
-            guard recorded == device else {
+            guard recorded.utf8.elementsEqual(device.utf8) else {
                 throw .transactionFailed(reason: "the database synchronizes as device '\(recorded)', not '\(device)'")
             }
             return 0
@@ -51,10 +52,10 @@ extension RecordStore {
         if let state = try replicaState(in: transaction) {
             throw .unsupported(operation: "Synchronizing", reason: "the database is a read replica of '\(state.source)'")
         }
-        if encryption != nil {
-            throw .unsupported(operation: "Synchronizing", reason: "an encrypted database's values are not sent to a server")
-        }
         try Self.write(Array(device.utf8), at: Self.syncDeviceKey, meta, in: transaction)
+        // Versions that do not stamp writes refuse the database from now on.
+        let layout = try Self.read(Array("format".utf8), meta, in: transaction)?.first ?? 0
+        if layout < Self.syncLayoutVersion { try Self.write([Self.syncLayoutVersion], at: Array("format".utf8), meta, in: transaction) }
         var ids: [String] = []
         try transaction.withCursor(records) { cursor throws(DatabaseError) in
             try cursor.forEach { key, value throws(DatabaseError) in
@@ -67,6 +68,14 @@ extension RecordStore {
         try stamp(ids.map { ($0, false) }, device: device, in: transaction)
         try setStatus(of: ids, to: Self.notSynced, in: transaction, changes: &changes)
         return ids.count
+    }
+
+    /// Refuses to synchronize an encrypted database: its values would leave it in the clear (and
+    /// received values would be stored unsealed).
+    func checkNotEncryptedForSync() throws(DatabaseError) {
+        if encryption != nil {
+            throw .unsupported(operation: "Synchronizing", reason: "an encrypted database's values are not sent to a server")
+        }
     }
 
     /// Applies `operation` (a local write that changes records) and stamps every record it
@@ -93,6 +102,19 @@ extension RecordStore {
         return count
     }
 
+    /// Whether the record under `key` holds a `Syncable` status (an integer from 0 to 3, the
+    /// raw values of `SyncStatus`) other than `status`: a model's own member of that name
+    /// holding anything else is left alone.
+    private func holdsSyncStatus(_ key: StorageKey, other status: Int, in transaction: Transaction) throws(DatabaseError) -> Bool {
+        try key.withBytes { keyBytes throws(DatabaseError) -> Bool in
+            guard let value = try transaction.get(records, keyBytes), let object = indexedObject(value, key: keyBytes, verified: false),
+                  let member = object.member(named: "syncStatus", from: nil),
+                  let (stored, _) = Int.read(object.scanner, at: member.value)
+            else { return false }
+            return (0...3).contains(stored) && stored != status
+        }
+    }
+
     /// `SyncStatus` raw values the synchronizer keeps in `Syncable` records' `syncStatus`.
     static let notSynced = 1
     static let synced = 3
@@ -112,7 +134,12 @@ extension RecordStore {
         let classes = try statusClasses(in: transaction)
         guard !classes.isEmpty else { return }
         var seen = Set<ExactID>()
-        let keys = ids.filter { seen.insert(ExactID($0)).inserted }.map { StorageKey($0, maxKeySize: maxKeySize) }
+        var keys: [StorageKey] = []
+        for id in ids where seen.insert(ExactID(id)).inserted {
+            let key = StorageKey(id, maxKeySize: maxKeySize)
+            if try holdsSyncStatus(key, other: status, in: transaction) { keys.append(key) }
+        }
+        guard !keys.isEmpty else { return }
         let batch = try patched(keys, classNames: classes, member: "syncStatus", json: Array(String(status).utf8), in: transaction)
         guard !batch.isEmpty else { return }
         _ = try applyUnchecked(.put(batch, classes: []), in: transaction, changes: &changes)
@@ -143,10 +170,13 @@ extension RecordStore {
     private func storedIDs(typeKeys: [StorageKey]?, in transaction: Transaction) throws(DatabaseError) -> [String] {
         var ids: [String] = []
         func add(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(DatabaseError) {
-            guard let stored = try? RecordValue(parsing: value) else {
-                throw .corruptRecord(id: RecordDecoding.displayID(key), reason: "its header cannot be read")
+            if let stored = try? RecordValue(parsing: value) {
+                ids.append(stored.id(key: key))
+            } else if key.first != StorageKey.hashMarker {
+                // A damaged record (deleting it is the cure): its key is its id.
+                ids.append(String(decoding: key, as: UTF8.self))
             }
-            ids.append(stored.id(key: key))
+            // A damaged record under a digest key has no id to stamp a tombstone under.
         }
         guard let typeKeys else {
             try transaction.withCursor(records) { cursor throws(DatabaseError) in try cursor.forEach(add) }
@@ -223,9 +253,10 @@ extension RecordStore {
         guard let device = try syncDevice(in: transaction) else {
             throw .transactionFailed(reason: "the database does not synchronize")
         }
-        guard device == run.device else {
+        guard device.utf8.elementsEqual(run.device.utf8) else {
             throw .transactionFailed(reason: "the database synchronizes as device '\(device)', not '\(run.device)'")
         }
+        try checkNotEncryptedForSync()
         try checkMigrations(in: transaction)
         if let position = run.position {
             let recorded = try Self.read(Self.syncPositionKey, meta, in: transaction).map { String(decoding: $0, as: UTF8.self) }
@@ -281,7 +312,7 @@ extension RecordStore {
         var synced: [String] = []
         for acknowledged in run.acknowledged {
             let key = StorageKey(acknowledged.id, maxKeySize: maxKeySize).bytes
-            guard var row = try syncRow(key: key, in: transaction), row.pending, row.stamp.time == acknowledged.time, row.stamp.device == device
+            guard var row = try syncRow(key: key, in: transaction), row.pending, row.stamp.time == acknowledged.time, row.stamp.device.utf8.elementsEqual(device.utf8)
             else { continue }
             try deletePending(time: row.stamp.time, key: key, in: transaction)
             row.pending = false
@@ -344,6 +375,7 @@ extension RecordStore {
         var pending = SyncPending()
         pending.device = try syncDevice(in: transaction)
         guard pending.device != nil, let syncPending, syncRows != nil else { return pending }
+        try checkNotEncryptedForSync()
         pending.position = try Self.read(Self.syncPositionKey, meta, in: transaction).map { String(decoding: $0, as: UTF8.self) }
         pending.lastConflict = try Self.read(Self.syncConflictKey, meta, in: transaction).map { $0.withUnsafeBytes { ChangeLog.sequence($0) } } ?? 0
         pending.total = try transaction.entryCount(syncPending)

@@ -28,10 +28,14 @@ import Foundation
     /// The layout of a database with a counted index (`RangeCounts`): an earlier version,
     /// which would change its entries without their counts, refuses it (`unsupportedFormat`).
     static let countedLayoutVersion: UInt8 = 5
+    /// The layout of a database that synchronizes (`RecordStore+Sync.swift`): an earlier
+    /// version, which would write records without stamping them (writes no device would ever
+    /// receive), refuses it (`unsupportedFormat`).
+    static let syncLayoutVersion: UInt8 = 7
     /// The layouts read.
-    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4], [5], [6]]
-    /// The newest layout this version writes (`migratedLayoutVersion`).
-    static let newestLayoutVersion: UInt8 = 6
+    static let readableLayouts: [[UInt8]] = [[1], [2], [3], [4], [5], [6], [7]]
+    /// The newest layout this version writes (`syncLayoutVersion`).
+    static let newestLayoutVersion: UInt8 = 7
 
     package let environment: Environment
     package let records: DatabaseHandle

@@ -65,6 +65,9 @@ extension RecordStore {
     func replicate(
         _ operations: [WriteOperation], expected: String?, state: ReplicaState, in transaction: Transaction, changes: inout ChangeSet
     ) throws(DatabaseError) -> Int {
+        if let device = try syncDevice(in: transaction) {
+            throw .unsupported(operation: "Replicating into a database that synchronizes", reason: "it synchronizes as device '\(device)'")
+        }
         let recorded = try replicaState(in: transaction)
         if let recorded, recorded.source != state.source {
             throw .transactionFailed(reason: "the database is a replica of '\(recorded.source)', not of '\(state.source)'")

@@ -21,6 +21,17 @@ import LocalLMDBLMDB
         self.device = device
     }
 
+    /// Equal when the times are and the devices' names are byte for byte (as `<` compares them:
+    /// two spellings of one name are two devices).
+    @usableFromInline package static func == (left: SyncStamp, right: SyncStamp) -> Bool {
+        left.time == right.time && left.device.utf8.elementsEqual(right.device.utf8)
+    }
+
+    @usableFromInline package func hash(into hasher: inout Hasher) {
+        hasher.combine(time)
+        for byte in device.utf8 { hasher.combine(byte) }
+    }
+
     @usableFromInline package static func < (left: SyncStamp, right: SyncStamp) -> Bool {
         left.time != right.time ? left.time < right.time : Array(left.device.utf8).lexicographicallyPrecedes(right.device.utf8)
     }

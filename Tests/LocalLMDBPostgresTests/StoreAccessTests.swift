@@ -32,6 +32,37 @@ extension PostgresTests {
                 host: address.host, port: address.port, username: role.name, password: role.password, database: address.database, tls: .disable)
         }
 
+        @Test("Synchronization turned on for a store provisioned before it existed: the device role's writes and pushes go on")
+        func enableSyncOnAProvisionedStore() async throws {
+            let role = try await Self.makeRole("sync")
+            let name = PostgresServer.uniqueStore("sync")
+            try await PostgresStore.provision(name, for: role.name, configuration: PostgresServer.configuration())
+            let prefix = PostgresStore.tablePrefix(of: name)
+            let logger = Logger(label: "tests")
+            // As an earlier version provisioned it: no synchronization tables, no trigger.
+            try await PostgresServer.withConnection { admin in
+                try await admin.query(PostgresQuery(unsafeSQL: "DROP TRIGGER \(prefix)_stamp ON \(prefix)_records"), logger: logger)
+                try await admin.query(PostgresQuery(unsafeSQL: "DROP TABLE \(prefix)_sync, \(prefix)_conflicts"), logger: logger)
+            }
+            let owner = try await PostgresStore(configuration: PostgresServer.configuration(), name: name, connections: 1)
+            #expect(try await owner.enableSync())
+            await owner.close()
+            let device = try await PostgresStore(configuration: Self.configuration(role), name: name, connections: 1)
+            try await device.write(Record(id: "w", data: Note(text: "written by the device's role")))
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-grant-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let local = try LocalDatabase(directory: directory)
+            try await local.write(Record(id: "p", data: Note(text: "pushed by the device's role")))
+            let synchronizer = Synchronizer(local, with: device, device: "phone")
+            try await synchronizer.synchronize()
+            let pushed: Note? = try await device.read(id: "p")
+            #expect(pushed?.text == "pushed by the device's role")
+            let received: Note? = try await local.read(id: "w")
+            #expect(received?.text == "written by the device's role")
+            await local.close()
+            await device.close()
+        }
+
         @Test("A device opens its user's store and nothing else: a hostile device process reaches nothing of another user's")
         func hostileDevice() async throws {
             let helper = try replicationHelper()

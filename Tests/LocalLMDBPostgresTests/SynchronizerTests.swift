@@ -228,6 +228,55 @@ extension PostgresTests {
             #expect(try run([alice, "alice", "list"]).contains("[x] walk the dog  (\(id), synced)"))
         }
 
+        @Test("A write that would give a unique index's value to a second record is refused, logged, and undone on its device; the rest of its push goes through")
+        func uniqueClashIsRefused() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    // The server holds the unique index once an app uses the type there.
+                    try await server.write(Record(id: "u0", data: PgAccount(email: "first@y", bio: "server's", tags: [])))
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    try await a.write(Record(id: "u1", data: PgAccount(email: "x@y", bio: "A's", tags: [])))
+                    try await b.write(Record(id: "u2", data: PgAccount(email: "x@y", bio: "B's", tags: [])))
+                    try await b.write(Record(id: "n1", data: Note(text: "B's note")))
+                    try await syncA.synchronize()
+                    #expect(try await syncB.synchronize() == 2)
+                    #expect(syncB.progress.refused == 1)
+                    let gone: PgAccount? = try await b.read(id: "u2")
+                    #expect(gone == nil)
+                    #expect(try await noteText(b, "n1") == "B's note")
+                    let lost = try await b.syncConflicts()
+                    #expect(lost.map(\.recordID) == ["u2"])
+                    #expect(lost.first?.winnerDeleted == true)
+                    #expect(lost.first?.localVersion.map { $0.get("bio", onFail: "") } == "B's")
+                    #expect(try await syncB.serverConflicts().contains { $0.recordID == "u2" && $0.localStamp.device == "B" })
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                    #expect(try await storedBytes(local: b) == storedBytes(store: server))
+                    #expect(try await a.syncStamps(of: "u2")?.stamp == b.syncStamps(of: "u2")?.stamp)
+                }
+            }
+        }
+
+        @Test("Passes of one synchronizer run one at a time: synchronize() while run() works")
+        func overlappingPasses() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                let running = Task { try await syncA.run() }
+                for round in 0..<20 {
+                    try await a.write(Record(id: "r\(round % 5)", data: Note(text: "\(round)")))
+                    try await syncA.synchronize()
+                }
+                running.cancel()
+                try await running.value
+                try await syncA.synchronize()
+                #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                #expect(syncA.progress.pending == 0)
+            }
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()

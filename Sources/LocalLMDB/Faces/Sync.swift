@@ -31,6 +31,15 @@ public struct SyncStampValue: Sendable, Hashable, Comparable, CustomStringConver
         SyncStamp(time: left.time, device: left.device) < SyncStamp(time: right.time, device: right.device)
     }
 
+    /// Equal when the times are and the devices' names are byte for byte.
+    public static func == (left: Self, right: Self) -> Bool {
+        SyncStamp(time: left.time, device: left.device) == SyncStamp(time: right.time, device: right.device)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        SyncStamp(time: time, device: device).hash(into: &hasher)
+    }
+
     public var description: String { "\(time)@\(device)" }
 }
 
