@@ -103,8 +103,8 @@ struct RecordChecksumTests {
         try await withTemporaryDirectory { directory async throws in
             let url = directory.appendingPathComponent("db")
             #expect(try runHelper(["write-count", url.path, "c", "1"]).lines == ["done"])
-            rawPut(url, "meta", [(Array("format".utf8), [7])])
-            await expectError({ if case .unsupportedFormat(7, _) = $0 { true } else { false } }) {
+            rawPut(url, "meta", [(Array("format".utf8), [8])])
+            await expectError({ if case .unsupportedFormat(8, _) = $0 { true } else { false } }) {
                 _ = try LocalDatabase(directory: url)
             }
         }
