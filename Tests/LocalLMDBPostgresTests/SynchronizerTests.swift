@@ -277,6 +277,43 @@ extension PostgresTests {
             }
         }
 
+        @Test("Ids longer than a key (stored under digests) and ids holding U+0000 synchronize both ways, deletions made on the server included, by the log and by a full copy")
+        func longAndOddIDs() async throws {
+            let store = PostgresServer.uniqueStore()
+            let long = "\u{0}é" + String(repeating: "x", count: 600)
+            let other = "é" + String(repeating: "y", count: 600)
+            let odd = "a\u{0}b"
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await withDevice("B", store: store) { b, _, syncB in
+                    for id in [long, other, odd] { try await a.write(Record(id: id, data: Note(text: "from A"))) }
+                    try await syncA.synchronize()
+                    try await syncB.synchronize()
+                    for id in [long, other, odd] { #expect(try await noteText(b, id) == "from A") }
+                    // Deleted on the server: the trigger's tombstone has no id; the log names it.
+                    _ = try await server.delete(id: long)
+                    try await syncB.synchronize()
+                    #expect(try await noteText(b, long) == nil)
+                    // Deleted on the server while A is away and the log trimmed: the full copy's
+                    // tombstone has neither, and A finds the id from what it holds.
+                    _ = try await server.delete(id: other)
+                    _ = try await server.engine.trimChangeLog(keeping: 0)
+                    try await syncA.synchronize()
+                    #expect(try await noteText(a, long) == nil)
+                    #expect(try await noteText(a, other) == nil)
+                    #expect(try await noteText(a, odd) == "from A")
+                    try await b.write(Record(id: long, data: Note(text: "again, from B")))
+                    try await syncB.synchronize()
+                    try await syncA.synchronize()
+                    #expect(try await noteText(a, long) == "again, from B")
+                    for id in [long, other, odd] {
+                        #expect(try await a.syncStamps(of: id)?.stamp == b.syncStamps(of: id)?.stamp)
+                    }
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                    #expect(try await storedBytes(local: b) == storedBytes(store: server))
+                }
+            }
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()
