@@ -249,7 +249,7 @@ extension RecordStore {
     ///   its recorded position is not `run.expected` (another synchronizer ran);
     ///   `migrationInProgress` while a local migration is under way.
     func synchronize(_ run: SyncRun, in transaction: Transaction, changes: inout ChangeSet) throws(DatabaseError) -> Int {
-        let sync = try syncDatabases()
+        _ = try syncDatabases()
         guard let device = try syncDevice(in: transaction) else {
             throw .transactionFailed(reason: "the database does not synchronize")
         }
@@ -298,18 +298,16 @@ extension RecordStore {
                 count += 1
             }
         }
+        var synced: [String] = []
         if !puts.isEmpty {
             // The server decided what is stored: its unique indexes are not checked again here.
             let received = run.records.selecting(puts)
             count += try applyUnchecked(.put(received, classes: []), in: transaction, changes: &changes, checkingUniqueness: false)
-            var ids: [String] = []
             received.forEachRecord { (_: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, _: String, _: StorageKey) in
-                ids.append(String(decoding: id, as: UTF8.self))
+                synced.append(String(decoding: id, as: UTF8.self))
             }
-            try setStatus(of: ids, to: Self.synced, in: transaction, changes: &changes)
         }
         try Self.write(ChangeLog.uint64(clock), at: Self.syncClockKey, meta, in: transaction)
-        var synced: [String] = []
         for acknowledged in run.acknowledged {
             let key = StorageKey(acknowledged.id, maxKeySize: maxKeySize).bytes
             guard var row = try syncRow(key: key, in: transaction), row.pending, row.stamp.time == acknowledged.time, row.stamp.device.utf8.elementsEqual(device.utf8)
@@ -320,8 +318,8 @@ extension RecordStore {
             try write(row, key: key, in: transaction)
             if !row.deleted { synced.append(row.id) }
         }
+        // Received records and acknowledged writes are synced: their statuses set in one pass.
         try setStatus(of: synced, to: Self.synced, in: transaction, changes: &changes)
-        _ = sync
         return count
     }
 
