@@ -15,16 +15,20 @@ import LocalLMDBJSON
 ///   id (`idCount` bytes, 0 when the key is the id itself), then the value;
 /// - bytes of a chunk below its `used` count never change; only a batch holding the only
 ///   reference to its last chunk appends to it, so copies of a batch share chunks safely;
-/// - `types[entry.type]` is the record's class, each name once.
+/// - `types[entry.type]` is the record's class, each pair of a name and its writer's
+///   `KnownMembers` once.
 @usableFromInline package struct RecordBatch: Sendable {
-    /// A stored class name used in the batch, with its key in the type index.
+    /// A stored class name used in the batch, with its key in the type index, and the members
+    /// the model writing its records reads (nil: the records are whole documents).
     @usableFromInline struct RecordClass: Sendable {
         @usableFromInline let name: String
         @usableFromInline let key: StorageKey
+        @usableFromInline let known: KnownMembers?
 
-        @inlinable init(name: String, key: StorageKey) {
+        @inlinable init(name: String, key: StorageKey, known: KnownMembers? = nil) {
             self.name = name
             self.key = key
+            self.known = known
         }
     }
 
@@ -116,9 +120,13 @@ import LocalLMDBJSON
     @inlinable var indices: Range<Int> { entries.indices }
 
     /// Appends a record of the class `className` under `key`, with `value` (the complete
-    /// `RecordValue` bytes) and `fullID` when `key` is a digest of the id.
-    @inlinable package mutating func append(key: StorageKey, fullID: String?, className: String, maxKeySize: Int, value: UnsafeRawBufferPointer) {
-        let type = typeIndex(of: className) ?? addType(RecordClass(name: className, key: StorageKey(className, maxKeySize: maxKeySize)))
+    /// `RecordValue` bytes) and `fullID` when `key` is a digest of the id. `known`: the members
+    /// the model that wrote the record reads, when a model did (see `KnownMembers`).
+    @inlinable package mutating func append(
+        key: StorageKey, fullID: String?, className: String, maxKeySize: Int, value: UnsafeRawBufferPointer, known: KnownMembers? = nil
+    ) {
+        let type = typeIndex(of: className, known: known)
+            ?? addType(RecordClass(name: className, key: StorageKey(className, maxKeySize: maxKeySize), known: known))
         var fullID = fullID ?? ""
         key.withBytes { key in
             fullID.withUTF8 { id in append(key: key, fullID: UnsafeRawBufferPointer(id), value: value, type: type) }
@@ -129,7 +137,7 @@ import LocalLMDBJSON
     @inlinable package mutating func append(contentsOf other: RecordBatch) {
         var mapped: [Int32] = []
         mapped.reserveCapacity(other.types.count)
-        for type in other.types { mapped.append(Int32(typeIndex(of: type.name) ?? addType(type))) }
+        for type in other.types { mapped.append(Int32(typeIndex(of: type.name, known: type.known) ?? addType(type))) }
         let firstChunk = Int32(chunks.count)
         chunks.append(contentsOf: other.chunks)
         entries.reserveCapacity(entries.count + other.entries.count)
@@ -178,12 +186,12 @@ import LocalLMDBJSON
         Int(entries[index].type)
     }
 
-    /// The index in `types` of the class `name`, compared by its bytes: class names that are
-    /// equal as Swift strings but spelt differently (canonically equivalent) are different
-    /// classes, stored under different keys.
-    @inlinable func typeIndex(of name: String) -> Int? {
+    /// The index in `types` of the class `name` written with `known`, the name compared by its
+    /// bytes: class names that are equal as Swift strings but spelt differently (canonically
+    /// equivalent) are different classes, stored under different keys.
+    @inlinable func typeIndex(of name: String, known: KnownMembers?) -> Int? {
         @inline(__always) func same(_ type: RecordClass) -> Bool {
-            type.name.hasSameUTF8(as: name)
+            type.known === known && type.name.hasSameUTF8(as: name)
         }
         // A batch is usually of one class: the last one added is checked first.
         if let last = types.last, same(last) { return types.count - 1 }

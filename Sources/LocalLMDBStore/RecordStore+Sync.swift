@@ -79,7 +79,8 @@ extension RecordStore {
     }
 
     /// Applies `operation` (a local write that changes records) and stamps every record it
-    /// wrote or deleted as a pending write of `device`.
+    /// wrote or deleted as a pending write of `device`. A model's records keep the members of
+    /// the documents they replace that the model does not know (`keepingUnknownMembers`).
     func applyStamping(
         _ operation: WriteOperation, device: String, in transaction: Transaction, changes: inout ChangeSet
     ) throws(DatabaseError) -> Int {
@@ -92,6 +93,10 @@ extension RecordStore {
             deletedFirst = try storedIDs(typeKeys: nil, in: transaction)
         default:
             break
+        }
+        var operation = operation
+        if case let .put(records, classes) = operation, let merged = try keepingUnknownMembers(records, in: transaction) {
+            operation = .put(merged, classes: classes)
         }
         let start = changes.entries.count
         let count = try applyUnchecked(operation, in: transaction, changes: &changes)

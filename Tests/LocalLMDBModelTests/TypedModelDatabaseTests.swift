@@ -154,4 +154,27 @@ nonisolated(nonsending) func withDirectory<R>(_ body: (URL) async throws -> R) a
             #expect(read.title == "Log" && read.pages == 12 && read.notes == ["a", "b"])
         }
     }
+
+    @Test("On a synchronized database, a macro model's write keeps the members it does not know and removes its nil optional")
+    func macroModelKeepsUnknownMembers() async throws {
+        try await withDirectory { directory in
+            let database = try LocalDatabase(directory: directory.appendingPathComponent("db"))
+            _ = try await database.enableSync(device: "d")
+            let file = directory.appendingPathComponent("newer.jsonl")
+            let line = #"{"id":"b","class":"Badge","value":{"object":"Badge","label":"l","detail":"d","color":"red"}}"#
+            try Data((line + "\n").utf8).write(to: file)
+            #expect(try await database.importLines(from: file) == 1)
+            try await database.write(Record(id: "b", data: Badge(label: "m", detail: nil)))
+            let json = try #require(try await database.storedDocument(id: "b")).json
+            #expect(json == #"{"object":"Badge","label":"m","color":"red"}"#)
+            await database.close()
+        }
+    }
+}
+
+/// A badge as an older version of the app knows it.
+@StoredModel
+struct Badge {
+    var label: String
+    var detail: String?
 }

@@ -314,6 +314,30 @@ extension PostgresTests {
             }
         }
 
+        @Test("A field an older model does not know survives its write on another device, and comes back to every device")
+        func newerFieldsSurviveAnOlderDevice() async throws {
+            let store = PostgresServer.uniqueStore()
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-newer-\(UUID().uuidString).jsonl")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try await withDevice("newer", store: store) { newer, server, syncNewer in
+                try await withDevice("older", store: store) { older, _, syncOlder in
+                    // The newer app's document has `color`, which `Note` (the older app's model) does not know.
+                    try Data(#"{"id":"n","class":"Note","value":{"object":"Note","text":"first","color":"red"}}\#n"#.utf8).write(to: file)
+                    #expect(try await newer.importLines(from: file) == 1)
+                    try await syncNewer.synchronize()
+                    try await syncOlder.synchronize()
+                    try await older.write(Record(id: "n", data: Note(text: "edited by the older app")))
+                    try await syncOlder.synchronize()
+                    try await syncNewer.synchronize()
+                    let expected = #"{"object":"Note","text":"edited by the older app","color":"red"}"#
+                    #expect(try await newer.storedDocument(id: "n")?.json == expected)
+                    #expect(try await older.storedDocument(id: "n")?.json == expected)
+                    #expect(try await storedBytes(local: newer) == storedBytes(store: server))
+                    #expect(try await storedBytes(local: older) == storedBytes(store: server))
+                }
+            }
+        }
+
         @Test("Writes made on the server directly reach the devices, stamped by the server's clock")
         func serverWritesReachDevices() async throws {
             let store = PostgresServer.uniqueStore()

@@ -132,6 +132,7 @@ extension DataObject {
     /// typed readers, with no call.
     @inline(__always)
     func memberValue(_ key: String, _ legacyKeys: [String], in scanner: JSONScanner) -> Int? {
+        if let probe { probe.note(key, legacyKeys) }
         // `member` would find this member first, and leave `nextMember` where it is.
         if let next = nextMember ?? firstLookup(in: scanner), let found = Self.member(at: next, spelled: key, escaped: true, in: scanner) {
             return found.value
@@ -170,6 +171,7 @@ extension DataObject {
     /// elsewhere, whose members are named as they are).
     @inline(never)
     func member(_ key: String, _ legacyKeys: [String], in object: EncodedObject, escaped: Bool = true) -> JSONScanner.Member? {
+        if escaped, let probe { probe.note(key, legacyKeys) }
         if let found = nextMemberSpelled(key, in: object, escaped: escaped) {
             nextMember = found.start
             return found

@@ -45,6 +45,10 @@ public final class DataObject {
     /// keep it. Reading many records of one type then allocates no data objects after the first.
     @exclusivity(unchecked) var spareChild: DataObject?
 
+    /// Notes the members a model's restore looks up, when this object is read to learn them
+    /// (`MemberKnowledge`); nil for every other read.
+    @exclusivity(unchecked) var probe: MemberProbe?
+
     /// Creates an empty data object for `object`, recording its class name.
     public init(_ object: any Persistable) {
         storage = .building(ObjectBuilder(className: Self.className(of: object)))
@@ -106,7 +110,8 @@ public final class DataObject {
     /// This data object as UTF-8 JSON; empty when it holds a value that cannot be stored (a
     /// date that is not finite, nesting deeper than 512 levels: see `toRawString()`).
     public var rawData: Data {
-        encoded().map { Data($0) } ?? Data()
+        probe?.noteEveryMember()
+        return encoded().map { Data($0) } ?? Data()
     }
 
     /// This data object as JSON text; nil when it holds a value that cannot be stored (a date
@@ -114,7 +119,8 @@ public final class DataObject {
     /// deeper than 512 levels). Writing such an object to a database throws
     /// `LocalDatabaseError.unencodableValue`, naming the field.
     public func toRawString() -> String? {
-        encoded().map { String(decoding: $0, as: UTF8.self) }
+        probe?.noteEveryMember()
+        return encoded().map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Why this data object cannot be written, found when its fields were turned into bytes to

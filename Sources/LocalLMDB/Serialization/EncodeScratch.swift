@@ -23,6 +23,9 @@ final class EncodeScratch {
     @exclusivity(unchecked) private var encodedClasses: [StoredClass] = []
     /// How many encodes that collect classes are under way on this thread.
     @exclusivity(unchecked) private var collecting = 0
+    /// The type whose `KnownMembers` this thread looked up last, and them (`MemberKnowledge`):
+    /// a batch of one type looks them up once.
+    @exclusivity(unchecked) var lastKnown: (type: ObjectIdentifier, known: KnownMembers?)?
 
     /// Runs `body`, adding to `classes` the stored class of every data object it creates
     /// (`DataObject(self)`) that `classes` does not hold yet.

@@ -56,13 +56,15 @@ enum RecordEncoding {
         classes: inout ClassList
     ) throws(DatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
-        let fields = EncodeScratch.current.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
+        let scratch = EncodeScratch.current
+        let fields = scratch.collectingClasses(into: &classes) { Result { try record.data._storedFields() } }
         let dataObject: DataObject
         switch fields {
         case let .success(success): dataObject = success
         case let .failure(error): throw ModelCoding.encodingError(error, id: record.id)
         }
         let className = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
+        let known = MemberKnowledge.members(of: type(of: record.data), fields: dataObject, scratch: scratch)
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         let fullID = key.isHashed ? record.id : nil
         header.removeAll(keepingCapacity: true)
@@ -73,7 +75,7 @@ enum RecordEncoding {
             guard let value else { return false }
             do throws(DatabaseError) {
                 try append(value, headerSize: headerSize, key: key, id: record.id, fullID: fullID, className: className,
-                           maxKeySize: maxKeySize, encryption: encryption, to: &batch)
+                           maxKeySize: maxKeySize, encryption: encryption, known: known, to: &batch)
             } catch {
                 sealingFailure = error
             }
@@ -90,13 +92,15 @@ enum RecordEncoding {
     /// Appends to `batch` the stored value of the record `id` whose header (`headerSize` bytes,
     /// room for the checksum included) and document `value` holds: with its checksum, or sealed
     /// with `encryption`. The one place a value's final form is made from its document.
+    /// `known`: the members the model that wrote it reads (nil for a whole document).
     private static func append(
         _ value: UnsafeMutableRawBufferPointer, headerSize: Int, key: StorageKey, id: String, fullID: String?, className: String,
-        maxKeySize: Int, encryption: StoreEncryption?, to batch: inout RecordBatch
+        maxKeySize: Int, encryption: StoreEncryption?, known: KnownMembers? = nil, to batch: inout RecordBatch
     ) throws(DatabaseError) {
         guard let encryption else {
             RecordValue.sealChecksum(in: value, headerSize: headerSize)
-            batch.append(key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value))
+            batch.append(
+                key: key, fullID: fullID, className: className, maxKeySize: maxKeySize, value: UnsafeRawBufferPointer(value), known: known)
             return
         }
         let sealed = try className.withUTF8Bytes { classBytes throws(DatabaseError) in

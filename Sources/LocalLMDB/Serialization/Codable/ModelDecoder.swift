@@ -41,17 +41,24 @@ final class ModelDecoder: Decoder {
     /// LMDB's map, valid only during the read, so a decoder or container kept past `init(from:)`
     /// refuses to read rather than read what those bytes hold by then.
     @exclusivity(unchecked) private var ended = false
+    /// Notes the top-level members looked up, when the decoding is to learn them
+    /// (`MemberKnowledge`); nil for every other decoding, and for every decoder below the top.
+    let probe: MemberProbe?
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     /// `nextMember`: where the first member lookup starts, when the caller knows (see
     /// `DataObject.firstLookup(in:)`, which the decoder follows otherwise).
-    init(value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, nextMember: Int? = nil) {
+    init(
+        value: EncodedObject, codingPath: [any CodingKey], dates: DateDecoding, foreign: Bool = false, nextMember: Int? = nil,
+        probe: MemberProbe? = nil
+    ) {
         self.value = value
         basePath = codingPath
         self.dates = dates
         self.foreign = foreign
         self.nextMember = nextMember
+        self.probe = probe
         (parent, key, root) = (nil, nil, nil)
     }
 
@@ -63,6 +70,7 @@ final class ModelDecoder: Decoder {
         dates = parent.dates
         foreign = parent.foreign
         root = parent.root ?? parent
+        probe = nil
     }
 
     var codingPath: [any CodingKey] {
@@ -111,6 +119,10 @@ final class ModelDecoder: Decoder {
     /// `init(from:)` kept (which stays ended), nor a decoder made below it (which holds it as its
     /// root). A decode nested in this one on the thread finds no spare meanwhile.
     static func decode<T: Decodable>(_ type: T.Type, from dataObject: DataObject, dates: DateDecoding = .stored) throws -> T {
+        if let probe = dataObject.probe {
+            // A decoder of its own, never the spare: it notes what it looks up.
+            return try ModelDecoder(value: dataObject.encodedStorage, codingPath: [], dates: dates, probe: probe).decodeAndEnd(type)
+        }
         let scratch = ReadScratch.current
         var decoder: ModelDecoder
         if let spare = scratch.spareDecoder {
@@ -166,6 +178,7 @@ final class ModelDecoder: Decoder {
     /// case, the member where the lookup starts spelled as `key`, is answered inline.
     @inline(__always)
     func member(_ key: String) -> JSONScanner.Member? {
+        if let probe { probe.note(foreign ? key : FieldKey.stored(key)) }
         let scanner = value.scanner
         if let start = nextMember ?? firstLookup(in: scanner),
            let found = DataObject.member(at: start, spelled: key, escaped: !foreign, in: scanner) {
@@ -403,6 +416,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// Every member but the class name, by field key (`FieldKey` undone).
     var allKeys: [Key] {
         guard decoder.isLive else { return [] }
+        decoder.probe?.noteEveryMember()
         let scanner = object.scanner
         var keys: [Key] = []
         var next = scanner.firstMember(ofObjectAt: 0)
