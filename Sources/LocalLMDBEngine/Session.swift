@@ -23,7 +23,7 @@ import Foundation
     let owner: Owner
     package let busyTimeout: Duration
 
-    private struct State {
+    struct State {
         var inTransaction = false
         var closed = false
         /// Records written in the open transaction and not sent to the writer thread yet.
@@ -111,7 +111,7 @@ import Foundation
     /// Throws `closed` after `close()`; returns whether a transaction is open or ending (reads
     /// must then go through the writer thread).
     @inline(__always)
-    private func checkOpen() throws(DatabaseError) -> Bool {
+    func checkOpen() throws(DatabaseError) -> Bool {
         let flags = flags.load(line: 0)
         guard flags & 1 == 0 else { throw .closed }
         return flags & 6 != 0
@@ -222,7 +222,7 @@ import Foundation
 
     /// On the writer thread: applies the records acknowledged in the transaction `generation`,
     /// and records whether that failed it.
-    private func applyBuffered(
+    func applyBuffered(
         _ buffered: WriteOperation?, _ coordinator: TransactionCoordinator, generation: UInt64
     ) throws(DatabaseError) {
         guard let buffered else { return }
@@ -333,183 +333,11 @@ import Foundation
         try MigrationLock.tryAcquire(directory: engine.environment.directoryPath).map { FileMigrationLease($0) }
     }
 
-    // MARK: Reading
-
-    /// Whether a read must go through this session's open transaction (`readInTransaction`);
-    /// when not, it runs in a `snapshot` on the calling thread.
-    ///
-    /// Reads go through `readOutsideTransaction(_:)`, `readRecord` or `readBlocking`, which ask here.
-    @usableFromInline
-    func readsInTransaction() throws(DatabaseError) -> Bool {
-        try checkOpen()
-    }
-
-    /// `readsInTransaction`, for a blocking read: also fails fast when the read would wait for
-    /// itself (see `Session`).
-    @usableFromInline
-    func readsInTransactionBlocking(_ name: String) throws(DatabaseError) -> Bool {
-        let inTransaction = try checkOpen()
-        try checkNotRestoring(name)
-        return inTransaction
-    }
-
-    /// Runs `body` in a read-only snapshot on the calling thread.
-    @inlinable @inline(__always)
-    func snapshot<R>(_ body: (Transaction) throws(DatabaseError) -> R) throws(DatabaseError) -> R {
-        try Environment.withReadTransaction(in: engine.unmanagedEnvironment, body)
-    }
-
-    /// The store as `transaction` shows it.
-    @inlinable @inline(__always)
-    func storeSnapshot(_ transaction: Transaction) -> StoreSnapshot {
-        StoreSnapshot(engine.store, database: engine.serial, in: transaction)
-    }
-
-    /// Where objects restored after their snapshot ended look up their classes: a fresh snapshot.
-    @inlinable
-    var freshClassLookup: ClassLookup {
-        let target = engine.readTarget
-        return ClassLookup(database: target.serial, table: target.classTable, transaction: nil, records: target.records, encryption: target.encryption)
-    }
-
-    @inlinable @inline(__always)
-    package func readsSnapshotOnCallersThread() throws(DatabaseError) -> Bool {
-        try !readsInTransaction()
-    }
-
-    @inlinable @inline(__always)
-    package func readRecord<Value>(
-        _ key: StorageKey, id: String, _ restore: (DecodedRecord?, ClassLookup) throws(DatabaseError) -> Value
-    ) throws(DatabaseError) -> Value {
-        // The engine's plain values, not the store: a copy of the store retains its environment,
-        // a reference count every reading thread would write.
-        let target = engine.readTarget
-        return try snapshot { transaction throws(DatabaseError) in
-            let classes = ClassLookup(
-                database: target.serial, table: target.classTable, transaction: transaction, records: target.records, encryption: target.encryption)
-            // No `Optional.map` here: a generic call would look up `DecodedRecord?`'s metadata per read.
-            guard let value = try RecordStore.value(key, records: target.records, in: transaction) else {
-                return try restore(nil, classes)
-            }
-            return try restore(try RecordDecoding.decode(value: value, id: id, encryption: target.encryption), classes)
-        }
-    }
-
-    /// `read`'s value from a snapshot on the calling thread, where a read runs when this session
-    /// has no transaction open; nil when it has one: `readInTransaction` runs it there, behind
-    /// the transaction's writes. The asynchronous face calls this first (synchronous, so it
-    /// costs no asynchronous call on the hot path), after `PoolDemand.giveWay()`.
-    @inlinable @inline(__always)
-    package func readOutsideTransaction<Read: SessionRead>(_ read: Read) throws(DatabaseError) -> Read.Value? {
-        if try readsInTransaction() { return nil }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
-    }
-
-    /// `read`, blocking the calling thread; `name` is the calling method's, for errors.
-    @inlinable
-    package func readBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(DatabaseError) -> Read.Value {
-        if try readsInTransactionBlocking(name) { return try readInTransactionBlocking(read, name) }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
-    }
-
-    /// Runs `read` in this session's open transaction, or in a snapshot if it has none by now.
-    @usableFromInline
-    package nonisolated(nonsending) func readInTransaction<Read: SessionRead>(_ read: Read) async throws(DatabaseError) -> Read.Value {
-        if let detached = try await onWriterThread({ state throws(DatabaseError) in try self.readingInTransaction(read, &state) }) {
-            return try read.restore(detached, classes: freshClassLookup)
-        }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
-    }
-
-    /// `readInTransaction`, blocking the calling thread.
-    @usableFromInline
-    func readInTransactionBlocking<Read: SessionRead>(_ read: Read, _ name: String) throws(DatabaseError) -> Read.Value {
-        if let detached = try blockingOnWriterThread(name, { state throws(DatabaseError) in try self.readingInTransaction(read, &state) }) {
-            return try read.restore(detached, classes: freshClassLookup)
-        }
-        return try snapshot { transaction throws(DatabaseError) in try read.snapshot(storeSnapshot(transaction)) }
-    }
-
-    /// The job reading in the transaction, after the buffered records are applied: the read sees
-    /// every write made before it.
-    private func readingInTransaction<Read: SessionRead>(_ read: Read, _ state: inout State) throws(DatabaseError) -> WriterJob<Read.Detached?> {
-        guard !state.closed else { throw .closed }
-        let (owner, generation) = (owner, state.generation)
-        let buffered = state.buffer.take()
-        return { [self] coordinator, done in
-            done(Result { () throws(DatabaseError) in
-                try applyBuffered(buffered, coordinator, generation: generation)
-                return try coordinator.readInTransaction(owner: owner) { transaction throws(DatabaseError) in
-                    try read.inTransaction(storeSnapshot(transaction))
-                }
-            })
-        }
-    }
-
-    // MARK: Changes
-
-    /// The change log, or `changesUnavailable` when this database has none.
-    private func changeLog() throws(DatabaseError) -> ChangeLog {
-        _ = try checkOpen()
-        guard let log = engine.store.changeLog else {
-            throw .changesUnavailable(token: "", reason: "the database has no change log yet: open it once for writing")
-        }
-        return log
-    }
-
-    /// The position after the last commit.
-    package func changeToken() throws(DatabaseError) -> LogPosition {
-        let log = try changeLog()
-        return try snapshot { transaction throws(DatabaseError) in try log.token(in: transaction) }
-    }
-
-    /// The commits after `token` (at most `limit`), from one snapshot.
-    package func changeFeedBlocking(since token: LogPosition, limit: Int = .max) throws(DatabaseError) -> LoggedCommits {
-        let log = try changeLog()
-        return try snapshot { transaction throws(DatabaseError) in try log.entries(after: token, limit: limit, in: transaction) }
-    }
-
-    /// A snapshot read: it never waits, so the asynchronous form runs it at once.
-    package nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int = .max) async throws(DatabaseError) -> LoggedCommits {
-        try changeFeedBlocking(since: token, limit: limit)
-    }
-
-    /// A snapshot read: it never waits.
-    package nonisolated(nonsending) func readWithToken<Read: SnapshotRead>(_ read: Read) async throws(DatabaseError) -> (Read.Value, LogPosition) {
-        let log = try changeLog()
-        return try snapshot { transaction throws(DatabaseError) in
-            (try read.snapshot(storeSnapshot(transaction)), try log.token(in: transaction))
-        }
-    }
-
     // MARK: Closing
 
     /// Closes the session: later calls fail with `closed`; writes already submitted are
     /// committed first, an open transaction is rolled back, and the engine closes if this was
     /// its last session. Idempotent.
-    // MARK: Backups
-
-    package nonisolated(nonsending) func backup(to destination: URL, compact: Bool, progress: BackupListener?) async throws(DatabaseError) {
-        _ = try checkOpen()
-        let engine = self.engine
-        // On a thread of its own: the copy blocks for as long as it takes to write.
-        let result: Result<Void, DatabaseError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: Result { () throws(DatabaseError) in
-                    try engine.environment.backup(to: destination, compact: compact, progress: progress)
-                })
-            }
-            thread.name = "LocalLMDB backup"
-            thread.start()
-        }
-        try result.get()
-    }
-
-    package func backupBlocking(to destination: URL, compact: Bool, progress: BackupListener?) throws(DatabaseError) {
-        _ = try checkOpen()
-        try engine.environment.backup(to: destination, compact: compact, progress: progress)
-    }
-
     package nonisolated(nonsending) func close() async {
         guard markClosed() else { return }
         try? await onWriterThread { _ in self.detaching() }
@@ -586,7 +414,7 @@ import Foundation
     ///
     /// `prepare` runs under the session's lock, and the job is queued before the lock is let go:
     /// so jobs reach the writer thread in the order they took buffered records from the session.
-    private nonisolated(nonsending) func onWriterThread<R: Sendable>(
+    nonisolated(nonsending) func onWriterThread<R: Sendable>(
         _ prepare: (inout State) throws(DatabaseError) -> WriterJob<R>
     ) async throws(DatabaseError) -> R {
         let coordinator = engine.coordinator
@@ -614,7 +442,7 @@ import Foundation
     /// Runs `job` on the writer thread and blocks the calling thread until its outcome.
     /// - Throws: `wouldDeadlock` when called on the writer thread itself, which would wait for
     ///   itself for ever.
-    private func blockingOnWriterThread<R: Sendable>(
+    func blockingOnWriterThread<R: Sendable>(
         _ name: String, _ prepare: (inout State) throws(DatabaseError) -> WriterJob<R>
     ) throws(DatabaseError) -> R {
         guard !engine.thread.isCurrent else {

@@ -29,7 +29,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     typealias BeginCompletion = @Sendable (Result<Void, DatabaseError>) -> Void
 
     /// A reference type, so that appending to the journal never copies it.
-    private final class UserTransaction {
+    final class UserTransaction {
         let owner: Owner
         /// The LMDB transaction; nil once the user transaction has failed.
         var write: WriteTransaction?
@@ -60,7 +60,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
         }
     }
 
-    private struct PendingWrite {
+    struct PendingWrite {
         let operation: WriteOperation
         let completion: Completion
         /// Identifies a write waiting for another owner's transaction, for its busy timeout.
@@ -86,22 +86,22 @@ package final class TransactionCoordinator: @unchecked Sendable {
     let store: RecordStore
     var environment: Environment { store.environment }
 
-    private var user: UserTransaction?
+    var user: UserTransaction?
     private var waitingToBegin: [WaitingBegin] = []
-    private var pending: [PendingWrite] = []
+    var pending: [PendingWrite] = []
     /// The last id given to something waiting for another owner's transaction.
     private var lastWaiter: UInt64 = 0
     /// A delayed flush is waiting to run.
-    private var delayedFlushScheduled = false
+    var delayedFlushScheduled = false
     /// Group commits so far. A delayed flush runs only if no flush came first: otherwise it
     /// would commit, alone, the first write of the next group.
-    private var flushCount: UInt64 = 0
+    var flushCount: UInt64 = 0
     /// How many writes a group commit is expected to carry: the largest recent group, decaying
     /// by one per commit. A flush waits (briefly) for that many, since concurrent writers come
     /// back together after each commit; a lone writer is never delayed for long.
-    private var lastGroupSize = 1
+    var lastGroupSize = 1
     /// The longest a write waits for others to join its group: about half a durable commit.
-    private static let groupWait = Duration.microseconds(150)
+    static let groupWait = Duration.microseconds(150)
     /// How often a failing transaction is rebuilt (growing the map) before giving up.
     static let maxAttempts = 40
 
@@ -123,7 +123,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
         return lastGroupSize >= 1
     }
 
-    private func checkThread(_ operation: String) throws(DatabaseError) {
+    func checkThread(_ operation: String) throws(DatabaseError) {
         guard thread.isCurrent else { throw .wrongThread(operation: operation) }
     }
 
@@ -183,7 +183,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     ///
     /// A failed operation leaves no trace: the transaction is aborted and rebuilt from its
     /// journal (in the map grown first, when the map was full, and the operation tried again).
-    private func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(DatabaseError) -> Int? {
+    func applyInTransaction(_ operation: WriteOperation, owner: Owner) throws(DatabaseError) -> Int? {
         try checkThread("write")
         guard let open = user, open.owner == owner else { return nil }
         do throws(DatabaseError) {
@@ -278,7 +278,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     /// full, at most `maxAttempts` times: the one place where a failed write grows the map and
     /// tries again. `attempt` must leave nothing behind when it throws (its LMDB transaction
     /// ended), so that the map can grow.
-    private func retryingWhenTheMapFills<R: ~Copyable>(
+    func retryingWhenTheMapFills<R: ~Copyable>(
         _ attempt: () throws(DatabaseError) -> R
     ) throws(DatabaseError) -> R {
         var grown = 0
@@ -395,7 +395,7 @@ package final class TransactionCoordinator: @unchecked Sendable {
     }
 
     /// A new waiter id, which fails with `busy` unless it stops waiting within `busyTimeout`.
-    private func nextWaiter(_ busyTimeout: Duration) -> UInt64 {
+    func nextWaiter(_ busyTimeout: Duration) -> UInt64 {
         lastWaiter += 1
         let waiter = lastWaiter
         thread.submit(after: busyTimeout) { [self] in expire(waiter, busyTimeout: busyTimeout) }
@@ -409,108 +409,6 @@ package final class TransactionCoordinator: @unchecked Sendable {
             waitingToBegin.remove(at: index).completion(.failure(.busy(timeout: busyTimeout)))
         } else if let index = pending.firstIndex(where: { $0.waiter == waiter }) {
             pending.remove(at: index).completion(.failure(.busy(timeout: busyTimeout)))
-        }
-    }
-
-    // MARK: Group commit
-
-    /// Applies `operation` in `owner`'s open transaction, or else queues it for the next group
-    /// commit. `completion` runs on this thread once the result is known (for a group commit,
-    /// once the commit is durable). A write that waits for another owner's transaction fails
-    /// with `busy` after `busyTimeout`.
-    func perform(_ operation: WriteOperation, owner: Owner, busyTimeout: Duration, completion: @escaping Completion) {
-        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
-        do throws(DatabaseError) {
-            if let result = try applyInTransaction(operation, owner: owner) {
-                return completion(.success(result))
-            }
-        } catch {
-            return completion(.failure(error))
-        }
-        guard user == nil else {
-            // Another owner's transaction is open: wait for it, for a bounded time.
-            pending.append(PendingWrite(operation: operation, completion: completion, waiter: nextWaiter(busyTimeout)))
-            return
-        }
-        pending.append(PendingWrite(operation: operation, completion: completion))
-        if pending.count >= lastGroupSize {
-            // The group is complete: commit behind the jobs already queued (their writes join it).
-            thread.submit { [self] in flush() }
-        } else if !delayedFlushScheduled {
-            // Wait a moment for the writers of the last group to come back.
-            delayedFlushScheduled = true
-            let scheduledAfter = flushCount
-            thread.submit(after: Self.groupWait) { [self] in
-                guard flushCount == scheduledAfter else { return }
-                delayedFlushScheduled = false
-                flush()
-            }
-        }
-    }
-
-    /// Commits every pending write in one transaction (each alone if the group fails).
-    func flush() {
-        defer { assert(invariantsHold(), "the transaction coordinator broke its invariants") }
-        flushPending()
-    }
-
-    /// `flush`, inside another step.
-    func flushPending() {
-        guard user == nil, !pending.isEmpty else { return }
-        let batch = pending
-        pending.removeAll()
-        flushCount += 1
-        delayedFlushScheduled = false
-        lastGroupSize = max(batch.count, lastGroupSize - 1)
-        do throws(DatabaseError) {
-            let results = try commitTransaction(batch.map(\.operation))
-            for (write, result) in zip(batch, results) { write.completion(.success(result)) }
-        } catch {
-            guard batch.count > 1 else { return batch[0].completion(.failure(error)) }
-            // One write may have spoiled the group: commit each alone, so only it fails.
-            for write in batch {
-                write.completion(Result { () throws(DatabaseError) in try commitTransaction([write.operation])[0] })
-            }
-        }
-    }
-
-    /// Applies `operations` in one new transaction and commits it, growing the map as needed.
-    private func commitTransaction(_ operations: [WriteOperation]) throws(DatabaseError) -> [Int] {
-        let results = try commitNew(reserving: operations.reduce(0) { $0 + $1.estimatedGrowth }) { transaction, changes throws(DatabaseError) in
-            try operations.map { operation throws(DatabaseError) in try store.apply(operation, in: transaction, changes: &changes) }
-        }
-        return results ?? []  // Never nil: applying operations never gives up.
-    }
-
-    /// Runs `apply` in a new transaction and commits it with the change log's entry for what
-    /// it changed, after reserving map space for `bytes`. When the map fills, grows it and runs
-    /// `apply` again in a new transaction. Returns what `apply` returned; nil, with nothing
-    /// written, when `apply` gives up (returns nil).
-    func commitNew<R>(
-        reserving bytes: Int, _ apply: (Transaction, inout ChangeSet) throws(DatabaseError) -> R?
-    ) throws(DatabaseError) -> R? {
-        try checkThread("commit")
-        // Failing to grow here only means growing later, as the map fills.
-        try? environment.reserve(bytes: bytes)
-        return try retryingWhenTheMapFills { () throws(DatabaseError) -> R? in
-            let write = try environment.beginWrite()
-            var changes = ChangeSet()
-            let result: R
-            let logged: UInt64?
-            do throws(DatabaseError) {
-                guard let applied = try apply(write.transaction, &changes) else {
-                    write.abort()
-                    return nil
-                }
-                result = applied
-                logged = try store.logChanges(changes, in: write.transaction)
-            } catch {
-                write.abort()
-                throw error
-            }
-            try write.commit()
-            if let logged { didCommit?(logged) }
-            return result
         }
     }
 }
