@@ -35,12 +35,18 @@ let package = Package(
         // The layers, each depending only on those below it (ARCHITECTURE.md; `scripts/check-layers`
         // refuses any other edge). Only `LocalLMDB` is a product: the layers below are reached
         // through `package` access, and the library depends on LMDB and the toolchain only.
+        // The vocabulary every layer shares, and nothing else: the errors (`DatabaseError`), the
+        // stack guard, thread-locals, byte comparisons. Its C part says what Swift cannot about the
+        // calling thread's stack.
+        .target(name: "CLocalLMDBBase"),
+        .target(name: "LocalLMDBBase", dependencies: ["CLocalLMDBBase"]),
         // The LMDB wrapper: the only Swift code that calls LMDB.
-        .target(name: "LocalLMDBLMDB", dependencies: ["CLMDB"]),
-        // The JSON codec: bytes in, bytes out (writer, scanner, validator, checksum).
-        .target(name: "LocalLMDBJSON", dependencies: ["LocalLMDBLMDB"]),
+        .target(name: "LocalLMDBLMDB", dependencies: ["CLMDB", "LocalLMDBBase"]),
+        // The JSON codec: bytes in, bytes out (writer, scanner, validator, checksum). It stands
+        // alone: on the shared vocabulary and the toolchain, not on LMDB.
+        .target(name: "LocalLMDBJSON", dependencies: ["LocalLMDBBase"]),
         // The store: record layout, class table, change log (bytes and names, no models).
-        .target(name: "LocalLMDBStore", dependencies: ["LocalLMDBJSON"]),
+        .target(name: "LocalLMDBStore", dependencies: ["LocalLMDBJSON", "LocalLMDBLMDB"]),
         // The engine: writer thread, transactions, group commit, streams, notifier.
         .target(name: "LocalLMDBEngine", dependencies: ["LocalLMDBStore"]),
         // Models, `DataObject`, Codable, and the two faces: the public API.
@@ -87,7 +93,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LocalLMDBTests",
-            dependencies: ["LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport", "LocalLMDBTestHelper", "CLMDB"]
+            dependencies: ["LocalLMDB", "LocalLMDBEncryption", "LocalLMDBTestSupport", "LocalLMDBTestHelper", "CLMDB", "CLocalLMDBBase"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// What the codec keeps per thread between calls: where the thread's stack ends, and the memory
 /// of writers that finished on it.

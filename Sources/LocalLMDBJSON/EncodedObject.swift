@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// A valid JSON object's bytes, which a `DataObject` reads its fields from in place.
 ///

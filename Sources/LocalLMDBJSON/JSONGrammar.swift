@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// The pieces of JSON (RFC 8259) that both `JSONValidator`, which checks them, and
 /// `JSONScanner`, which reads them out of checked bytes, need: byte classes, escapes and numbers.

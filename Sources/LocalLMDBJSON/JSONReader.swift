@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// Parses JSON (RFC 8259) from bytes into `JSONValue` trees: `JSONValidator` checks the
 /// document, then `JSONScanner` builds the tree from the checked bytes.

@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 import Foundation
 

@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// Reads values in place from bytes that `JSONValidator` accepted.
 ///

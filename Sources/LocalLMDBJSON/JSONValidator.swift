@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// Checks that bytes are exactly one strict JSON (RFC 8259) document, building nothing.
 ///

@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// A parsed JSON value. Integers that fit in 64 bits stay exact; other numbers are `Double`.
 @usableFromInline package enum JSONValue: Sendable, Equatable {

@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// Writes `JSONValue`s as compact, standards-compliant JSON (RFC 8259) into a byte buffer.
 ///

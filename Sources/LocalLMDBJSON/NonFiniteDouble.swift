@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// How doubles that JSON cannot write as numbers are stored: as strings, read back exactly.
 ///

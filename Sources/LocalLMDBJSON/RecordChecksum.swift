@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// The checksum of a record's value (format 2): of its header (class name and full id) and of its
 /// JSON document, so that a read can tell the bytes LocalLMDB wrote from bytes changed since,

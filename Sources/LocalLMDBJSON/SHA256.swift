@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// SHA-256 (FIPS 180-4), used only to turn names longer than LMDB's key limit into fixed-size
 /// keys. A collision-resistant digest is needed because two distinct long ids sharing a key

@@ -1,4 +1,4 @@
-import LocalLMDBLMDB
+import LocalLMDBBase
 
 /// The LEB128 numbers and length-prefixed byte strings of the store's own formats: the header
 /// of a record's value (`RecordValue`) and the entries of the change log (`ChangeLog`).

@@ -1,6 +1,7 @@
-import CLMDB
+import CLocalLMDBBase
 import Foundation
-@testable import LocalLMDBLMDB
+@testable import LocalLMDBBase
+import LocalLMDBLMDB
 import Testing
 
 @Suite("The stack guard")
@@ -13,7 +14,7 @@ struct StackGuardTests {
     @Test func theGuardReadsAPositionOnTheThreadsOwnStack() {
         @Sendable func onOwnStack() -> Bool {
             guard let (lowest, size) = ThreadStack.bounds else { return true }
-            let position = UInt(clmdb_stack_position())
+            let position = UInt(locallmdb_stack_position())
             return position >= lowest && position < lowest + size && !StackGuard.isLow(StackGuard.limitOfCurrentThread())
         }
         #expect(onOwnStack())

@@ -1,4 +1,4 @@
-import CLMDB
+import CLocalLMDBBase
 
 /// How far down a thread's stack the codec may recurse.
 ///
@@ -33,6 +33,6 @@ import CLMDB
     /// was refused as too deep.
     @inline(__always)
     @inlinable package static func isLow(_ limit: UInt) -> Bool {
-        UInt(clmdb_stack_position()) < limit
+        UInt(locallmdb_stack_position()) < limit
     }
 }

@@ -1,4 +1,4 @@
-import CLMDB
+import CLocalLMDBBase
 
 /// The calling thread's stack, as the system reports it.
 @usableFromInline package enum ThreadStack {
@@ -6,7 +6,7 @@ import CLMDB
     @inlinable static var bounds: (lowest: UInt, size: UInt)? {
         var lowest: UInt = 0
         var size = 0
-        guard clmdb_stack_bounds(&lowest, &size) else { return nil }
+        guard locallmdb_stack_bounds(&lowest, &size) else { return nil }
         return (lowest, UInt(size))
     }
 }
