@@ -17,6 +17,10 @@ public protocol Contender: Sendable {
     func writeOne(id: String, index: Int) async throws
     /// Reads one object by id; returns a field so the read cannot be optimised away.
     func read(id: String) async throws -> Int
+    /// The same read through the store's synchronous API, on the calling thread: LocalLMDB's
+    /// `SerializationDatabase`, GRDB's synchronous `read`. Beside `read(id:)`, it shows how much
+    /// of a ratio of asynchronous reads is the hop an asynchronous API makes (GRDB's to its queue).
+    func readSynchronously(id: String) throws -> Int
     /// Reads every stored object, inside `ReadAllResult.measuring`, which measures the read and
     /// the memory its objects hold.
     func readAll() async throws -> ReadAllResult

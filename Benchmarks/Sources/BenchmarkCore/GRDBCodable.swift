@@ -47,6 +47,13 @@ public final class GRDBCodable: Contender {
         }
     }
 
+    public func readSynchronously(id: String) throws -> Int {
+        switch model {
+        case .student: try pool.read { db in try StudentRow.fetchOne(db, key: id) }?.age ?? -1
+        case .wide: try pool.read { db in try OrderRow.fetchOne(db, key: id) }?.quantity ?? -1
+        }
+    }
+
     public func readAll() async throws -> ReadAllResult {
         switch model {
         case .student: try await ReadAllResult.measuring { try await pool.read { db in try StudentRow.fetchAll(db) } }

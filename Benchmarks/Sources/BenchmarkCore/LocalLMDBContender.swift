@@ -49,10 +49,14 @@ public enum EncryptedModels: LocalLMDBModels {
 public final class LocalLMDBContender<Models: LocalLMDBModels>: Contender {
     public static var name: String { Models.name }
     let database: LocalDatabase
+    /// The synchronous face on the same database, for `readSynchronously`.
+    let synchronous: SerializationDatabase
     let model: BenchModel
 
     public init(directory: URL, model: BenchModel) throws {
-        database = try LocalDatabase(directory: directory, configuration: try Models.configuration())
+        let configuration = try Models.configuration()
+        database = try LocalDatabase(directory: directory, configuration: configuration)
+        synchronous = try SerializationDatabase(directory: directory, configuration: configuration)
         self.model = model
     }
 
@@ -83,6 +87,13 @@ public final class LocalLMDBContender<Models: LocalLMDBModels>: Contender {
         switch model {
         case .student: try await read(Models.Student.self, id: id)
         case .wide: try await read(Models.Order.self, id: id)
+        }
+    }
+
+    public func readSynchronously(id: String) throws -> Int {
+        switch model {
+        case .student: (synchronous.read(id: id) as Models.Student?)?.probe ?? -1
+        case .wide: (synchronous.read(id: id) as Models.Order?)?.probe ?? -1
         }
     }
 

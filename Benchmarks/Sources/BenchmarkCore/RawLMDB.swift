@@ -99,6 +99,10 @@ public final class RawLMDB: Contender, @unchecked Sendable {
     }
 
     public func read(id: String) async throws -> Int {
+        try readSynchronously(id: id)
+    }
+
+    public func readSynchronously(id: String) throws -> Int {
         var id = id
         return try withReader { txn in
             id.withUTF8 { key in

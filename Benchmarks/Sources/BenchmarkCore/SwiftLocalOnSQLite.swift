@@ -69,11 +69,23 @@ public final class SwiftLocalOnSQLite: Contender {
         let json = try await queue.read { db in
             try String.fetchOne(db, sql: "SELECT data FROM record WHERE id = ?", arguments: [id])
         }
+        return try probe(of: json)
+    }
+
+    /// The field a read returns, of the object whose JSON is `json` (-1 when there is none).
+    private func probe(of json: String?) throws -> Int {
         guard let json else { return -1 }
         switch model {
         case .student: return try DictionaryDataObject.decodeStudent(json).age
         case .wide: return try DictionaryDataObject.decodeOrder(json).quantity
         }
+    }
+
+    public func readSynchronously(id: String) throws -> Int {
+        let json = try queue.read { db in
+            try String.fetchOne(db, sql: "SELECT data FROM record WHERE id = ?", arguments: [id])
+        }
+        return try probe(of: json)
     }
 
     public func readAll() async throws -> ReadAllResult {

@@ -48,6 +48,12 @@ public enum Workloads {
                 try await readRandomly(store, ids: ids.prefix(reads), tasks: 2)
                 return nil
             }, needsEmptyStore: false),
+            Workload(name: "read by id, synchronous API", unit: "reads", operations: reads, run: { store, ids in
+                for id in ids.prefix(reads) {
+                    guard try store.readSynchronously(id: id) >= 0 else { throw WorkloadFailure(reason: "missing \(id)") }
+                }
+                return nil
+            }, needsEmptyStore: false),
             Workload(name: readAllName, unit: "objects", operations: count, run: { store, _ in
                 let read = try await store.readAll()
                 guard read.count == count else { throw WorkloadFailure(reason: "read \(read.count) of \(count) objects") }

@@ -9,17 +9,17 @@ import LocalLMDBTestSupport
 import Testing
 
 /// A key of 32 bytes all `byte`, under the id `id`.
-private func key(_ id: String, _ byte: UInt8) throws -> EncryptionKey {
+func testKey(_ id: String, _ byte: UInt8) throws -> EncryptionKey {
     try EncryptionKey(id: id, bytes: [UInt8](repeating: byte, count: 32))
 }
 
-/// The `HELPER_KEYS` form of keys made by `key(_:_:)`.
+/// The `HELPER_KEYS` form of keys made by `testKey(_:_:)`.
 private func helperKeys(_ keys: [(String, UInt8)]) -> String {
     keys.map { id, byte in id + "=" + String(repeating: String(format: "%02x", byte), count: 32) }.joined(separator: ",")
 }
 
 /// A configuration sealing under `current`, opening `previous` too.
-private func encrypted(_ current: EncryptionKey, _ previous: [EncryptionKey] = [], adopting: Bool = false) throws -> DatabaseConfiguration {
+func encryptedConfiguration(_ current: EncryptionKey, _ previous: [EncryptionKey] = [], adopting: Bool = false) throws -> DatabaseConfiguration {
     var configuration = DatabaseConfiguration()
     configuration.encryption = DatabaseEncryption(try AESGCMCipher(current: current, previous: previous), encryptingExistingValues: adopting)
     return configuration
@@ -46,7 +46,7 @@ struct EncryptionTests {
     /// Everything works on an encrypted database, and no document is in the file in the clear.
     @Test func anEncryptedDatabaseWorksAndKeepsNoDocumentInTheClear() async throws {
         try await withTemporaryDirectory { directory in
-            let configuration = try encrypted(try key("k1", 1))
+            let configuration = try encryptedConfiguration(try testKey("k1", 1))
             let database = try LocalDatabase(directory: directory, configuration: configuration)
             let secret = "the-secret-text-\(UUID().uuidString)"
             try await database.write(Record(id: "n", data: Note(text: secret)))
@@ -92,7 +92,7 @@ struct EncryptionTests {
     /// Observation and the change feed work: their events carry ids, and reads decrypt.
     @Test func observationSeesEncryptedWrites() async throws {
         try await withTemporaryDirectory { directory in
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 1)))
             let token = try database.changeToken()
             var values = database.observe(Note.self, id: "o").makeAsyncIterator()
             if case .some(.none) = try await values.next() {} else { Issue.record("expected nil before the write") }
@@ -107,16 +107,16 @@ struct EncryptionTests {
     /// at open, and nothing changed.
     @Test func keysAreCheckedAtOpen() async throws {
         try await withTemporaryDirectory { directory in
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 1)))
             try await database.write(Record(id: "n", data: Note(text: "kept")))
             await database.close()
             // The right id, another key.
             await expectError({ if case .wrongEncryptionKey("k1") = $0 { true } else { false } }) {
-                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 9)))
+                _ = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 9)))
             }
             // A new current key, without the one the values are under.
             await expectError({ if case .missingEncryptionKey("k1") = $0 { true } else { false } }) {
-                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k2", 2)))
+                _ = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k2", 2)))
             }
             // No key.
             await expectError({ if case .encryptionRequired = $0 { true } else { false } }) {
@@ -124,7 +124,7 @@ struct EncryptionTests {
             }
             #expect(try runHelper(["open", directory.path]).lines.first?.hasPrefix("error") == true)
             // Still readable with the right key.
-            let reopened = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            let reopened = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 1)))
             #expect((try await reopened.read(id: "n") as Note?)?.text == "kept")
             await reopened.close()
         }
@@ -133,7 +133,7 @@ struct EncryptionTests {
             try await plain.write(Record(id: "n", data: Note(text: "plain")))
             await plain.close()
             await expectError({ if case .unencryptedDatabase = $0 { true } else { false } }) {
-                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+                _ = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 1)))
             }
             // Refused without a trace: it opens as before.
             let again = try LocalDatabase(directory: directory)
@@ -146,15 +146,15 @@ struct EncryptionTests {
     /// one's key is checked too.
     @Test func aSecondDatabaseOnTheDirectoryIsChecked() async throws {
         try await withTemporaryDirectory { directory in
-            let first = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            let first = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 1)))
             try await first.write(Record(id: "n", data: Note(text: "x")))
             await expectError({ if case .incompatibleOptions = $0 { true } else { false } }) {
                 _ = try LocalDatabase(directory: directory)
             }
             await expectError({ if case .wrongEncryptionKey("k1") = $0 { true } else { false } }) {
-                _ = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 7)))
+                _ = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 7)))
             }
-            let second = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k1", 1)))
+            let second = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k1", 1)))
             #expect((try await second.read(id: "n") as Note?)?.text == "x")
         }
     }
@@ -163,7 +163,7 @@ struct EncryptionTests {
     /// the others read, and the integrity check reports it.
     @Test func aValueChangedOnDiskIsATypedErrorNamingTheRecord() async throws {
         try await withTemporaryDirectory { directory in
-            let configuration = try encrypted(try key("k1", 1))
+            let configuration = try encryptedConfiguration(try testKey("k1", 1))
             let database = try LocalDatabase(directory: directory, configuration: configuration)
             try await database.write(Record(id: "victim", data: Note(text: String(repeating: "v", count: 400))))
             try await database.write(Record(id: "other", data: Note(text: "fine")))
@@ -197,7 +197,7 @@ struct EncryptionTests {
     /// neither opens as the other.
     @Test func valuesSwappedBetweenRecordsDoNotOpen() async throws {
         try await withTemporaryDirectory { directory in
-            let configuration = try encrypted(try key("k1", 1))
+            let configuration = try encryptedConfiguration(try testKey("k1", 1))
             let database = try LocalDatabase(directory: directory, configuration: configuration)
             try await database.write(Record(id: "alice", data: Note(text: "alice's")))
             try await database.write(Record(id: "bob", data: Note(text: "bob's")))
@@ -230,13 +230,13 @@ struct EncryptionTests {
     /// new one; `reencrypt` seals every one again, with progress, and the old key is retired.
     @Test func rotatingTheKeyReencryptsEveryRecordOnline() async throws {
         try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            let old = try testKey("old", 1)
+            let new = try testKey("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(old))
             try await first.write(contentsOf: (0..<250).map { Record(id: "t\($0)", data: Ticket(queue: "q", priority: $0, title: "t")) })
             await first.close()
 
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new, [old]))
             #expect(try await database.encryptionState()?.keyIDs == ["old", "new"])
             try await database.write(Record(id: "fresh", data: Note(text: "under new")))
             let seen = Locked<[ReencryptionProgress]>([])
@@ -251,7 +251,7 @@ struct EncryptionTests {
             let fresh = try #require(rawGet(directory, "records", "fresh"))
             #expect(fresh.first == 3 && offset(of: [3] + Array("new".utf8), in: fresh) != nil)
             // The old key is no longer needed, nor accepted as the current one.
-            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            let rotated = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new))
             #expect(try await rotated.count(Ticket.self) == 250)
             #expect(try await rotated.verifyIntegrity().isConsistent)
             await rotated.close()
@@ -262,20 +262,20 @@ struct EncryptionTests {
     /// one retired, once; an unencrypted database fails the step with a typed error.
     @Test func aMigrationStepRotatesTheKey() async throws {
         try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            let old = try testKey("old", 1)
+            let new = try testKey("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(old))
             try await first.write(contentsOf: (0..<150).map { Record(id: "t\($0)", data: Ticket(queue: "q", priority: $0, title: "t")) })
             await first.close()
 
             var migrator = DatabaseMigrator()
             migrator.registerMigration("rotate to new", steps: [.reencrypt(batchSize: 40)])
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new, [old]))
             #expect(try await database.migrate(with: migrator) == ["rotate to new"])
             #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["new"], mayHoldUnencryptedValues: false))
             #expect(try await database.migrate(with: migrator).isEmpty)
             await database.close()
-            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            let rotated = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new))
             #expect(try await rotated.count(Ticket.self) == 150)
             #expect(try await rotated.verifyIntegrity().isConsistent)
             await rotated.close()
@@ -297,7 +297,7 @@ struct EncryptionTests {
             let plain = try LocalDatabase(directory: directory)
             try await plain.write(contentsOf: (0..<50).map { Record(id: "n\($0)", data: Note(text: "plain \($0)")) })
             await plain.close()
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k", 5), adopting: true))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k", 5), adopting: true))
             #expect(try await database.encryptionState() == EncryptionState(keyIDs: ["k"], mayHoldUnencryptedValues: true))
             #expect((try await database.read(id: "n7") as Note?)?.text == "plain 7")
             #expect(try await database.reencrypt(batchSize: 16) == 50)
@@ -315,9 +315,9 @@ struct EncryptionTests {
     /// the old key is still required; run again, it finishes.
     @Test func reencryptionKilledPartWayResumes() async throws {
         try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            let old = try testKey("old", 1)
+            let new = try testKey("new", 2)
+            let first = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(old))
             try await first.write(contentsOf: (0..<2000).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
             await first.close()
 
@@ -332,9 +332,9 @@ struct EncryptionTests {
             #expect(collector.waitForEnd())
 
             await expectError({ if case .missingEncryptionKey("old") = $0 { true } else { false } }) {
-                _ = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+                _ = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new))
             }
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new, [old]))
             let notes: [Note] = try await database.read()
             #expect(notes.count == 2000)
             #expect(Set(notes.map(\.text)) == Set((0..<2000).map { "note \($0)" }))
@@ -344,7 +344,7 @@ struct EncryptionTests {
             #expect(try await database.encryptionState()?.keyIDs == ["new"])
             #expect(try await database.verifyIntegrity().isConsistent)
             await database.close()
-            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            let rotated = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new))
             #expect(try await rotated.count(Note.self) == 2000)
         }
     }
@@ -353,9 +353,9 @@ struct EncryptionTests {
     /// refused, rather than writing values the database's keys cannot open.
     @Test func writesUnderARetiredKeyAreRefused() async throws {
         try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let stale = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            let old = try testKey("old", 1)
+            let new = try testKey("new", 2)
+            let stale = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(old))
             try await stale.write(Record(id: "a", data: Note(text: "a")))
             // Another process rotates to the new key.
             let child = try runHelper(["reencrypt", directory.path], environment: ["HELPER_KEYS": helperKeys([("new", 2), ("old", 1)])])
@@ -368,7 +368,7 @@ struct EncryptionTests {
                 try await stale.write(contentsOf: [Record(id: "c", data: Note(text: "c")), Record(id: "d", data: Note(text: "d"))])
             }
             await stale.close()
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new))
             #expect((try await database.read(id: "a") as Note?)?.text == "a")
             #expect((try await database.read(id: "b") as Note?) == nil)
         }
@@ -379,9 +379,9 @@ struct EncryptionTests {
     /// rather than being made authentic under the new key. The other records are sealed.
     @Test func reencryptionNeverSealsWhatDoesNotOpen() async throws {
         try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(old))
+            let old = try testKey("old", 1)
+            let new = try testKey("new", 2)
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(old))
             try await database.write(contentsOf: (0..<20).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
             await database.close()
             let plainDirectory = directory.appendingPathComponent("plain")
@@ -392,7 +392,7 @@ struct EncryptionTests {
             changed[changed.count - 20] ^= 0x01
             rawPut(directory, "records", [(Array("n3".utf8), try #require(rawGet(plainDirectory, "records", "n3"))), (Array("n7".utf8), changed)])
 
-            let rotating = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
+            let rotating = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(new, [old]))
             await expectError({ if case .undecryptableRecord("n3", _) = $0 { true } else { false } }) {
                 try await rotating.reencrypt(batchSize: 5)
             }
@@ -418,7 +418,7 @@ struct EncryptionTests {
             let digit = try #require(damaged.lastIndex(of: UInt8(ascii: "2")))
             damaged[digit] = UInt8(ascii: "9")  // Still valid JSON: only the checksum tells.
             rawPut(directory, "records", [(Array("n2".utf8), damaged)])
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k", 5), adopting: true))
+            let database = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k", 5), adopting: true))
             await expectError({ if case .corruptRecord("n2", _) = $0 { true } else { false } }) {
                 let _: Note? = try await database.read(id: "n2")
             }
@@ -437,7 +437,7 @@ struct EncryptionTests {
     /// read of all, and rotation seals them like any other.
     @Test func longIDsAreBoundToTheirKeys() async throws {
         try await withTemporaryDirectory { directory in
-            let configuration = try encrypted(try key("k1", 1))
+            let configuration = try encryptedConfiguration(try testKey("k1", 1))
             let ids = ["a", "b"].map { String(repeating: $0, count: 600) }
             let database = try LocalDatabase(directory: directory, configuration: configuration)
             for id in ids { try await database.write(Record(id: id, data: Note(text: "of \(id.prefix(1))"))) }
@@ -445,7 +445,7 @@ struct EncryptionTests {
             #expect(Set((try await database.read() as [Note]).map(\.text)) == ["of a", "of b"])
             #expect(try await database.readIDs(Note.self).sorted() == ids)
             await database.close()
-            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k2", 2), [try key("k1", 1)]))
+            let rotated = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k2", 2), [try testKey("k1", 1)]))
             #expect(try await rotated.reencrypt() == 2)
             #expect((try await rotated.read(id: ids[1]) as Note?)?.text == "of b")
             await rotated.close()
@@ -453,7 +453,7 @@ struct EncryptionTests {
             let keys = ids.map { StorageKey($0, maxKeySize: 511).bytes }
             let values = try keys.map { try #require(rawGet(directory, "records", bytes: $0)) }
             rawPut(directory, "records", [(keys[0], values[1]), (keys[1], values[0])])
-            let swapped = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k2", 2)))
+            let swapped = try LocalDatabase(directory: directory, configuration: try encryptedConfiguration(try testKey("k2", 2)))
             for id in ids {
                 await expectError({ if case .undecryptableRecord = $0 { true } else { false } }) {
                     let _: Note? = try await swapped.read(id: id)
@@ -463,144 +463,5 @@ struct EncryptionTests {
                 let _: [Note] = try await swapped.read()
             }
         }
-    }
-
-    /// A writer that keeps adding records after the position re-encryption has reached does not
-    /// keep it going: it ends after one pass over the records there were when it began, and
-    /// every record is sealed under the new key.
-    @Test func reencryptionEndsWhileAWriterKeepsAddingRecords() async throws {
-        try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
-            try await first.write(contentsOf: (0..<200).map { Record(id: "a\($0)", data: Note(text: "old \($0)")) })
-            await first.close()
-
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
-            let done = Locked(false)
-            // A bound that only a re-encryption waiting for the writer to stop reaches (about
-            // 20 rounds are seen while it runs).
-            let writerRounds = 2000
-            let writer = Task {
-                var round = 0
-                // Ids after every old one: each lands ahead of the re-encryption's position.
-                while !done.withLock({ $0 }), round < writerRounds {
-                    try await database.write(contentsOf: (0..<100).map { Record(id: "z\(100_000 + round)-\($0 + 100)", data: Note(text: "new")) })
-                    round += 1
-                }
-                return round
-            }
-            let resealed = try await database.reencrypt(batchSize: 2)
-            done.withLock { $0 = true }
-            let rounds = try await writer.value
-            #expect(resealed == 200)
-            #expect(rounds < writerRounds, "re-encryption ended only once the writer stopped")
-            await database.close()
-            let rotated = try LocalDatabase(directory: directory, configuration: try encrypted(new))
-            #expect(try await rotated.count(Note.self) == 200 + 100 * rounds)
-            #expect((try await rotated.read() as [Note]).count == 200 + 100 * rounds)
-        }
-    }
-
-    /// A cancelled re-encryption stops between batches, leaves every record readable with the
-    /// keys it had, and a later call finishes it.
-    @Test func aCancelledReencryptionCanBeResumed() async throws {
-        try await withTemporaryDirectory { directory in
-            let old = try key("old", 1)
-            let new = try key("new", 2)
-            let first = try LocalDatabase(directory: directory, configuration: try encrypted(old))
-            try await first.write(contentsOf: (0..<100).map { Record(id: "n\($0)", data: Note(text: "note \($0)")) })
-            await first.close()
-            let database = try LocalDatabase(directory: directory, configuration: try encrypted(new, [old]))
-            let cancelled = Task {
-                try await database.reencrypt(batchSize: 10) { _ in withUnsafeCurrentTask { $0?.cancel() } }
-            }
-            await #expect(throws: CancellationError.self) { try await cancelled.value }
-            #expect(try await database.encryptionState()?.keyIDs == ["old", "new"])
-            #expect((try await database.read() as [Note]).count == 100)
-            #expect(try await database.reencrypt() == 90)
-            #expect(try await database.encryptionState()?.keyIDs == ["new"])
-        }
-    }
-
-    /// Nonces drawn a block at a time are each used once, across blocks.
-    @Test func noncesAreNeverReused() throws {
-        let cipher = try AESGCMCipher(current: try key("k", 1))
-        var nonces = Set<[UInt8]>()
-        let text = [UInt8]("the same text".utf8)
-        // Many blocks of 21 nonces.
-        for _ in 0..<2_000 {
-            let sealed = try text.withUnsafeBytes { text in
-                try [UInt8]().withUnsafeBytes { try cipher.seal(text, keyID: "k", associatedData: $0) }
-            }
-            #expect(sealed.count == text.count + 28)
-            nonces.insert(Array(sealed.prefix(12)))
-        }
-        #expect(nonces.count == 2_000)
-    }
-
-    /// A child process made by `fork` does not hand out its parent's next nonces again.
-    /// (Not under ThreadSanitizer, whose runtime does not support `fork` in a process with
-    /// threads: its children can hang.)
-    @Test(.enabled(if: !runningUnderThreadSanitizer)) func aChildOfForkDrawsNoncesOfItsOwn() throws {
-        let (status, lines) = try runHelper(["fork-nonces"])
-        #expect(status == 0)
-        let child = lines.first { $0.hasPrefix("child ") }?.dropFirst(6)
-        let parent = lines.first { $0.hasPrefix("parent ") }?.dropFirst(7)
-        #expect(child?.count == 24 && parent?.count == 24, "\(lines)")
-        #expect(child != parent)
-    }
-
-    /// A child made by `fork` while another thread of its parent seals can seal too: it never
-    /// inherits the nonce source's lock held by a thread it does not have (which would hang it).
-    /// (Not under ThreadSanitizer, as above.)
-    @Test(.enabled(if: !runningUnderThreadSanitizer)) func aChildOfForkCanSealWhileItsParentSeals() throws {
-        let (status, lines) = try runHelper(["fork-while-sealing"])
-        #expect(status == 0)
-        #expect(lines == ["failed 0"])
-    }
-
-    /// A cipher that implements only `seal` and `open` (LocalLMDB's faster entry points take
-    /// their default implementations) works, and writes the same format as one that implements
-    /// them all.
-    @Test func aCipherWithOnlySealAndOpenWorks() async throws {
-        struct SealAndOpenOnly: RecordCipher {
-            let inner: AESGCMCipher
-            var currentKeyID: String { inner.currentKeyID }
-            func hasKey(id keyID: String) -> Bool { inner.hasKey(id: keyID) }
-            func seal(_ plaintext: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws -> [UInt8] {
-                try inner.seal(plaintext, keyID: keyID, associatedData: associatedData)
-            }
-            func open(_ sealed: UnsafeRawBufferPointer, keyID: String, associatedData: UnsafeRawBufferPointer) throws -> [UInt8] {
-                try inner.open(sealed, keyID: keyID, associatedData: associatedData)
-            }
-        }
-        try await withTemporaryDirectory { directory in
-            var minimal = DatabaseConfiguration()
-            minimal.encryption = DatabaseEncryption(SealAndOpenOnly(inner: try AESGCMCipher(current: try key("k", 1))))
-            do {
-                let database = try LocalDatabase(directory: directory, configuration: minimal)
-                try await database.write(contentsOf: (0..<50).map { Record(id: "m\($0)", data: Note(text: "minimal \($0)")) })
-                #expect((try await database.read(id: "m7") as Note?)?.text == "minimal 7")
-            }
-            do {
-                let database = try LocalDatabase(directory: directory, configuration: try encrypted(try key("k", 1)))
-                #expect((try await database.read(id: "m7") as Note?)?.text == "minimal 7")
-                try await database.write(Record(id: "full", data: Note(text: "full")))
-                #expect(try await database.verifyIntegrity().problems.isEmpty)
-            }
-            let database = try LocalDatabase(directory: directory, configuration: minimal)
-            #expect((try await database.read(id: "full") as Note?)?.text == "full")
-            #expect((try await database.read() as [Note]).count == 51)
-        }
-    }
-
-    /// Keys and ciphers refuse bad input with typed errors.
-    @Test func badKeysAreTypedErrors() throws {
-        #expect(throws: EncryptionKeyError.wrongKeySize(16)) { try EncryptionKey(id: "k", bytes: [UInt8](repeating: 0, count: 16)) }
-        #expect(throws: EncryptionKeyError.invalidID("")) { try EncryptionKey(id: "", bytes: [UInt8](repeating: 0, count: 32)) }
-        #expect(throws: EncryptionKeyError.duplicateID("k")) { try AESGCMCipher(current: try key("k", 1), previous: [try key("k", 2)]) }
-        let random = try EncryptionKey.random(id: "r")
-        #expect(random.withUnsafeBytes { $0.count } == 32)
     }
 }
