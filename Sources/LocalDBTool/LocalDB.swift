@@ -21,7 +21,7 @@ public struct LocalDB: AsyncParsableCommand {
               localdb load ./copy records.jsonl
               localdb backup ./data ./nightly --compact
               localdb import-sqlite ./data ~/Library/swiftlocal.sqlite
-              localdb query ./data Person --where age>=30 --order age --limit 10
+              localdb query ./data Person --where 'age>=30' --order age --limit 10
               localdb verify ./data && echo consistent
             """,
         subcommands: [

@@ -211,7 +211,8 @@ struct QueryRecords: AsyncParsableCommand {
             Conditions: FIELD=VALUE, FIELD>VALUE, FIELD>=VALUE, FIELD<VALUE, FIELD<=VALUE, FIELD^=PREFIX (a dotted path for
             nested fields; VALUE as JSON when it reads as JSON, 36, 1.5, true, null, "36", else as a string).
             The indexes stored for the class serve the query when one can; otherwise every record of it is read.
-            Examples: localdb query ./data Person --where age>=30 --order age --limit 10
+            Quote a condition with < or > in it: the shell would take them for redirections.
+            Examples: localdb query ./data Person --where 'age>=30' --order age --limit 10
                       localdb query ./data Person --where address.city=Paris --ids
             """)
 
