@@ -125,41 +125,23 @@ extension PostgresEngine {
     package nonisolated(nonsending) func allSourceRecords(
         pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void
     ) async throws(DatabaseError) -> SourceRecords {
-        try checkOpen()
-        let connection = try await leased("reading records to replicate")
         var fetched = SourceRecords()
-        do throws(DatabaseError) {
-            func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
-                try await connection.send(query, logger: logger, within: queryTimeout).value("reading records to replicate")
-            }
-            fetched.position = try await beginSnapshotWithToken(on: connection, "reading records to replicate")
-            let counted = try await send(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(schema.records)"))
-            let total = Int((try? counted.rows.first?.decode(Int64.self)) ?? 0)
-            try Self.add(try await send(PostgresQuery(unsafeSQL: "SELECT 2::int4, name_key, row FROM \(schema.classes)")), to: &fetched)
-            progress(0, total)
-            let limit = Int64(max(1, pageSize))
-            var last: ByteBuffer?
-            while true {
-                let before = fetched.records.count
-                let page: PostgresQuery
-                if let last {
-                    page = PostgresQuery(
-                        unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key > $1 ORDER BY key LIMIT $2", binds: binds(last, limit))
-                } else {
-                    page = PostgresQuery(unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) ORDER BY key LIMIT $1", binds: binds(limit))
+        let snapshot = try await readPaged(
+            "reading records to replicate", pageSize: pageSize, countSQL: "SELECT count(*) FROM \(schema.records)",
+            page: { last, limit in
+                guard let last else {
+                    return PostgresQuery(unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) ORDER BY key LIMIT $1", binds: binds(limit))
                 }
-                try Self.add(try await send(page), to: &fetched)
-                progress(fetched.records.count, max(total, fetched.records.count))
-                guard fetched.records.count - before == Int(limit), let key = fetched.records.last?.key else { break }
-                last = ByteBuffer(bytes: key)
-            }
-            _ = try await send("COMMIT")
-        } catch {
-            let broken = (try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()) == nil
-            pool.release(connection, broken: broken)
-            throw error
-        }
-        pool.release(connection)
+                return PostgresQuery(
+                    unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key > $1 ORDER BY key LIMIT $2", binds: binds(last, limit))
+            },
+            take: { page throws(DatabaseError) in
+                try Self.add(page, to: &fetched)
+                return fetched.records.last.map { ByteBuffer(bytes: $0.key) }
+            },
+            progress: progress)
+        fetched.position = snapshot.position
+        fetched.classRows = snapshot.classRows
         return fetched
     }
 

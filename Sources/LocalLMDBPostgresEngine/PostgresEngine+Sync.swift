@@ -368,54 +368,30 @@ extension PostgresEngine {
     package nonisolated(nonsending) func allSyncVersions(
         pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void
     ) async throws(DatabaseError) -> SyncFetched {
-        try checkOpen()
-        let connection = try await leased("reading records to synchronize")
         var fetched = SyncFetched()
-        do throws(DatabaseError) {
-            func send(_ query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult {
-                try await connection.send(query, logger: logger, within: queryTimeout).value("reading records to synchronize")
-            }
-            fetched.position = try await beginSnapshotWithToken(on: connection, "reading records to synchronize")
-            let total = Int((try? (try await send(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(syncSchema.sync)"))).rows.first?.decode(Int64.self)) ?? 0)
-            try await addClassRows(to: &fetched, on: connection)
-            progress(0, total)
-            let limit = Int64(max(1, pageSize))
-            var last: ByteBuffer?
-            while true {
-                let before = fetched.versions.count
-                let after = last.map { _ in "s.key > $2" } ?? "true"
-                let query = PostgresQuery(
+        let snapshot = try await readPaged(
+            "reading records to synchronize", pageSize: pageSize, countSQL: "SELECT count(*) FROM \(syncSchema.sync)",
+            page: { last, limit in
+                PostgresQuery(
                     unsafeSQL: """
                         SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
-                        LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.stamp <> 0 AND \(after) ORDER BY s.key LIMIT $1
+                        LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.stamp <> 0 AND \(last == nil ? "true" : "s.key > $2")
+                        ORDER BY s.key LIMIT $1
                         """,
                     binds: last.map { binds(limit, $0) } ?? binds(limit))
-                let page = try await send(query)
+            },
+            take: { page throws(DatabaseError) in
                 try Self.addVersions(page, to: &fetched)
-                progress(fetched.versions.count, max(total, fetched.versions.count))
-                guard page.rows.count == Int(limit), let key = page.rows.reversed().first.flatMap({ try? $0.decode(ByteBuffer.self) }) else { break }
-                last = key
-                _ = before
-            }
-            _ = try await send("COMMIT")
-        } catch {
-            let broken = (try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()) == nil
-            pool.release(connection, broken: broken)
-            throw error
-        }
-        pool.release(connection)
+                return page.rows.reversed().first.flatMap { try? $0.decode(ByteBuffer.self) }
+            },
+            progress: progress)
+        fetched.position = snapshot.position
+        fetched.classRows = snapshot.classRows
         return fetched
     }
 
     private nonisolated(nonsending) func addClassRows(to fetched: inout SyncFetched, on connection: PostgresConnection) async throws(DatabaseError) {
-        let result = try await connection.send(PostgresQuery(unsafeSQL: "SELECT row FROM \(schema.classes)"), logger: logger, within: queryTimeout)
-            .value("reading records to synchronize")
-        for row in result.rows {
-            guard let buffer = try? row.decode(ByteBuffer.self), let stored = buffer.withUnsafeReadableBytes({ StoredClass(parsing: $0) }) else {
-                throw .corruptRecord(id: "class row", reason: "the server's class row cannot be read")
-            }
-            fetched.classRows.append(stored)
-        }
+        fetched.classRows += try await classRows(on: connection, "reading records to synchronize")
     }
 
     private static func addVersions(_ result: PostgresQueryResult, to fetched: inout SyncFetched, values: Bool = true) throws(DatabaseError) {
