@@ -17,6 +17,9 @@ package protocol EngineWriter: EngineReader {
     var busyTimeout: Duration { get }
     /// Whether this session has a transaction open, as of its last begin, commit or rollback.
     var transactionActive: Bool { get }
+    /// Whether the database synchronizes with a server, as far as this process knows: the faces
+    /// then send, with each model's records, the members the model reads (`KnownMembers`).
+    var synchronizes: Bool { get }
 
     /// Applies `operation`, durably when no transaction is open; returns the records it wrote or deleted.
     nonisolated(nonsending) func perform(_ operation: WriteOperation) async throws(DatabaseError) -> Int

@@ -108,6 +108,8 @@ import Foundation
         flags.load(line: 0) & 2 != 0
     }
 
+    package var synchronizes: Bool { engine.store.synchronizes }
+
     /// Throws `closed` after `close()`; returns whether a transaction is open or ending (reads
     /// must then go through the writer thread).
     @inline(__always)

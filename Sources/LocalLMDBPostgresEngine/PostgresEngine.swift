@@ -226,6 +226,9 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
 
     package var transactionActive: Bool { shared.withLock { $0.transactionActive } }
 
+    /// A store is the server: it keeps no stamps of its own to merge against (devices do).
+    package var synchronizes: Bool { false }
+
     package func storageStatistics() -> StorageStatistics? { nil }
 
     package func readerSlots(clearingStale: Bool) -> (slots: [ReaderSlotInfo], cleared: Int)? { nil }

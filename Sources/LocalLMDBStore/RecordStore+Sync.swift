@@ -22,8 +22,16 @@ extension RecordStore {
 
     /// The device this database synchronizes as; nil when it does not synchronize.
     package func syncDevice(in transaction: Transaction) throws(DatabaseError) -> String? {
-        try Self.read(Self.syncDeviceKey, meta, in: transaction).map { String(decoding: $0, as: UTF8.self) }
+        guard let device = try Self.read(Self.syncDeviceKey, meta, in: transaction) else { return nil }
+        synchronizesSeen.withLock { $0 = true }
+        return String(decoding: device, as: UTF8.self)
     }
+
+    /// Whether this process has seen the database synchronize (at open, or in a transaction
+    /// since): the writes it encodes then carry what their models know (`KnownMembers`). A
+    /// process that opened the database before another turned synchronization on learns it at
+    /// its next write; that one write stores whole documents.
+    package var synchronizes: Bool { synchronizesSeen.withLock { $0 } }
 
     private func syncDatabases() throws(DatabaseError) -> (rows: DatabaseHandle, pending: DatabaseHandle, conflicts: DatabaseHandle) {
         guard let syncRows, let syncPending, let syncConflicts else {
@@ -53,6 +61,9 @@ extension RecordStore {
             throw .unsupported(operation: "Synchronizing", reason: "the database is a read replica of '\(state.source)'")
         }
         try Self.write(Array(device.utf8), at: Self.syncDeviceKey, meta, in: transaction)
+        // The next writes' models learn what they read (set early, should this transaction not
+        // commit, the cost is that learning alone).
+        synchronizesSeen.withLock { $0 = true }
         // Versions that do not stamp writes refuse the database from now on.
         let layout = try Self.read(Array("format".utf8), meta, in: transaction)?.first ?? 0
         if layout < Self.syncLayoutVersion { try Self.write([Self.syncLayoutVersion], at: Array("format".utf8), meta, in: transaction) }

@@ -85,12 +85,15 @@ extension RecordStore {
             }
             next = scanner.nextMember(after: end)
         }
-        guard !kept.isEmpty else { return nil }
-        // The new document, its closing brace moved past the kept members. It has its class
-        // member, so the comma before the first kept member follows one of its own.
         let document = written.json
-        let close = EncodedObject(bytes: document, owner: nil).scanner.end(ofValueAt: 0) - 1
-        assert(document[close] == UInt8(ascii: "}") && scanner.firstMember(ofObjectAt: 0) != nil)
+        guard !kept.isEmpty, document.first == UInt8(ascii: "{") else { return nil }
+        // The new document, its closing brace moved past the kept members. Each kept member
+        // comes with a comma before it: the first one's goes when the new object has no member
+        // (a data object built from `{}`).
+        let writtenScanner = EncodedObject(bytes: document, owner: nil).scanner
+        let close = writtenScanner.end(ofValueAt: 0) - 1
+        assert(document[close] == UInt8(ascii: "}"))
+        if writtenScanner.firstMember(ofObjectAt: 0) == nil { kept.removeFirst() }
         var value: [UInt8] = []
         value.reserveCapacity(record.value.count + kept.count)
         RecordValue.appendHeader(className: className, fullID: record.fullID.isEmpty ? nil : String(decoding: record.fullID, as: UTF8.self), to: &value)
@@ -103,7 +106,7 @@ extension RecordStore {
     }
 
     /// The names of the top-level members of the object `json`, unescaped.
-    static func memberNames(of json: UnsafeRawBufferPointer) -> Set<String> {
+    package static func memberNames(of json: UnsafeRawBufferPointer) -> Set<String> {
         let scanner = EncodedObject(bytes: json, owner: nil).scanner
         var names: Set<String> = []
         var next = scanner.firstMember(ofObjectAt: 0)

@@ -68,6 +68,11 @@ import Foundation
     /// The environment's key limit, read once (an `Int`, where the environment is a reference
     /// every access would retain).
     let maxKeySize: Int
+    /// Whether the database synchronizes, as this process last saw it: read at open, and set by
+    /// every write transaction that finds a device recorded (so a process learns at its next
+    /// write that another one turned synchronization on). Never cleared: a database synchronizes
+    /// for its whole life.
+    let synchronizesSeen: Locked<Bool>
 
     /// Opens the five databases, creating them and recording the layout version if new (unless
     /// `readOnly`: then they must exist).
@@ -83,10 +88,13 @@ import Foundation
                 ("records", false), ("types", true), ("meta", false), ("classes", false),
             ])
             let meta = handles[2]
-            let (stored, logID) = try environment.withReadTransaction { transaction throws(DatabaseError) in
+            let (stored, logID, device) = try environment.withReadTransaction { transaction throws(DatabaseError) in
                 try Self.establish(encryption, path: environment.directoryPath, meta: meta, records: handles[0], in: transaction, writable: false)
-                return (try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction))
+                return (
+                    try Self.read(Array("format".utf8), meta, in: transaction), try Self.read(ChangeLog.logIDKey, meta, in: transaction),
+                    try Self.read(Self.syncDeviceKey, meta, in: transaction))
             }
+            synchronizesSeen = Locked(device != nil)
             guard let stored, Self.readableLayouts.contains(stored) else {
                 throw DatabaseError.unsupportedFormat(found: Int(stored?.first ?? 0), supported: Int(Self.newestLayoutVersion))
             }
@@ -117,6 +125,7 @@ import Foundation
             types = try environment.openDatabase("types", dupSort: true, in: transaction)
             let meta = try environment.openDatabase("meta", dupSort: false, in: transaction)
             self.meta = meta
+            synchronizesSeen = Locked(try Self.read(Self.syncDeviceKey, meta, in: transaction) != nil)
             classes = try environment.openDatabase("classes", dupSort: false, in: transaction)
             let changes = try environment.openDatabase("changes", dupSort: false, in: transaction)
             indexes = try environment.openDatabase("indexes", dupSort: false, in: transaction)

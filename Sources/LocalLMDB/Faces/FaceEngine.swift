@@ -32,6 +32,7 @@ enum FaceEngine: Sendable {
     }
 
     var transactionActive: Bool { writer.transactionActive }
+    var synchronizes: Bool { writer.synchronizes }
     var databaseSerial: UInt64 { writer.databaseSerial }
     var busyTimeout: Duration { writer.busyTimeout }
     var path: String { writer.path }

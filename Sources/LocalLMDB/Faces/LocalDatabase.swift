@@ -130,7 +130,8 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func write<T: Persistable>(_ record: Record<T>) async throws -> Bool {
         do throws(DatabaseError) {
             try await IndexDeclarations.ensure(T.self, in: engine)
-            _ = try await engine.perform(RecordEncoding.put(record, maxKeySize: engine.maxKeySize, encryption: engine.encryption))
+            _ = try await engine.perform(
+                RecordEncoding.put(record, maxKeySize: engine.maxKeySize, encryption: engine.encryption, learnsMembers: engine.synchronizes))
             return true
         } catch { throw LocalDatabaseError(error) }
     }
@@ -148,9 +149,11 @@ public actor LocalDatabase {
     public nonisolated(nonsending) func write<T: Persistable>(contentsOf records: [Record<T>]) async throws -> Int {
         do throws(DatabaseError) {
             try await IndexDeclarations.ensure(T.self, in: engine)
-            let (maxKeySize, encryption) = (engine.maxKeySize, engine.encryption)
+            let (maxKeySize, encryption, learnsMembers) = (engine.maxKeySize, engine.encryption, engine.synchronizes)
             return try await engine.perform(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
-                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, encryption: encryption, partLimits: limits, parts: send, progress: progress)
+                try RecordEncoding.put(
+                    contentsOf: records, maxKeySize: maxKeySize, encryption: encryption, learnsMembers: learnsMembers, partLimits: limits, parts: send,
+                    progress: progress)
             }
         } catch { throw LocalDatabaseError(error) }
     }

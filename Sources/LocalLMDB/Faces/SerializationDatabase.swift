@@ -93,7 +93,8 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     public func write<T: Persistable>(_ record: Record<T>) -> Bool {
         run(false) { engine throws(DatabaseError) in
             try IndexDeclarations.ensureBlocking(T.self, in: engine, "write")
-            _ = try engine.performBlocking(RecordEncoding.put(record, maxKeySize: engine.maxKeySize, encryption: engine.encryption), "write")
+            _ = try engine.performBlocking(
+                RecordEncoding.put(record, maxKeySize: engine.maxKeySize, encryption: engine.encryption, learnsMembers: engine.synchronizes), "write")
             return true
         }
     }
@@ -104,9 +105,11 @@ public final class SerializationDatabase: DatabaseTarget, Sendable {
     public func write<T: Persistable>(contentsOf records: [Record<T>]) -> Int {
         run(0) { engine throws(DatabaseError) in
             try IndexDeclarations.ensureBlocking(T.self, in: engine, "write")
-            let (maxKeySize, encryption) = (engine.maxKeySize, engine.encryption)
+            let (maxKeySize, encryption, learnsMembers) = (engine.maxKeySize, engine.encryption, engine.synchronizes)
             return try engine.performBlocking(batchOf: records.count) { limits, send, progress throws(DatabaseError) in
-                try RecordEncoding.put(contentsOf: records, maxKeySize: maxKeySize, encryption: encryption, partLimits: limits, parts: send, progress: progress)
+                try RecordEncoding.put(
+                    contentsOf: records, maxKeySize: maxKeySize, encryption: encryption, learnsMembers: learnsMembers, partLimits: limits, parts: send,
+                    progress: progress)
             }
         }
     }

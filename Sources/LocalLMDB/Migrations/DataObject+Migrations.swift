@@ -33,6 +33,7 @@ extension DataObject {
 
     /// Whether the object has a field `key` (of any value, `null` included).
     public func hasField(_ key: String) -> Bool {
+        if let probe { probe.note(key, []) }
         let stored = FieldKey.stored(key)
         return fields.members.contains { $0.key == stored }
     }

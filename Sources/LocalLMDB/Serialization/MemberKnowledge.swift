@@ -26,24 +26,36 @@ enum MemberKnowledge {
         if let learnedBefore = learned.withLock({ $0[id] }) {
             known = learnedBefore
         } else {
-            known = learn(type, from: fields)
-            learned.withLock { $0[id] = known }
+            let learnedNow = learn(type, from: fields)
+            // Two threads may learn a type at once: the first answer stays, so a batch holds one.
+            known = learned.withLock { learned in
+                if let first = learned[id] { return first }
+                learned[id] = learnedNow
+                return learnedNow
+            }
         }
         scratch.lastKnown = (id, known)
         return known
     }
 
-    /// `T` restored from a copy of `fields`' document, noting the members it looks up.
+    /// `type` (the model's own type, a subclass's included) restored from a copy of `fields`'
+    /// document, noting the members it looks up; with the members the document holds (a member
+    /// the model writes and never reads is its own too). Nil (every member) when the restore
+    /// throws, reads every member, or looks up none (a model that keeps its data object and
+    /// reads it later: what it reads is not known).
     private static func learn<T: Persistable>(_ type: T.Type, from fields: DataObject) -> KnownMembers? {
         guard let bytes = fields.encoded() else { return nil }
         return bytes.withUnsafeBytes { document -> KnownMembers? in
             let copy = JSONBuffer(copying: document)
-            let object = DataObject(encoded: EncodedObject(bytes: UnsafeRawBufferPointer(copy.bytes), owner: copy))
+            let encoded = EncodedObject(bytes: UnsafeRawBufferPointer(copy.bytes), owner: copy)
+            let object = DataObject(encoded: encoded)
             let probe = MemberProbe()
             object.probe = probe
+            // A model that keeps its data object must not go on noting into the probe.
+            defer { object.probe = nil }
             // The restore is the model's own code: whatever it does, it learns or it does not.
-            guard (try? T._restore(from: object)) != nil, !probe.readsEveryMember else { return nil }
-            return KnownMembers(probe.names)
+            guard (try? type._restore(from: object)) != nil, !probe.readsEveryMember, !probe.names.isEmpty else { return nil }
+            return KnownMembers(probe.names.union(RecordStore.memberNames(of: encoded.extent)))
         }
     }
 }
@@ -54,13 +66,16 @@ final class MemberProbe {
     private(set) var names: Set<String> = []
     private(set) var readsEveryMember = false
 
-    /// Notes the field `key` and its legacy keys.
+    /// Notes the field `key` and its legacy keys. (Never inlined: the readers that call it
+    /// are, and a probe is rare.)
+    @inline(never)
     func note(_ key: String, _ legacyKeys: [String]) {
         names.insert(FieldKey.stored(key))
         for legacyKey in legacyKeys { names.insert(FieldKey.stored(legacyKey)) }
     }
 
     /// Notes a member name as stored.
+    @inline(never)
     func note(_ storedName: String) {
         names.insert(storedName)
     }

@@ -18,15 +18,17 @@ enum RecordEncoding {
     /// the write was given a record of that id before this one (in any part of a batch): a
     /// model a reference holds never replaces a record the write was given, whatever the order
     /// (a record given after it replaces it, as any later record of a batch does).
+    /// `learnsMembers` (for a database that synchronizes): each record carries what its model
+    /// reads (`MemberKnowledge`), so the write keeps the stored fields the model does not know.
     static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout ClassList, written: inout Set<ExactID>, givenEarlier: (String) -> Bool = { _ in false }
+        classes: inout ClassList, written: inout Set<ExactID>, learnsMembers: Bool = false, givenEarlier: (String) -> Bool = { _ in false }
     ) throws(DatabaseError) {
         let scratch = EncodeScratch.current
         let start = scratch.referencedCount
         // What a failed encode noted is dropped with it.
         defer { _ = scratch.takeReferences(from: start) }
-        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, learnsMembers: learnsMembers)
         // A model stored earlier for a reference is replaced by this record: the later one.
         guard scratch.referencedCount > start else { return }
         written.insert(ExactID(record.id))
@@ -37,7 +39,8 @@ enum RecordEncoding {
             next += 1
             guard !givenEarlier(id), written.insert(ExactID(id)).inserted else { continue }
             let mark = scratch.referencedCount
-            try encodeReferenced(model, id: id, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+            try encodeReferenced(
+                model, id: id, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, learnsMembers: learnsMembers)
             waiting.append(contentsOf: scratch.takeReferences(from: mark))
         }
     }
@@ -45,15 +48,17 @@ enum RecordEncoding {
     /// `encode` for a model a reference holds, as the record `id`.
     private static func encodeReferenced<M: Persistable>(
         _ model: M, id: String, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout ClassList
+        classes: inout ClassList, learnsMembers: Bool
     ) throws(DatabaseError) {
-        try encode(Record(id: id, data: model), into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes)
+        try encode(
+            Record(id: id, data: model), into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes,
+            learnsMembers: learnsMembers)
     }
 
     /// Encodes `record` alone (its references' models are `encode(_:into:…written:)`'s).
     private static func encode<T: Persistable>(
         _ record: Record<T>, into batch: inout RecordBatch, header: inout [UInt8], maxKeySize: Int, encryption: StoreEncryption?,
-        classes: inout ClassList
+        classes: inout ClassList, learnsMembers: Bool
     ) throws(DatabaseError) {
         guard !record.id.isEmpty else { throw .emptyID }
         let scratch = EncodeScratch.current
@@ -64,7 +69,7 @@ enum RecordEncoding {
         case let .failure(error): throw ModelCoding.encodingError(error, id: record.id)
         }
         let className = dataObject.className ?? TypeRegistry.name(of: type(of: record.data))
-        let known = MemberKnowledge.members(of: type(of: record.data), fields: dataObject, scratch: scratch)
+        let known = learnsMembers ? MemberKnowledge.members(of: type(of: record.data), fields: dataObject, scratch: scratch) : nil
         let key = StorageKey(record.id, maxKeySize: maxKeySize)
         let fullID = key.isHashed ? record.id : nil
         header.removeAll(keepingCapacity: true)
@@ -136,13 +141,17 @@ enum RecordEncoding {
         try result.get()
     }
 
-    /// The operation writing `record`.
-    static func put<T: Persistable>(_ record: Record<T>, maxKeySize: Int, encryption: StoreEncryption?) throws(DatabaseError) -> WriteOperation {
+    /// The operation writing `record` (`learnsMembers`: see `encode`).
+    static func put<T: Persistable>(
+        _ record: Record<T>, maxKeySize: Int, encryption: StoreEncryption?, learnsMembers: Bool = false
+    ) throws(DatabaseError) -> WriteOperation {
         var classes = ClassList()
         var batch = RecordBatch()
         var header: [UInt8] = []
         var written: Set<ExactID> = []
-        try encode(record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written)
+        try encode(
+            record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes, written: &written,
+            learnsMembers: learnsMembers)
         return .put(batch, classes: classes.classes)
     }
 
@@ -153,7 +162,7 @@ enum RecordEncoding {
     /// ends after the record that brings its values to `partLimits.bytes`), giving each to
     /// `send`, and calling `progress` every `progressInterval` records.
     static func put<T: Persistable>(
-        contentsOf records: [Record<T>], maxKeySize: Int, encryption: StoreEncryption?, partLimits: PartLimits,
+        contentsOf records: [Record<T>], maxKeySize: Int, encryption: StoreEncryption?, learnsMembers: Bool, partLimits: PartLimits,
         parts send: (WriteOperation) throws(DatabaseError) -> Void, progress: () -> Void
     ) throws(DatabaseError) {
         var classes = ClassList()
@@ -167,7 +176,7 @@ enum RecordEncoding {
         for (index, record) in records.enumerated() {
             try encode(
                 record, into: &batch, header: &header, maxKeySize: maxKeySize, encryption: encryption, classes: &classes,
-                written: &written,
+                written: &written, learnsMembers: learnsMembers,
                 givenEarlier: { id in
                     if firstGiven == nil {
                         var first: [ExactID: Int] = [:]

@@ -36,6 +36,7 @@ final class SeamEngine: EngineWriter {
     var configuration: EngineConfiguration { inner.configuration }
     var busyTimeout: Duration { inner.busyTimeout }
     var transactionActive: Bool { inner.transactionActive }
+    var synchronizes: Bool { inner.synchronizes }
 
     nonisolated(nonsending) func backup(to destination: URL, compact: Bool, progress: BackupListener?) async throws(DatabaseError) {
         cross("backup")

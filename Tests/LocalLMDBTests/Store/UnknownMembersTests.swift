@@ -1,6 +1,7 @@
 import Foundation
 @testable import LocalLMDB
 import LocalLMDBTestSupport
+import Synchronization
 import Testing
 
 /// An older version of a card: it knows the title and an optional note, not the fields a newer
@@ -55,6 +56,72 @@ private struct Bag: Codable, Persistable {
         var container = encoder.container(keyedBy: Key.self)
         for (key, value) in values.sorted(by: { $0.key < $1.key }) { try container.encode(value, forKey: Key(stringValue: key)) }
     }
+}
+
+/// A base class and a subclass with a member of its own, coded flat.
+private class KeptAnimal: Codable, Persistable {
+    var name: String
+    init(name: String) { self.name = name }
+    private enum Keys: String, CodingKey { case name }
+    required init(from decoder: any Decoder) throws { name = try decoder.container(keyedBy: Keys.self).decode(String.self, forKey: .name) }
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(name, forKey: .name)
+    }
+}
+
+private final class KeptDog: KeptAnimal {
+    var chip: String?
+    init(name: String, chip: String?) {
+        self.chip = chip
+        super.init(name: name)
+    }
+    private enum Keys: String, CodingKey { case chip }
+    required init(from decoder: any Decoder) throws {
+        chip = try decoder.container(keyedBy: Keys.self).decodeIfPresent(String.self, forKey: .chip)
+        try super.init(from: decoder)
+    }
+    override func encode(to encoder: any Encoder) throws {
+        try super.encode(to: encoder)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encodeIfPresent(chip, forKey: .chip)
+    }
+}
+
+/// A model whose data object is an empty object, that reads `x`.
+private final class KeptBare: Storable {
+    var x: Int?
+    init() {}
+    init(dataObject: DataObject) { x = dataObject.get("x") }
+    func toDataObject() -> DataObject { DataObject(rawString: "{}") }
+}
+
+/// A model that stores a flag by the presence of a member, read with `hasField`.
+private final class KeptFlag: Storable {
+    var title: String
+    var archived: Bool
+    init(title: String, archived: Bool) { (self.title, self.archived) = (title, archived) }
+    init(dataObject: DataObject) {
+        title = dataObject.get("title")
+        archived = dataObject.hasField("archived")
+    }
+    func toDataObject() -> DataObject {
+        let object = DataObject(self).add(key: "title", value: title)
+        if archived { object.add(key: "archived", value: true) }
+        return object
+    }
+}
+
+/// Counts its restores: a database that does not synchronize runs none to learn its members.
+private final class KeptCounted: Storable {
+    static let restores = Mutex(0)
+    var title: String
+    init(title: String) { self.title = title }
+    init(dataObject: DataObject) {
+        Self.restores.withLock { $0 += 1 }
+        title = dataObject.get("title")
+    }
+    func toDataObject() -> DataObject { DataObject(self).add(key: "title", value: title) }
 }
 
 /// Fields of newer app versions kept on write: a model replacing a stored document keeps the
@@ -168,6 +235,53 @@ private struct Bag: Codable, Persistable {
             try await plant([("c", "Card", Self.newer)], in: database, directory: directory)
             try await database.write(Record(id: "c", data: Card(title: "second", note: nil)))
             #expect(try await document(database, "c").keys.sorted() == ["object", "title"])
+        }
+    }
+
+    @Test("A subclass written through its base type is learned as itself: its own nil optional is removed")
+    func subclassThroughItsBaseType() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.enableSync(device: "d")
+            try await database.write(Record<KeptAnimal>(id: "a", data: KeptDog(name: "Rex", chip: nil)))
+            try await database.write(Record<KeptAnimal>(id: "a", data: KeptDog(name: "Rex", chip: "X")))
+            try await database.write(Record<KeptAnimal>(id: "a", data: KeptDog(name: "Rex", chip: nil)))
+            let stored = try await document(database, "a")
+            #expect(stored["chip"] == nil)
+            #expect(stored["name"] as? String == "Rex")
+        }
+    }
+
+    @Test("A new document with no member keeps what it does not know and stays valid JSON")
+    func emptyNewDocument() async throws {
+        try await withDatabase { database, directory in
+            _ = try await database.enableSync(device: "d")
+            try await plant([("b", "KeptBare", #"{"object":"KeptBare","x":1,"y":[2]}"#)], in: database, directory: directory)
+            try await database.write(Record(id: "b", data: KeptBare()))
+            let json = try #require(try await database.storedDocument(id: "b")).json
+            #expect(json == #"{"y":[2]}"#)
+            #expect(try await database.verifyIntegrity().isConsistent)
+        }
+    }
+
+    @Test("A member read with hasField is known: a flag stored by presence is cleared")
+    func presenceFlag() async throws {
+        try await withDatabase { database, _ in
+            _ = try await database.enableSync(device: "d")
+            try await database.write(Record(id: "f", data: KeptFlag(title: "t", archived: false)))
+            try await database.write(Record(id: "f", data: KeptFlag(title: "t", archived: true)))
+            try await database.write(Record(id: "f", data: KeptFlag(title: "t", archived: false)))
+            let flagged: KeptFlag? = try await database.read(id: "f")
+            #expect(flagged?.archived == false)
+        }
+    }
+
+    @Test("A database that does not synchronize runs no model code to learn what it reads")
+    func noLearningWithoutSync() async throws {
+        try await withDatabase { database, _ in
+            let before = KeptCounted.restores.withLock { $0 }
+            try await database.write(Record(id: "c", data: KeptCounted(title: "t")))
+            try await database.write(contentsOf: [Record(id: "d", data: KeptCounted(title: "u"))])
+            #expect(KeptCounted.restores.withLock { $0 } == before)
         }
     }
 }

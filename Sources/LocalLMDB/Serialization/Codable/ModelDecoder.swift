@@ -214,12 +214,15 @@ final class ModelDecoder: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         try checkLive()
+        probe?.noteEveryMember()
         guard scanner.byte(at: 0) == UInt8(ascii: "[") else { throw mismatch([Any].self, at: 0, codingPath) }
         return ModelUnkeyedDecoding(decoder: self)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
         try checkLive()
+        // The whole object, read as one value (a dictionary, say): every member is the model's.
+        probe?.noteEveryMember()
         return ModelSingleValueDecoding(decoder: self)
     }
 
