@@ -66,6 +66,19 @@ import LocalLMDBBase
         return memberEquivalent(to: key)
     }
 
+    /// The names of the top-level members of the object `json`, unescaped.
+    package static func memberNames(of json: UnsafeRawBufferPointer) -> Set<String> {
+        let scanner = EncodedObject(bytes: json, owner: nil).scanner
+        var names: Set<String> = []
+        var next = scanner.firstMember(ofObjectAt: 0)
+        while let offset = next {
+            let member = scanner.member(at: offset)
+            names.insert(scanner.name(of: member))
+            next = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
+        }
+        return names
+    }
+
     /// The member whose key, decoded, is canonically equivalent to `key` but spelt otherwise.
     @inlinable func memberEquivalent(to key: String) -> JSONScanner.Member? {
         let scanner = scanner

@@ -229,6 +229,12 @@ import LocalLMDBBase
         return String(decoding: decoded, as: UTF8.self)
     }
 
+    /// The key of `member`, unescaped.
+    @inlinable package func name(of member: Member) -> String {
+        let raw = bytes(member.key)
+        return member.keyHasEscapes ? Self.unescape(raw) : String(decoding: raw, as: UTF8.self)
+    }
+
     /// Whether the key of `member` is `key` (given as UTF-8).
     @inline(__always)
     @inlinable func key(of member: Member, equals key: UnsafeRawBufferPointer) -> Bool {

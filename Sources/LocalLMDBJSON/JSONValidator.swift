@@ -234,9 +234,7 @@ import LocalLMDBBase
         var member = scanner.firstMember(ofObjectAt: objectStart)
         while let keyOffset = member, keyOffset < end {
             let earlier = scanner.member(at: keyOffset)
-            let raw = scanner.bytes(earlier.key)
-            let key = earlier.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
-            if !keys.insert(key).inserted { mayRepeatKeys = true }
+            if !keys.insert(scanner.name(of: earlier)).inserted { mayRepeatKeys = true }
             member = scanner.nextMember(after: scanner.end(ofValueAt: earlier.value))
         }
         return keys

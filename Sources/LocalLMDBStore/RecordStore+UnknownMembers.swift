@@ -71,14 +71,14 @@ extension RecordStore {
         if stored.checksum == nil {
             guard (try? EncodedObject.validating(stored.json, owner: nil)) != nil else { return nil }
         }
-        let newMembers = memberNames(of: written.json)
+        let newMembers = EncodedObject.memberNames(of: written.json)
         let scanner = EncodedObject(bytes: stored.json, owner: nil).scanner
         var kept: [UInt8] = []
         var next = scanner.firstMember(ofObjectAt: 0)
         while let offset = next {
             let member = scanner.member(at: offset)
             let end = scanner.end(ofValueAt: member.value)
-            let name = memberName(member, in: scanner)
+            let name = scanner.name(of: member)
             if name != EncodedObject.classNameKey, !known.names.contains(name), !newMembers.contains(name) {
                 kept.append(UInt8(ascii: ","))
                 kept.append(contentsOf: UnsafeRawBufferPointer(rebasing: stored.json[member.start..<end]))
@@ -103,24 +103,5 @@ extension RecordStore {
         value.append(contentsOf: UnsafeRawBufferPointer(rebasing: document[close...]))
         RecordValue.sealChecksum(in: &value, headerSize: headerSize)
         return value
-    }
-
-    /// The names of the top-level members of the object `json`, unescaped.
-    package static func memberNames(of json: UnsafeRawBufferPointer) -> Set<String> {
-        let scanner = EncodedObject(bytes: json, owner: nil).scanner
-        var names: Set<String> = []
-        var next = scanner.firstMember(ofObjectAt: 0)
-        while let offset = next {
-            let member = scanner.member(at: offset)
-            names.insert(memberName(member, in: scanner))
-            next = scanner.nextMember(after: scanner.end(ofValueAt: member.value))
-        }
-        return names
-    }
-
-    /// A member's name, unescaped.
-    static func memberName(_ member: JSONScanner.Member, in scanner: JSONScanner) -> String {
-        let raw = scanner.bytes(member.key)
-        return member.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
     }
 }

@@ -55,7 +55,7 @@ enum MemberKnowledge {
             defer { object.probe = nil }
             // The restore is the model's own code: whatever it does, it learns or it does not.
             guard (try? type._restore(from: object)) != nil, !probe.readsEveryMember, !probe.names.isEmpty else { return nil }
-            return KnownMembers(probe.names.union(RecordStore.memberNames(of: encoded.extent)))
+            return KnownMembers(probe.names.union(EncodedObject.memberNames(of: encoded.extent)))
         }
     }
 }

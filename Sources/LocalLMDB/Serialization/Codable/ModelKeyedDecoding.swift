@@ -28,8 +28,7 @@ struct ModelKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         var next = scanner.firstMember(ofObjectAt: 0)
         while let offset = next {
             let member = scanner.member(at: offset)
-            let raw = scanner.bytes(member.key)
-            let name = member.keyHasEscapes ? JSONScanner.unescape(raw) : String(decoding: raw, as: UTF8.self)
+            let name = scanner.name(of: member)
             if decoder.foreign {
                 if let key = Key(stringValue: name) { keys.append(key) }
             } else if name != DataObject.classNameKey, let key = Key(stringValue: FieldKey.field(fromStored: name)) {
