@@ -17,7 +17,7 @@ extension RecordStore {
     func keepingUnknownMembers(_ records: RecordBatch, in transaction: Transaction) throws(DatabaseError) -> RecordBatch? {
         guard records.types.contains(where: { $0.known != nil }) else { return nil }
         var replaced: [Int: [UInt8]] = [:]
-        // Where each key was last written in this batch, once a key is seen again.
+        // Where each key was last written in this batch (every key: a batch may give an id twice).
         var lastWritten: [[UInt8]: Int] = [:]
         let tracksKeys = records.count > 1
         for index in records.indices {
