@@ -254,6 +254,8 @@ public final class Synchronizer: Sendable {
             guard !newer.isEmpty else {
                 reached.withLock { $0 = feed.position.description }
                 state.withLock { $0.position = feed.position.description }
+                // The log held nothing after these when it was read: a later commit wakes `run()`.
+                if feed.reachesEnd { return }
                 continue
             }
             let fetched = try await store.engine.syncVersions(ids: newer)
@@ -272,6 +274,7 @@ public final class Synchronizer: Sendable {
                 $0.received += fetched.versions.count
                 $0.position = feed.position.description
             }
+            if feed.reachesEnd { return }
         }
     }
 

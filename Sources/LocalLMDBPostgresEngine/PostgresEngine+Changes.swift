@@ -165,6 +165,7 @@ extension PostgresEngine {
         if commits.first.map({ $0.position.sequence != token.sequence + 1 }) ?? (token.sequence < last) {
             throw .changesUnavailable(token: token.description, reason: "the log no longer holds the commits after it")
         }
-        return LoggedCommits(commits: commits, position: commits.last?.position ?? LogPosition(logID: schema.logID, sequence: token.sequence))
+        let position = commits.last?.position ?? LogPosition(logID: schema.logID, sequence: token.sequence)
+        return LoggedCommits(commits: commits, position: position, reachesEnd: position.sequence == last)
     }
 }

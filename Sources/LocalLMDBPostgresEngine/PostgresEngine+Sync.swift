@@ -92,23 +92,20 @@ extension PostgresEngine {
         // The exclusive writers' lock: a push locks its `_sync` rows before the records, where a
         // plain write locks its record before the trigger locks its `_sync` row; run side by
         // side, the two orders would deadlock.
-        try begin(on: connection, operation, lock: .exclusive)
-        _ = try run("SET LOCAL locallmdb.synchronizing = 'on'", on: connection, operation)
+        try begin(on: connection, operation, lock: .exclusive, synchronizing: true)
         let keys = push.writes.map { ByteBuffer(bytes: $0.key) }
-        // Every key gets a row (stamp 0: never written), then the rows are locked in key order,
-        // so pushes of overlapping keys wait for each other instead of deadlocking.
-        _ = try run(
-            PostgresQuery(
-                unsafeSQL: """
-                    INSERT INTO \(syncSchema.sync) (key, stamp, device, deleted) SELECT k, 0, '', true FROM unnest($1::bytea[]) AS k ORDER BY k
-                    ON CONFLICT (key) DO NOTHING
-                    """,
-                binds: binds(keys)),
-            on: connection, operation)
+        // Every key gets a row (stamp 0: never written), and every row is locked and read, in key
+        // order, in one statement: a row there already is "updated" to itself (which locks it and
+        // returns it as it is), a missing one inserted. Pushes of overlapping keys wait for each
+        // other instead of deadlocking.
         var current: [[UInt8]: SyncVersion] = [:]
         for row in try run(
             PostgresQuery(
-                unsafeSQL: "SELECT key, stamp, device, deleted, id FROM \(syncSchema.sync) WHERE key = ANY($1::bytea[]) ORDER BY key FOR UPDATE",
+                unsafeSQL: """
+                    INSERT INTO \(syncSchema.sync) AS s (key, stamp, device, deleted) SELECT k, 0, '', true FROM unnest($1::bytea[]) AS k ORDER BY k
+                    ON CONFLICT (key) DO UPDATE SET key = s.key
+                    RETURNING s.key, s.stamp, s.device, s.deleted, s.id
+                    """,
                 binds: binds(keys)),
             on: connection, operation
         ).rows {
@@ -194,23 +191,33 @@ extension PostgresEngine {
     private func applyWinners(
         _ push: SyncPush, _ winners: [Int], on connection: PostgresConnection, changes: inout ChangeSet
     ) throws(DatabaseError) -> [Int] {
+        func applyAccepted(_ accepted: [Int], changes: inout ChangeSet) throws(DatabaseError) {
+            let puts = accepted.compactMap { push.writes[$0].record }
+            if !puts.isEmpty { _ = try apply(.put(push.records.selecting(puts), classes: []), on: connection, changes: &changes) }
+            for index in accepted where push.writes[index].record == nil {
+                let id = push.writes[index].id
+                if try apply(.delete(StorageKey(id, maxKeySize: maxKeySize)), on: connection, changes: &changes) == 0 {
+                    // A deletion of a record the store does not hold (deleted already, by an
+                    // earlier version) still changes its stamp: the log names it, so that every
+                    // device receives the later tombstone. (No class: no record was there.)
+                    changes.append(.deleted(id: id, className: ""))
+                }
+            }
+        }
+        // A store with no unique index (the catalog, read under the exclusive lock, cannot gain
+        // one before the push commits) refuses no put for a clash: no savepoint is needed.
+        let mayClash = catalog.map { $0.byClass.values.contains { $0.contains(where: \.definition.isUnique) } } ?? true
+        guard mayClash else {
+            try applyAccepted(winners, changes: &changes)
+            return []
+        }
         var clashing: [Int] = []
         for _ in 0...winners.count {
             let accepted = winners.filter { !clashing.contains($0) }
             _ = try run("SAVEPOINT locallmdb_push", on: connection, "synchronizing")
             var attempt = ChangeSet()
             do throws(DatabaseError) {
-                let puts = accepted.compactMap { push.writes[$0].record }
-                if !puts.isEmpty { _ = try apply(.put(push.records.selecting(puts), classes: []), on: connection, changes: &attempt) }
-                for index in accepted where push.writes[index].record == nil {
-                    let id = push.writes[index].id
-                    if try apply(.delete(StorageKey(id, maxKeySize: maxKeySize)), on: connection, changes: &attempt) == 0 {
-                        // A deletion of a record the store does not hold (deleted already, by an
-                        // earlier version) still changes its stamp: the log names it, so that every
-                        // device receives the later tombstone. (No class: no record was there.)
-                        attempt.append(.deleted(id: id, className: ""))
-                    }
-                }
+                try applyAccepted(accepted, changes: &attempt)
                 _ = try run("RELEASE SAVEPOINT locallmdb_push", on: connection, "synchronizing")
                 changes.append(contentsOf: attempt)
                 return clashing

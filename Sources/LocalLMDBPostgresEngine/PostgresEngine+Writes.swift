@@ -62,9 +62,10 @@ extension PostgresEngine {
     /// and migration entry, which change only under the exclusive lock). A lock held by others
     /// makes the transaction wait, for at most the busy timeout (`lock_timeout`, set when the pool
     /// connects; then `busy`). Group commit makes one transaction carry many writes.
-    func begin(on connection: PostgresConnection, _ operation: String, lock: WritersLock = .exclusive) throws(DatabaseError) {
+    /// With `synchronizing`, the transaction is a device's push (`pushSync`).
+    func begin(on connection: PostgresConnection, _ operation: String, lock: WritersLock = .exclusive, synchronizing: Bool = false) throws(DatabaseError) {
         _ = try run(StoreSchema.beginWrite, on: connection, operation)
-        _ = try run(schema.writersLock(lock), on: connection, operation)
+        _ = try run(schema.writersLock(lock, synchronizing: synchronizing), on: connection, operation)
         guard let locked = StoreSchema.Locked(try run(schema.lockQuery, on: connection, operation)) else {
             throw .server(operation: operation, message: "the store is no longer listed on the server")
         }

@@ -106,10 +106,13 @@ struct StoreSchema: Sendable {
 
     /// The statement that takes the store's writers' lock until the transaction ends: an advisory
     /// lock in the two-integer key space (apart from the class and migration locks' bigint keys).
-    func writersLock(_ mode: WritersLock) -> PostgresQuery {
+    /// With `synchronizing`, the same statement marks the transaction as a device's push
+    /// (`locallmdb.synchronizing`, which the records' trigger reads), saving a round trip.
+    func writersLock(_ mode: WritersLock, synchronizing: Bool = false) -> PostgresQuery {
         let function = mode == .shared ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"
+        let marking = synchronizing ? ", set_config('locallmdb.synchronizing', 'on', true)" : ""
         return PostgresQuery(
-            unsafeSQL: "SELECT \(function)(\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey)))")
+            unsafeSQL: "SELECT \(function)(\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey)))\(marking)")
     }
 
     /// What `lockQuery` reads.

@@ -87,9 +87,13 @@ package struct LoggedCommit: Sendable {
 package struct LoggedCommits: Sendable {
     package let commits: [LoggedCommit]
     package let position: LogPosition
+    /// Whether `position` was the log's last commit when it was read (nothing more to ask for
+    /// then); false when unknown, or when `limit` left commits out.
+    package let reachesEnd: Bool
 
-    package init(commits: [LoggedCommit], position: LogPosition) {
+    package init(commits: [LoggedCommit], position: LogPosition, reachesEnd: Bool = false) {
         self.commits = commits
         self.position = position
+        self.reachesEnd = reachesEnd
     }
 }
