@@ -293,30 +293,53 @@ public final class Synchronizer: Sendable {
         return newer
     }
 
-    /// Receives every version the server holds, in local transactions of 10,000, the last one
-    /// recording the position they were read at.
+    /// Receives every version the server holds, a page of 10,000 at a time: each page is applied
+    /// in a local transaction while the next one is fetched (at most one page waits, so memory
+    /// stays bounded however large the store); then a last transaction records the position they
+    /// were read at. Interrupted, the copy records no position, and the next pass copies again
+    /// (a version already held changes nothing).
     private nonisolated(nonsending) func fullCopy(expected: String?) async throws(DatabaseError) {
         defer { state.withLock { $0.fullCopy = nil } }
-        let fetched = try await store.engine.allSyncVersions(pageSize: 10_000) { [state] fetched, total in
-            state.withLock { $0.fullCopy = PullReplicator.FullCopy(fetched: fetched, total: total) }
+        var applying: Task<Void, any Error>?
+        var received = 0
+        let snapshot: SyncFetched
+        do throws(DatabaseError) {
+            snapshot = try await store.engine.syncVersionPages(pageSize: 10_000) { [state] fetched, total in
+                state.withLock { $0.fullCopy = PullReplicator.FullCopy(fetched: fetched, total: total) }
+            } take: { page throws(DatabaseError) in
+                let run = try syncRun(page, knownIDs: [], expected: nil, position: nil)
+                received += page.versions.count
+                try await Self.finish(applying)
+                applying = Task { [local] in _ = try await local.applySync(run) }
+            }
+            try await Self.finish(applying)
+        } catch {
+            // No apply outlives the pass (passes run one at a time).
+            _ = try? await Self.finish(applying)
+            throw error
         }
-        guard let position = fetched.position else {
+        guard let position = snapshot.position else {
             throw .changesUnavailable(token: "", reason: "the store's position was not read with its records")
         }
-        var start = 0
-        repeat {
-            var part = SyncFetched()
-            part.versions = Array(fetched.versions[start..<min(start + 10_000, fetched.versions.count)])
-            part.classRows = fetched.classRows
-            start += 10_000
-            let last = start >= fetched.versions.count
-            let run = try syncRun(part, knownIDs: [], expected: expected, position: last ? position.description : nil)
-            try await apply(run)
-        } while start < fetched.versions.count
+        var last = SyncFetched()
+        last.classRows = snapshot.classRows
+        try await apply(try syncRun(last, knownIDs: [], expected: expected, position: position.description))
         state.withLock {
             $0.fullCopies += 1
-            $0.received += fetched.versions.count
+            $0.received += received
             $0.position = position.description
+        }
+    }
+
+    /// Waits for `task` (a page's local transaction), giving back its error.
+    private static func finish(_ task: Task<Void, any Error>?) async throws(DatabaseError) {
+        guard let task else { return }
+        do {
+            try await task.value
+        } catch let error as DatabaseError {
+            throw error
+        } catch {
+            throw .transactionFailed(reason: "a page of the full copy was not applied: \(error)")
         }
     }
 

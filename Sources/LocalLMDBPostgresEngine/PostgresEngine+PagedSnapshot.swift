@@ -19,13 +19,15 @@ extension PostgresEngine {
     /// Begins a snapshot that gives the change log's position (`beginSnapshotWithToken`), counts
     /// the rows `countSQL` counts (the total `progress` is told), reads the class rows, then asks
     /// `page` for the rows after the last key read (nil: from the first), `pageSize` at most, and
-    /// hands each page to `take`, which returns the last row's key, until a page comes back short.
+    /// hands each page, with the snapshot's position and class rows, to `take`, which returns the
+    /// last row's key, until a page comes back short. (`take` may suspend: the next page is not
+    /// asked for until it returns.)
     /// The snapshot ends with the read, on every path; a connection a failed rollback left in
     /// doubt is not reused.
     nonisolated(nonsending) func readPaged(
         _ operation: String, pageSize: Int, countSQL: String,
         page: (_ after: ByteBuffer?, _ limit: Int64) -> PostgresQuery,
-        take: (PostgresQueryResult) throws(DatabaseError) -> ByteBuffer?,
+        take: nonisolated(nonsending) (PostgresQueryResult, PagedSnapshot) async throws(DatabaseError) -> ByteBuffer?,
         progress: (_ fetched: Int, _ total: Int) -> Void
     ) async throws(DatabaseError) -> PagedSnapshot {
         try checkOpen()
@@ -37,21 +39,20 @@ extension PostgresEngine {
         do throws(DatabaseError) {
             let position = try await beginSnapshotWithToken(on: connection, operation)
             let total = Int((try? (try await send(PostgresQuery(unsafeSQL: countSQL))).rows.first?.decode(Int64.self)) ?? 0)
-            let classRows = try await classRows(on: connection, operation)
+            snapshot = PagedSnapshot(position: position, classRows: try await classRows(on: connection, operation))
             progress(0, total)
             let limit = Int64(max(1, pageSize))
             var fetched = 0
             var last: ByteBuffer?
             while true {
                 let rows = try await send(page(last, limit))
-                let lastKey = try take(rows)
+                let lastKey = try await take(rows, snapshot)
                 fetched += rows.rows.count
                 progress(fetched, max(total, fetched))
                 guard rows.rows.count == Int(limit), let lastKey else { break }
                 last = lastKey
             }
             _ = try await send("COMMIT")
-            snapshot = PagedSnapshot(position: position, classRows: classRows)
         } catch {
             let broken = (try? await connection.send("ROLLBACK", logger: logger, within: queryTimeout).get()) == nil
             pool.release(connection, broken: broken)

@@ -135,7 +135,7 @@ extension PostgresEngine {
                 return PostgresQuery(
                     unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key > $1 ORDER BY key LIMIT $2", binds: binds(last, limit))
             },
-            take: { page throws(DatabaseError) in
+            take: { page, _ throws(DatabaseError) in
                 try Self.add(page, to: &fetched)
                 return fetched.records.last.map { ByteBuffer(bytes: $0.key) }
             },

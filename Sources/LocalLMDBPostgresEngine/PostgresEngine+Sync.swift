@@ -369,13 +369,14 @@ extension PostgresEngine {
         return fetched
     }
 
-    /// Every record's version (tombstones included), every class row, and the change log's
-    /// position they reflect, from one snapshot, `pageSize` rows at a time in key order;
-    /// `progress` is told the rows fetched so far and how many there are.
-    package nonisolated(nonsending) func allSyncVersions(
-        pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void
+    /// Every record's version (tombstones included), from one snapshot, `pageSize` rows at a time
+    /// in key order, each page handed to `take` with the snapshot's change log position and every
+    /// class row (the next page is fetched once `take` returns); `progress` is told the rows
+    /// fetched so far and how many there are. Returns the position and the class rows.
+    package nonisolated(nonsending) func syncVersionPages(
+        pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void,
+        take: nonisolated(nonsending) (_ page: SyncFetched) async throws(DatabaseError) -> Void
     ) async throws(DatabaseError) -> SyncFetched {
-        var fetched = SyncFetched()
         let snapshot = try await readPaged(
             "reading records to synchronize", pageSize: pageSize, countSQL: "SELECT count(*) FROM \(syncSchema.sync)",
             page: { last, limit in
@@ -387,14 +388,21 @@ extension PostgresEngine {
                         """,
                     binds: last.map { binds(limit, $0) } ?? binds(limit))
             },
-            take: { page throws(DatabaseError) in
-                try Self.addVersions(page, to: &fetched)
-                return page.rows.reversed().first.flatMap { try? $0.decode(ByteBuffer.self) }
+            take: { rows, snapshot throws(DatabaseError) in
+                var page = SyncFetched()
+                page.position = snapshot.position
+                page.classRows = snapshot.classRows
+                try Self.addVersions(rows, to: &page)
+                // The last row's key, read before the page is handed on.
+                let last = rows.rows.reversed().first.flatMap { try? $0.decode(ByteBuffer.self) }
+                try await take(page)
+                return last
             },
             progress: progress)
-        fetched.position = snapshot.position
-        fetched.classRows = snapshot.classRows
-        return fetched
+        var found = SyncFetched()
+        found.position = snapshot.position
+        found.classRows = snapshot.classRows
+        return found
     }
 
     private nonisolated(nonsending) func addClassRows(to fetched: inout SyncFetched, on connection: PostgresConnection) async throws(DatabaseError) {
