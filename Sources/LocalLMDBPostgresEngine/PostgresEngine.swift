@@ -92,6 +92,12 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     /// The store's migration entry as the thread's write transaction holds it: read with the
     /// store's row by `begin`, advanced by a migration's batch. Confined to `thread`.
     nonisolated(unsafe) var recordedMigrations = RecordedMigrations.unknown
+    /// Claims that recorded nothing (`claim`), by class name: the claiming row's bytes and the
+    /// stored row's (`fastPut`). Confined to `thread`.
+    nonisolated(unsafe) var unchangedClaims: [ExactID: (claiming: [UInt8], stored: [UInt8])] = [:]
+    /// Whether the store has its put procedure (`StoreSchema.putProcedure`); nil until asked.
+    /// Confined to `thread`.
+    nonisolated(unsafe) var hasPutProcedure: Bool?
     /// The migrations this process knows, for the check of every write (`MigrationCatalog`).
     let migrations = MigrationCatalog()
 

@@ -34,6 +34,9 @@ import PostgresNIO
 ///   each index of its class: the index's number, the whole `IndexKey` tuple and the record's key
 ///   (LMDB's `entries`, with no tuple ever shortened); `head`, the tuple's first 1,024 bytes
 ///   (generated), is what the B-tree orders, as a whole tuple may be longer than a B-tree entry.
+/// - `<prefix>_put1(…)`: a procedure that writes records by key in one round trip, with the
+///   checks a write transaction makes (`StoreSchema.putProcedure`); not part of the schema's
+///   version (a store without it is written the general way).
 ///
 /// Invariants:
 /// - A store's sequence numbers are consecutive, and `<prefix>_sequencer.last` is the last one
@@ -250,8 +253,10 @@ struct StoreSchema: Sendable {
                         "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))")
                 }
                 try await addSpellingKeys(prefix: prefix, maxKeySize: maxKeySize, run)
+                let opened = StoreSchema(name: name, prefix: prefix, logID: logID)
+                try await opened.addPutProcedure(run)
                 _ = try await run("COMMIT")
-                return StoreSchema(name: name, prefix: prefix, logID: logID)
+                return opened
             } catch {
                 _ = try? await run("ROLLBACK")
                 throw error

@@ -108,6 +108,10 @@ extension PostgresTests {
         func aFailingStepRollsBackItsBatch() async throws {
             let name = PostgresServer.uniqueStore()
             try await PostgresServer.withDatabase(store: name) { (store: PostgresStore) async throws in
+              // Another process, whose writes by key go through the store's put procedure by the
+              // time the migration starts (it holds the migration entry it last read: none).
+              try await PostgresServer.withDatabase(store: name) { (other: PostgresStore) async throws in
+                for index in 0..<3 { try await other.write(Record(id: "other-\(index)", data: Note(text: "before"))) }
                 try await writePeople(store, count: 95)
                 let counter = StepCounter()
                 // Batches of 10 in key order ("person-0", "person-1", "person-10", …): the fifth fails.
@@ -122,17 +126,20 @@ extension PostgresTests {
                     try await store.write(Record(id: "during", data: Note(text: "during")))
                 }
                 // Another process (another engine, its own connections) is refused too.
-                try await PostgresServer.withDatabase(store: name) { (other: PostgresStore) async throws in
-                    await #expect(throws: LocalDatabaseError.migrationInProgress(name: "visit")) {
-                        try await other.delete(id: ids[0])
-                    }
-                    #expect(try await other.count(PersonV1.self) == 95)
+                await #expect(throws: LocalDatabaseError.migrationInProgress(name: "visit")) {
+                    try await other.write(Record(id: "other-during", data: Note(text: "during")))
                 }
+                await #expect(throws: LocalDatabaseError.migrationInProgress(name: "visit")) {
+                    try await other.delete(id: ids[0])
+                }
+                #expect(try await other.count(PersonV1.self) == 95)
+                #expect(try await other.count(Note.self) == 3)
                 #expect(try await store.migrate(with: visiting(batchSize: 10, counter: counter)) == ["visit"])
                 people = try await store.read()
                 #expect(people.count == 95)
                 #expect(people.allSatisfy { $0.visits == 1 })
                 #expect(counter.count == 95 + 2)  // The failed batch's two records before the failure ran twice, rolled back.
+              }
             }
         }
 

@@ -1,0 +1,104 @@
+import LocalLMDBLMDB
+import PostgresNIO
+
+/// The store's put procedure (`<prefix>_put1`): a write of records by key, made in one `CALL`
+/// (one round trip) when nothing about it needs the client to look first
+/// (`PostgresEngine.fastPut`). It runs the statements a transaction of `commitGroup` runs, in
+/// the same order, each with its own snapshot (a PL/pgSQL routine's statements take one each
+/// under read committed):
+///
+/// 1. the writers' lock, shared (`WritersLock.shared`);
+/// 2. the store's row: its index catalog's version must be the one the client holds (a catalog
+///    with no index: no entries to write), its schema version one this library writes, and its
+///    migration entry the one the client checked the write against;
+/// 3. the class rows the write claims, each as the client last read it (its claim then records
+///    nothing: `StoredClass.claim(over:)` of the same rows);
+/// 4. the records: new keys inserted, taken ones locked in key order, then replaced;
+/// 5. the change log's entry, encoded by the client; then it commits, and notifies the store's
+///    channel in a transaction of its own. (A transaction that notifies holds the server's
+///    notification lock, one for the whole database, until its commit has been flushed: notifying
+///    in the write's transaction made concurrent writers' commits wait for each other's flushes.)
+///
+/// Anything unexpected (2 or 3 changed, or a record moving to another class, whose log entry the
+/// client did not write) raises SQLSTATE `LL001`: nothing is kept, and the client writes through
+/// `commitGroup`, which reads everything again.
+///
+/// The procedure is created by any open whose role may create in the schema when the store lacks
+/// it; it runs with its caller's rights. A store without it is written through `commitGroup`.
+extension StoreSchema {
+    /// The procedure's name.
+    var putProcedure: String { prefix + "_put1" }
+
+    /// The SQLSTATE the procedure raises when the client must write the general way.
+    static let putFallbackState = "LL001"
+
+    /// The statement that says whether the procedure exists.
+    var putProcedureExistsQuery: PostgresQuery {
+        PostgresQuery(unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL", binds: binds(putProcedure + Self.putSignature))
+    }
+
+    /// The procedure's parameter types.
+    static let putSignature = "(bytea, bigint, boolean, bytea, bytea[], bytea[], bytea[], bytea[], bytea[], bytea[], bytea, text)"
+
+    /// Creates the procedure when the store lacks it and the role may create in the schema (not
+    /// a schema version: without it, writes take the general way).
+    func addPutProcedure(_ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
+        let row = try await run(PostgresQuery(
+            unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL, coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)",
+            binds: binds(putProcedure + Self.putSignature))).rows.first
+        guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self), !exists, mayCreate else { return }
+        _ = try await run(createPutProcedure)
+    }
+
+    /// The statement that creates (or replaces) the procedure.
+    var createPutProcedure: PostgresQuery {
+        let lockKey = "\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey))"
+        return PostgresQuery(
+            unsafeSQL: """
+                CREATE OR REPLACE PROCEDURE \(putProcedure)(
+                    p_store bytea, p_index_version bigint, p_migrated boolean, p_migrations bytea,
+                    p_class_keys bytea[], p_class_rows bytea[],
+                    p_keys bytea[], p_record_class_keys bytea[], p_names bytea[], p_values bytea[],
+                    p_entry bytea, p_channel text
+                ) LANGUAGE plpgsql AS $put$
+                DECLARE
+                    inserted bytea[];
+                    moved bigint;
+                BEGIN
+                    PERFORM pg_advisory_xact_lock_shared(\(lockKey));
+                    IF NOT EXISTS (
+                        SELECT 1 FROM locallmdb_stores WHERE name = p_store AND index_version = p_index_version
+                            AND version <= \(Self.migratedVersion)
+                            AND ((NOT p_migrated AND migrations IS NULL) OR (p_migrated AND migrations = p_migrations))
+                    ) THEN
+                        RAISE EXCEPTION 'the store changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
+                    END IF;
+                    IF (SELECT count(*) FROM \(classes) c JOIN unnest(p_class_keys, p_class_rows) AS e(k, r) ON c.name_key = e.k AND c.row = e.r)
+                        <> coalesce(cardinality(p_class_keys), 0) THEN
+                        RAISE EXCEPTION 'a class row changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
+                    END IF;
+                    WITH added AS (
+                        INSERT INTO \(records) (key, class_key, class_name, value)
+                        SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value) ORDER BY key
+                        ON CONFLICT (key) DO NOTHING RETURNING key)
+                    SELECT coalesce(array_agg(key), '{}') INTO inserted FROM added;
+                    IF cardinality(inserted) < cardinality(p_keys) THEN
+                        PERFORM 1 FROM \(records) WHERE key = ANY (p_keys) AND NOT (key = ANY (inserted)) ORDER BY key FOR UPDATE;
+                        SELECT count(*) INTO moved FROM \(records) r JOIN unnest(p_keys, p_names) AS t(key, class_name) ON r.key = t.key
+                            WHERE NOT (r.key = ANY (inserted)) AND r.class_name <> t.class_name;
+                        IF moved > 0 THEN
+                            RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
+                        END IF;
+                        INSERT INTO \(records) (key, class_key, class_name, value)
+                        SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value)
+                        WHERE NOT (t.key = ANY (inserted)) ORDER BY key
+                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, class_name = EXCLUDED.class_name, value = EXCLUDED.value;
+                    END IF;
+                    INSERT INTO \(log) (changes) VALUES (p_entry);
+                    COMMIT;
+                    PERFORM pg_notify(p_channel, '');
+                END
+                $put$
+                """)
+    }
+}
