@@ -99,6 +99,7 @@ import Darwin
             gate.markClosed()
             gate.drainIdle { mdb_txn_abort($0) }
             mdb_env_close(handle)
+            writerLock?.closeFile()
             return true
         }
         if closedNow == true { OpenDirectories.shared.release(directory.identity) }
@@ -212,7 +213,10 @@ import Darwin
 
     /// Begins a write transaction on the calling thread, which alone may use and end it.
     /// Grows the map first when it is more than three quarters used.
+    /// - Throws: `closed` once the environment is closed (its handle is gone: nothing below may
+    ///   touch it). The engine closes the environment only after its writer thread has stopped.
     package func beginWrite() throws(DatabaseError) -> WriteTransaction {
+        guard !gate.isClosed else { throw .closed }
         let now = ContinuousClock.now
         if lastReaderCheck.withLock({ last in
             guard now - last > .seconds(1) else { return false }

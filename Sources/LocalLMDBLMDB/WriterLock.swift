@@ -5,6 +5,9 @@ import Darwin
 #endif
 import Foundation
 
+/// The C library's `close`, under a name `WriterLock`'s members do not shadow.
+private func closeDescriptor(_ descriptor: Int32) -> Int32 { close(descriptor) }
+
 /// LocalLMDB's cross-process writer lock: an exclusive `flock` on `writer.lock` in the database
 /// directory, taken before LMDB's own writer lock and held over a whole user transaction.
 ///
@@ -22,14 +25,15 @@ import Foundation
 /// last. The kernel releases a `flock` when its process dies, so a killed writer never leaves
 /// the lock taken.
 ///
-/// Invariant: `holds >= 0`, and the file is locked exactly while `holds > 0`.
+/// Invariant: `holds >= 0`, and the file is locked exactly while `holds > 0` and it is open.
 package final class WriterLock: @unchecked Sendable {
     /// The lock file's name in the database directory.
     static let fileName = "writer.lock"
 
-    private let descriptor: Int32
+    /// The lock file's descriptor; -1 once closed (`close()`).
+    private var descriptor: Int32
     private let path: String
-    /// Guards `holds`, and the file's locking and unlocking.
+    /// Guards `holds` and `descriptor`, and the file's locking and unlocking.
     private let mutex = NSLock()
     private var holds = 0
 
@@ -43,7 +47,19 @@ package final class WriterLock: @unchecked Sendable {
 
     deinit {
         assert(holds == 0, "the writer lock was still held when its environment closed")
-        close(descriptor)
+        if descriptor >= 0 { _ = closeDescriptor(descriptor) }
+    }
+
+    /// Closes the lock file, with its environment: a closed environment keeps no file open for
+    /// writing, however long something refers to it. Later holds fail with `closed`.
+    func closeFile() {
+        mutex.lock()
+        defer { mutex.unlock() }
+        guard descriptor >= 0 else { return }
+        // Closing the descriptor also gives back a lock still held (by a transaction the
+        // environment's closing ended).
+        _ = closeDescriptor(descriptor)
+        descriptor = -1
     }
 
     /// Takes one hold, locking the file if this process holds it no other way, and waiting for
@@ -53,6 +69,7 @@ package final class WriterLock: @unchecked Sendable {
         mutex.lock()
         defer { mutex.unlock() }
         assert(holds >= 0)
+        guard descriptor >= 0 else { throw .closed }
         if holds == 0 { try lockFile(timeout: timeout) }
         holds += 1
     }
@@ -64,7 +81,7 @@ package final class WriterLock: @unchecked Sendable {
         assert(holds > 0, "the writer lock was released more often than acquired")
         guard holds > 0 else { return }
         holds -= 1
-        if holds == 0 { _ = flock(descriptor, LOCK_UN) }
+        if holds == 0, descriptor >= 0 { _ = flock(descriptor, LOCK_UN) }
     }
 
     /// The number of holds: for tests.
