@@ -15,11 +15,7 @@ extension PostgresEngine {
     /// counts. A call whose answer was lost may have committed: it is not repeated.
     func fastPut(_ writes: [[WriteOperation]]) -> [Result<Int, DatabaseError>]? {
         guard hasPutProcedure != false, let catalog, catalog.byClass.isEmpty, case let .read(entry) = recordedMigrations else { return nil }
-        var keys: [ByteBuffer] = []
-        var classKeys: [ByteBuffer] = []
-        var classNames: [ByteBuffer] = []
-        var values: [ByteBuffer] = []
-        var rowOfKey: [[UInt8]: Int] = [:]
+        var rows = RecordRows()
         var classOfKey: [[UInt8]: String] = [:]
         var claimedKeys: [ByteBuffer] = []
         var claimedRows: [ByteBuffer] = []
@@ -36,21 +32,10 @@ extension PostgresEngine {
                     claimedRows.append(ByteBuffer(bytes: claim.stored))
                 }
                 var moves = false
-                records.forEachRecord { (key: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, className: String, classKey: StorageKey) in
-                    let keyBytes = Array(key)
+                rows.add(records) { key, className in
                     // A record moving between classes within the writes: its log entry needs `commitGroup`.
-                    if let earlier = classOfKey[keyBytes], !earlier.hasSameUTF8(as: className) { moves = true }
-                    classOfKey[keyBytes] = className
-                    let row = (ByteBuffer(bytes: keyBytes), ByteBuffer(bytes: classKey.bytes), ByteBuffer(string: className), ByteBuffer(bytes: value))
-                    if let index = rowOfKey[keyBytes] {
-                        (keys[index], classKeys[index], classNames[index], values[index]) = row
-                    } else {
-                        rowOfKey[keyBytes] = keys.count
-                        keys.append(row.0)
-                        classKeys.append(row.1)
-                        classNames.append(row.2)
-                        values.append(row.3)
-                    }
+                    if let earlier = classOfKey[key], !earlier.hasSameUTF8(as: className) { moves = true }
+                    classOfKey[key] = className
                 }
                 guard !moves else { return nil }
                 changes.append(written: records, leaving: [])
@@ -79,7 +64,7 @@ extension PostgresEngine {
                     unsafeSQL: "CALL \(schema.putProcedure)($1, $2, $3, $4, $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11, $12)",
                     binds: binds(
                         schema.nameBytes, catalog.version, entry != nil, ByteBuffer(bytes: entry ?? []), claimedKeys, claimedRows,
-                        keys, classKeys, classNames, values, ByteBuffer(bytes: ChangeLog.encode(changes)), schema.prefix)),
+                        rows.keys, rows.classKeys, rows.classNames, rows.values, ByteBuffer(bytes: ChangeLog.encode(changes)), schema.prefix)),
                 on: connection, "writing")
             pool.release(connection)
             notifier.wakeAll()

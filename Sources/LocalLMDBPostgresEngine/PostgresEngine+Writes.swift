@@ -393,28 +393,14 @@ extension PostgresEngine {
     /// Rows are locked in key order, so two servers' batches over the same keys wait for each
     /// other instead of deadlocking.
     private func put(_ records: RecordBatch, on connection: PostgresConnection, changes: inout ChangeSet) throws(DatabaseError) -> Int {
-        var keys: [ByteBuffer] = []
-        var classKeys: [ByteBuffer] = []
-        var classNames: [ByteBuffer] = []
-        var values: [ByteBuffer] = []
+        var rows = RecordRows()
         var order: [[UInt8]] = []
-        var rowOfKey: [[UInt8]: Int] = [:]
         var batchClasses: [String] = []
-        records.forEachRecord { (key: UnsafeRawBufferPointer, _: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, className: String, classKey: StorageKey) in
-            let keyBytes = Array(key)
-            order.append(keyBytes)
+        rows.add(records) { key, className in
+            order.append(key)
             batchClasses.append(className)
-            let row = (ByteBuffer(bytes: keyBytes), ByteBuffer(bytes: classKey.bytes), ByteBuffer(string: className), ByteBuffer(bytes: value))
-            if let index = rowOfKey[keyBytes] {
-                (keys[index], classKeys[index], classNames[index], values[index]) = row
-            } else {
-                rowOfKey[keyBytes] = keys.count
-                keys.append(row.0)
-                classKeys.append(row.1)
-                classNames.append(row.2)
-                values.append(row.3)
-            }
         }
+        let (keys, classKeys, classNames, values) = (rows.keys, rows.classKeys, rows.classNames, rows.values)
         // New keys go in at once. Keys taken are then locked and read by a statement of their
         // own, which sees every commit made before it (a statement's snapshot would miss a row
         // another server inserted meanwhile, and the class it left), then replaced.
