@@ -62,7 +62,9 @@ extension StoreSchema {
                     p_entry bytea, p_channel text
                 ) LANGUAGE plpgsql AS $put$
                 DECLARE
-                    inserted bytea[];
+                    taken bytea[];
+                    locked_keys bytea[];
+                    locked_names bytea[];
                     moved bigint;
                 BEGIN
                     PERFORM pg_advisory_xact_lock_shared(\(lockKey));
@@ -77,21 +79,27 @@ extension StoreSchema {
                         <> coalesce(cardinality(p_class_keys), 0) THEN
                         RAISE EXCEPTION 'a class row changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
                     END IF;
+                    -- New keys go in; the taken ones are the rest (a hashed set difference: the
+                    -- statements below cost in proportion to the batch, not its square).
                     WITH added AS (
                         INSERT INTO \(records) (key, class_key, class_name, value)
                         SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value) ORDER BY key
                         ON CONFLICT (key) DO NOTHING RETURNING key)
-                    SELECT coalesce(array_agg(key), '{}') INTO inserted FROM added;
-                    IF cardinality(inserted) < cardinality(p_keys) THEN
-                        PERFORM 1 FROM \(records) WHERE key = ANY (p_keys) AND NOT (key = ANY (inserted)) ORDER BY key FOR UPDATE;
-                        SELECT count(*) INTO moved FROM \(records) r JOIN unnest(p_keys, p_names) AS t(key, class_name) ON r.key = t.key
-                            WHERE NOT (r.key = ANY (inserted)) AND r.class_name <> t.class_name;
+                    SELECT coalesce(array_agg(key), '{}') INTO taken FROM (SELECT unnest(p_keys) EXCEPT SELECT key FROM added) AS t(key);
+                    IF cardinality(taken) > 0 THEN
+                        -- Locked in key order, each read as it is once locked (its latest version).
+                        SELECT coalesce(array_agg(key ORDER BY key), '{}'), coalesce(array_agg(class_name ORDER BY key), '{}')
+                            INTO locked_keys, locked_names
+                            FROM (SELECT key, class_name FROM \(records) WHERE key = ANY (taken) ORDER BY key FOR UPDATE) AS locked;
+                        SELECT count(*) INTO moved FROM unnest(locked_keys, locked_names) AS o(key, class_name)
+                            JOIN unnest(p_keys, p_names) AS t(key, class_name) ON t.key = o.key WHERE o.class_name <> t.class_name;
                         IF moved > 0 THEN
                             RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
                         END IF;
+                        -- An upsert: a taken key deleted by another writer meanwhile is inserted again.
                         INSERT INTO \(records) (key, class_key, class_name, value)
-                        SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value)
-                        WHERE NOT (t.key = ANY (inserted)) ORDER BY key
+                        SELECT t.* FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value)
+                            JOIN unnest(taken) AS k(key) ON k.key = t.key ORDER BY t.key
                         ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, class_name = EXCLUDED.class_name, value = EXCLUDED.value;
                     END IF;
                     INSERT INTO \(log) (changes) VALUES (p_entry);

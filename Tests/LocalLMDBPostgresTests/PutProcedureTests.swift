@@ -36,14 +36,19 @@ extension PostgresTests {
                 for index in 0..<5 { try await store.write(Record(id: "n\(index)", data: Note(text: "v\(index)"))) }
                 try await store.write(contentsOf: (5..<8).map { Record(id: "n\($0)", data: Note(text: "v\($0)")) })
                 try await store.write(Record(id: "n0", data: Note(text: "again")))
-                #expect(try await noteTexts(store, (0..<8).map { "n\($0)" }) == ["again"] + (1..<8).map { "v\($0)" })
-                #expect(try await store.count(Note.self) == 8)
+                // Taken and new keys in one batch, a key twice (the last wins).
+                try await store.write(contentsOf: [
+                    Record(id: "n1", data: Note(text: "first")), Record(id: "n8", data: Note(text: "new")),
+                    Record(id: "n1", data: Note(text: "mixed")),
+                ])
+                #expect(try await noteTexts(store, (0..<9).map { "n\($0)" }) == ["again", "mixed"] + (2..<8).map { "v\($0)" } + ["new"])
+                #expect(try await store.count(Note.self) == 9)
                 let feed = try await store.engine.changeFeed(since: start, limit: 100)
                 let written = feed.commits.flatMap(\.changes).compactMap { change -> String? in
                     if case let .written(id, className) = change { return "\(id) \(className)" }
                     return nil
                 }
-                #expect(written == (0..<8).map { "n\($0) Note" } + ["n0 Note"])
+                #expect(written == (0..<8).map { "n\($0) Note" } + ["n0 Note", "n1 Note", "n8 Note", "n1 Note"])
             }
         }
 
