@@ -1,50 +1,23 @@
+import Foundation
 import LocalLMDBLMDB
 import LocalLMDBStore
 import PostgresNIO
 
-// Writes of records by key in one round trip (`StoreSchema.putProcedure`). All of it runs on the
-// engine's thread.
+// Writes of records by key in one round trip (`StoreSchema.putProcedure`): from the engine's
+// thread (`fastPut`, a group commit's), or from the writer's own task (`putFromTask`), which
+// then makes no hop through the thread.
 extension PostgresEngine {
     /// Commits `writes` with one call of the store's put procedure, when every operation is a put,
     /// the store has no index, and the client holds all the procedure checks (the index catalog's
     /// version and the migration entry its last write transaction read, and every claimed class
     /// as a claim that recorded nothing found it). Returns nil when the writes are not such, or
     /// the procedure refused them before anything was kept: `commitGroup` then writes them.
+    /// On the thread only.
     ///
     /// The results are `commitGroup`'s: the same records stored, the same log entry, the same
     /// counts. A call whose answer was lost may have committed: it is not repeated.
     func fastPut(_ writes: [[WriteOperation]]) -> [Result<Int, DatabaseError>]? {
-        guard hasPutProcedure != false, let catalog, catalog.byClass.isEmpty, case let .read(entry) = recordedMigrations else { return nil }
-        var rows = RecordRows()
-        var classOfKey: [[UInt8]: String] = [:]
-        var claimedKeys: [ByteBuffer] = []
-        var claimedRows: [ByteBuffer] = []
-        var claimed = Set<ExactID>()
-        var changes = ChangeSet()
-        var counts: [Int] = []
-        for operations in writes {
-            var count = 0
-            for operation in operations {
-                guard case let .put(records, classes) = operation else { return nil }
-                for storedClass in classes where claimed.insert(ExactID(storedClass.name)).inserted {
-                    guard let claim = unchangedClaims[ExactID(storedClass.name)], claim.claiming == storedClass.encoded else { return nil }
-                    claimedKeys.append(ByteBuffer(bytes: StorageKey(storedClass.name, maxKeySize: maxKeySize).bytes))
-                    claimedRows.append(ByteBuffer(bytes: claim.stored))
-                }
-                var moves = false
-                rows.add(records) { key, className in
-                    // A record moving between classes within the writes: its log entry needs `commitGroup`.
-                    if let earlier = classOfKey[key], !earlier.hasSameUTF8(as: className) { moves = true }
-                    classOfKey[key] = className
-                }
-                guard !moves else { return nil }
-                changes.append(written: records, leaving: [])
-                count += records.count
-            }
-            counts.append(count)
-        }
-        // Nothing to write, or a migration refuses the writes: `commitGroup` says so.
-        guard !changes.isEmpty, (try? checkMigrations()) != nil else { return nil }
+        guard hasPutProcedure != false, let basis = putBasis, let call = putCall(writes, basis: basis) else { return nil }
         let connection: PostgresConnection
         do throws(DatabaseError) {
             connection = try leaseBlocking("writing")
@@ -59,34 +32,148 @@ extension PostgresEngine {
                     return nil
                 }
             }
-            _ = try run(
-                PostgresQuery(
-                    unsafeSQL: "CALL \(schema.putProcedure)($1, $2, $3, $4, $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11, $12)",
-                    binds: binds(
-                        schema.nameBytes, catalog.version, entry != nil, ByteBuffer(bytes: entry ?? []), claimedKeys, claimedRows,
-                        rows.keys, rows.classKeys, rows.classNames, rows.values, ByteBuffer(bytes: ChangeLog.encode(changes)), schema.prefix)),
-                on: connection, "writing")
+            _ = try run(call.query, on: connection, "writing")
             pool.release(connection)
             notifier.wakeAll()
-            return counts.map { .success($0) }
+            return call.counts.map { .success($0) }
         } catch {
             pool.release(connection, broken: connection.isClosed)
-            guard Self.isRefusal(error), case let .server(operation, message) = error else { return writes.map { _ in .failure(error) } }
-            // The notification, sent after the commit, refused (its queue full): the records
-            // were kept, but an error is no proof of that, and writing them again would log them twice.
-            if message.contains("SQLSTATE 54000") {
-                let doubt = DatabaseError.server(operation: operation, message: message + "; the write may or may not have committed")
-                return writes.map { _ in .failure(doubt) }
+            if case let .server(_, message) = error, Self.isRefusal(error) {
+                if message.contains("SQLSTATE 42883") {
+                    hasPutProcedure = nil  // Gone: asked again.
+                } else if message.contains("SQLSTATE 42501") || message.contains("SQLSTATE 2D000") {
+                    hasPutProcedure = false  // Not this role's to call, or not callable here: the general way from now on.
+                }
             }
-            // Refused before its commit (by the procedure's checks, or by the server): nothing was
-            // kept, and `commitGroup` writes the general way, reading everything again.
-            if message.contains("SQLSTATE 42883") {
-                hasPutProcedure = nil  // Gone: asked again.
-            } else if message.contains("SQLSTATE 42501") || message.contains("SQLSTATE 2D000") {
-                hasPutProcedure = false  // Not this role's to call, or not callable here: the general way from now on.
-            }
-            return nil
+            guard let failure = Self.putFailure(error) else { return nil }
+            return writes.map { _ in .failure(failure) }
         }
+    }
+
+    /// Commits `operations` (one atomic write) with one call of the put procedure, from the
+    /// caller's task, on an idle connection: no hop through the thread. Returns nil, having kept
+    /// nothing, when that cannot be (the thread has not published a basis, a session's
+    /// transaction is open, no connection is idle, the engine is closing) or the procedure
+    /// refused the write before its commit: the caller then submits it to the thread, whose
+    /// group commit writes it the general way, reading everything again (and learning why).
+    ///
+    /// The basis may be one the thread has just replaced: the procedure checks every part of it
+    /// on the server, so a stale one is refused there, never written against.
+    nonisolated(nonsending) func putFromTask(_ operations: [WriteOperation]) async -> Result<Int, DatabaseError>? {
+        guard let basis = publishedPutBasis.withLock({ $0 }), let call = putCall([operations], basis: basis) else { return nil }
+        let started = shared.withLock { shared -> Bool in
+            guard !shared.closed, !shared.transactionActive else { return false }
+            shared.writesFromTasks += 1
+            return true
+        }
+        guard started else { return nil }
+        defer { endWriteFromTask() }
+        guard let connection = pool.leaseIdle() else { return nil }
+        do throws(DatabaseError) {
+            _ = try await connection.send(call.query, logger: logger, within: queryTimeout).value("writing")
+            pool.release(connection)
+            notifier.wakeAll()
+            return .success(call.counts.first ?? 0)
+        } catch {
+            pool.release(connection, broken: connection.isClosed)
+            return Self.putFailure(error).map { .failure($0) }
+        }
+    }
+
+    /// Counts a write from a task as ended, and tells a closing engine waiting for the last one.
+    private func endWriteFromTask() {
+        let closing = shared.withLock { shared -> DispatchSemaphore? in
+            shared.writesFromTasks -= 1
+            assert(shared.writesFromTasks >= 0, "more writes from tasks ended than started")
+            return shared.writesFromTasks == 0 ? shared.writesFromTasksEnded : nil
+        }
+        closing?.signal()
+    }
+
+    /// Waits until every write from a task has its answer (the engine is marked closed: no new
+    /// one starts), for at most the query timeout each is bounded by. On the thread, closing.
+    func waitForWritesFromTasks() {
+        let ended = shared.withLock { shared -> DispatchSemaphore? in
+            assert(shared.closed, "writes from tasks are waited for by a closing engine")
+            guard shared.writesFromTasks > 0 else { return nil }
+            let ended = DispatchSemaphore(value: 0)
+            shared.writesFromTasksEnded = ended
+            return ended
+        }
+        guard let ended else { return }
+        let limit = queryTimeout.components
+        let seconds = limit.seconds >= Int64(Int32.max) ? Int(Int32.max) : Int(limit.seconds) + 1
+        _ = ended.wait(timeout: .now() + .seconds(seconds))
+    }
+
+    /// What a failed call of the procedure means: nil when it was refused before its commit
+    /// (by its checks or by the server: nothing was kept, and the general way writes instead),
+    /// else the error to answer the write with.
+    static func putFailure(_ error: DatabaseError) -> DatabaseError? {
+        guard isRefusal(error), case let .server(operation, message) = error else { return error }
+        // The notification, sent after the commit, refused (its queue full): the records were
+        // kept, but an error is no proof of that, and writing them again would log them twice.
+        if message.contains("SQLSTATE 54000") {
+            return .server(operation: operation, message: message + "; the write may or may not have committed")
+        }
+        return nil
+    }
+
+    /// The thread's basis for the procedure's checks: nil while the index catalog or the
+    /// migration entry is unknown, or the store has an index (whose entries the procedure does
+    /// not write). On the thread only.
+    var putBasis: PutBasis? {
+        guard let catalog, catalog.byClass.isEmpty, case let .read(entry) = recordedMigrations else { return nil }
+        return PutBasis(indexVersion: catalog.version, migrationEntry: entry, claims: unchangedClaims)
+    }
+
+    /// Publishes the thread's basis for `putFromTask`, when the store has the procedure. Called
+    /// by the thread whenever a part of it changes.
+    func publishPutBasis() {
+        let basis = hasPutProcedure == true ? putBasis : nil
+        publishedPutBasis.withLock { $0 = basis }
+    }
+
+    /// The procedure's call for `writes` against `basis`: nil when an operation is not a put, a
+    /// claimed class is not in the basis as claimed, a record moves between classes within the
+    /// writes (its log entry needs `commitGroup`), nothing is written, or a migration refuses the
+    /// writes (`commitGroup` then says why). Reads no state of the thread's.
+    func putCall(_ writes: [[WriteOperation]], basis: PutBasis) -> PutCall? {
+        var rows = RecordRows()
+        var classOfKey: [[UInt8]: String] = [:]
+        var claimedKeys: [ByteBuffer] = []
+        var claimedRows: [ByteBuffer] = []
+        var claimed = Set<ExactID>()
+        var changes = ChangeSet()
+        var counts: [Int] = []
+        for operations in writes {
+            var count = 0
+            for operation in operations {
+                guard case let .put(records, classes) = operation else { return nil }
+                for storedClass in classes where claimed.insert(ExactID(storedClass.name)).inserted {
+                    guard let claim = basis.claims[ExactID(storedClass.name)], claim.claiming == storedClass.encoded else { return nil }
+                    claimedKeys.append(ByteBuffer(bytes: StorageKey(storedClass.name, maxKeySize: maxKeySize).bytes))
+                    claimedRows.append(ByteBuffer(bytes: claim.stored))
+                }
+                var moves = false
+                rows.add(records) { key, className in
+                    if let earlier = classOfKey[key], !earlier.hasSameUTF8(as: className) { moves = true }
+                    classOfKey[key] = className
+                }
+                guard !moves else { return nil }
+                changes.append(written: records, leaving: [])
+                count += records.count
+            }
+            counts.append(count)
+        }
+        guard !changes.isEmpty, (try? checkMigrations(entry: basis.migrationEntry)) != nil else { return nil }
+        let entry = basis.migrationEntry
+        let query = PostgresQuery(
+            unsafeSQL: "CALL \(schema.putProcedure)($1, $2, $3, $4, $5::bytea[], $6::bytea[], $7::bytea[], $8::bytea[], $9::bytea[], $10::bytea[], $11, $12)",
+            binds: binds(
+                schema.nameBytes, basis.indexVersion, entry != nil, ByteBuffer(bytes: entry ?? []), claimedKeys, claimedRows,
+                rows.keys, rows.classKeys, rows.classNames, rows.values, ByteBuffer(bytes: ChangeLog.encode(changes)), schema.prefix))
+        return PutCall(query: query, counts: counts)
     }
 
     /// Remembers the claims of `storedClasses` over `stored` (rows and their bytes) that record
@@ -97,4 +184,19 @@ extension PostgresEngine {
             unchangedClaims[ExactID(storedClass.name)] = (storedClass.encoded, existing.bytes)
         }
     }
+}
+
+/// What a put by key needs of the engine thread's state for the put procedure's checks: the
+/// index catalog's version (of a catalog with no index), the migration entry, and the claims
+/// that recorded nothing, by class name (the claiming row's bytes and the stored row's).
+struct PutBasis: Sendable {
+    let indexVersion: Int64
+    let migrationEntry: [UInt8]?
+    let claims: [ExactID: (claiming: [UInt8], stored: [UInt8])]
+}
+
+/// A call of the put procedure, and the records each of its writes counts.
+struct PutCall: Sendable {
+    let query: PostgresQuery
+    let counts: [Int]
 }

@@ -85,6 +85,12 @@ extension PostgresEngine {
         guard case let .read(entry) = recordedMigrations else {
             throw .transactionFailed(reason: "the store's migration entry could not be read again after a refused write")
         }
+        try checkMigrations(entry: entry)
+    }
+
+    /// Refuses a write into a store whose migration entry is `entry` when this process's
+    /// migrations forbid it (`MigrationCatalog.checkWrite`).
+    func checkMigrations(entry: [UInt8]?) throws(DatabaseError) {
         if let entry {
             try entry.withBytes { entry throws(DatabaseError) in try migrations.checkWrite(into: entry) }
         } else {

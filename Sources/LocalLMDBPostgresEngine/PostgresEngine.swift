@@ -65,6 +65,10 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         /// Writes waiting for the next group commit.
         var pending: [PendingWrite] = []
         var drainScheduled = false
+        /// Writes from callers' tasks with an answer to come (`putFromTask`).
+        var writesFromTasks = 0
+        /// Signalled by the last of them to end once the engine is closing.
+        var writesFromTasksEnded: DispatchSemaphore?
     }
 
     /// A write outside a transaction, waiting for its group.
@@ -88,16 +92,28 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     nonisolated(unsafe) var transaction: OpenTransaction?
     /// The index catalog as the thread's last write transaction saw it, with its version
     /// (`StoreSchema`): current once `begin` has compared the version. Confined to `thread`.
-    nonisolated(unsafe) var catalog: (version: Int64, byClass: [String: [StoredIndex]])?
+    nonisolated(unsafe) var catalog: (version: Int64, byClass: [String: [StoredIndex]])? {
+        didSet { publishPutBasis() }
+    }
     /// The store's migration entry as the thread's write transaction holds it: read with the
     /// store's row by `begin`, advanced by a migration's batch. Confined to `thread`.
-    nonisolated(unsafe) var recordedMigrations = RecordedMigrations.unknown
+    nonisolated(unsafe) var recordedMigrations = RecordedMigrations.unknown {
+        didSet { publishPutBasis() }
+    }
     /// Claims that recorded nothing (`claim`), by class name: the claiming row's bytes and the
     /// stored row's (`fastPut`). Confined to `thread`.
-    nonisolated(unsafe) var unchangedClaims: [ExactID: (claiming: [UInt8], stored: [UInt8])] = [:]
+    nonisolated(unsafe) var unchangedClaims: [ExactID: (claiming: [UInt8], stored: [UInt8])] = [:] {
+        didSet { publishPutBasis() }
+    }
     /// Whether the store has its put procedure (`StoreSchema.putProcedure`); nil until asked.
     /// Confined to `thread`.
-    nonisolated(unsafe) var hasPutProcedure: Bool?
+    nonisolated(unsafe) var hasPutProcedure: Bool? {
+        didSet { publishPutBasis() }
+    }
+    /// The thread's basis for the put procedure's checks, as it last published it
+    /// (`publishPutBasis`, whenever a part of it changes), for writes from callers' tasks
+    /// (`putFromTask`); nil while the store has no procedure or the basis is unknown.
+    let publishedPutBasis = Locked<PutBasis?>(nil)
     /// The migrations this process knows, for the check of every write (`MigrationCatalog`).
     let migrations = MigrationCatalog()
 
@@ -114,6 +130,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         configuration.busyTimeout = options.busyTimeout
         self.configuration = configuration
         thread = WriterThread(name: "LocalLMDB PostgreSQL writer")
+        hasPutProcedure = schema.hadPutProcedure
         databaseSerial = Self.serials.withLock { serial in
             serial += 1
             return serial
@@ -251,6 +268,8 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
 
     package nonisolated(nonsending) func perform(_ operation: WriteOperation) async throws(DatabaseError) -> Int {
         try checkOpen()
+        // Records by key, straight from this task when it can be (one round trip, no hop).
+        if case .put = operation, let result = await putFromTask([operation]) { return try result.get() }
         let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Int, DatabaseError>, Never>) in
             submit([operation]) { continuation.resume(returning: $0) }
         }
@@ -429,6 +448,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         }
         guard !alreadyClosed else { return }
         drain()
+        waitForWritesFromTasks()
         listener.close()
         _ = try? pool.close().wait()
     }

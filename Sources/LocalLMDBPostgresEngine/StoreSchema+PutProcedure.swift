@@ -1,25 +1,28 @@
 import LocalLMDBLMDB
 import PostgresNIO
 
-/// The store's put procedure (`<prefix>_put1`): a write of records by key, made in one `CALL`
+/// The store's put procedure (`<prefix>_put2`): a write of records by key, made in one `CALL`
 /// (one round trip) when nothing about it needs the client to look first
 /// (`PostgresEngine.fastPut`). It runs the statements a transaction of `commitGroup` runs, in
 /// the same order, each with its own snapshot (a PL/pgSQL routine's statements take one each
 /// under read committed):
 ///
 /// 1. the writers' lock, shared (`WritersLock.shared`);
-/// 2. the store's row: its index catalog's version must be the one the client holds (a catalog
-///    with no index: no entries to write), its schema version one this library writes, and its
-///    migration entry the one the client checked the write against;
-/// 3. the class rows the write claims, each as the client last read it (its claim then records
-///    nothing: `StoredClass.claim(over:)` of the same rows);
-/// 4. the records: new keys inserted, taken ones locked in key order, then replaced;
-/// 5. the change log's entry, encoded by the client; then it commits, and notifies the store's
-///    channel in a transaction of its own. (A transaction that notifies holds the server's
-///    notification lock, one for the whole database, until its commit has been flushed: notifying
-///    in the write's transaction made concurrent writers' commits wait for each other's flushes.)
+/// 2. in one statement, the store's row (its index catalog's version must be the one the client
+///    holds, a catalog with no index: no entries to write; its schema version one this library
+///    writes; its migration entry the one the client checked the write against) and the class
+///    rows the write claims, each as the client last read it (its claim then records nothing:
+///    `StoredClass.claim(over:)` of the same rows);
+/// 3. the records, in one upsert: new keys inserted, taken ones locked in key order, then
+///    replaced when they stay in their class;
+/// 4. the change log's entry, encoded by the client; then it commits, and notifies the store's
+///    channel in a transaction of its own, committed without waiting for its flush
+///    (`synchronous_commit` off for it alone: it stores nothing, and the write it announces was
+///    flushed before). A transaction that notifies holds the server's notification lock, one for
+///    the whole database, until its commit ends: notifying in the write's transaction, or in one
+///    that waits for its flush, made concurrent writers wait for each other's flushes.
 ///
-/// Anything unexpected (2 or 3 changed, or a record moving to another class, whose log entry the
+/// Anything unexpected (2 changed, or a record moving to another class, whose log entry the
 /// client did not write) raises SQLSTATE `LL001`: nothing is kept, and the client writes through
 /// `commitGroup`, which reads everything again.
 ///
@@ -27,7 +30,7 @@ import PostgresNIO
 /// it; it runs with its caller's rights. A store without it is written through `commitGroup`.
 extension StoreSchema {
     /// The procedure's name.
-    var putProcedure: String { prefix + "_put1" }
+    var putProcedure: String { prefix + "_put2" }
 
     /// The SQLSTATE the procedure raises when the client must write the general way.
     static let putFallbackState = "LL001"
@@ -41,13 +44,19 @@ extension StoreSchema {
     static let putSignature = "(bytea, bigint, boolean, bytea, bytea[], bytea[], bytea[], bytea[], bytea[], bytea[], bytea, text)"
 
     /// Creates the procedure when the store lacks it and the role may create in the schema (not
-    /// a schema version: without it, writes take the general way).
-    func addPutProcedure(_ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws {
+    /// a schema version: without it, writes take the general way). Returns whether the store has
+    /// it then (nil: the answer could not be read).
+    func addPutProcedure(_ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws -> Bool? {
         let row = try await run(PostgresQuery(
             unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL, coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)",
             binds: binds(putProcedure + Self.putSignature))).rows.first
-        guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self), !exists, mayCreate else { return }
+        guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self) else { return nil }
+        guard !exists, mayCreate else { return exists }
         _ = try await run(createPutProcedure)
+        // The earlier version's, which notified in a transaction that waited for its flush. A
+        // process of that version finds it gone and writes the general way.
+        _ = try await run(PostgresQuery(unsafeSQL: "DROP PROCEDURE IF EXISTS \(prefix)_put1\(Self.putSignature)"))
+        return true
     }
 
     /// The statement that creates (or replaces) the procedure.
@@ -62,48 +71,35 @@ extension StoreSchema {
                     p_entry bytea, p_channel text
                 ) LANGUAGE plpgsql AS $put$
                 DECLARE
-                    taken bytea[];
-                    locked_keys bytea[];
-                    locked_names bytea[];
-                    moved bigint;
+                    stored bigint;
                 BEGIN
                     PERFORM pg_advisory_xact_lock_shared(\(lockKey));
+                    -- One statement, one snapshot: the store's row and the claimed class rows.
                     IF NOT EXISTS (
                         SELECT 1 FROM locallmdb_stores WHERE name = p_store AND index_version = p_index_version
                             AND version <= \(Self.migratedVersion)
                             AND ((NOT p_migrated AND migrations IS NULL) OR (p_migrated AND migrations = p_migrations))
-                    ) THEN
-                        RAISE EXCEPTION 'the store changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
-                    END IF;
-                    IF (SELECT count(*) FROM \(classes) c JOIN unnest(p_class_keys, p_class_rows) AS e(k, r) ON c.name_key = e.k AND c.row = e.r)
+                    ) OR (SELECT count(*) FROM \(classes) c JOIN unnest(p_class_keys, p_class_rows) AS e(k, r) ON c.name_key = e.k AND c.row = e.r)
                         <> coalesce(cardinality(p_class_keys), 0) THEN
-                        RAISE EXCEPTION 'a class row changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
+                        RAISE EXCEPTION 'the store or a class row changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
                     END IF;
-                    -- New keys go in; the taken ones are the rest (a hashed set difference: the
-                    -- statements below cost in proportion to the batch, not its square).
-                    WITH added AS (
-                        INSERT INTO \(records) (key, class_key, class_name, value)
+                    -- New keys go in; a taken key is locked (in key order) and replaced as it is once
+                    -- locked (its latest version), unless it is of another class: that row is left
+                    -- out of the count, and the whole write refused. A taken key deleted by another
+                    -- writer meanwhile is inserted again. (The keys are distinct: `RecordRows`.)
+                    WITH written AS (
+                        INSERT INTO \(records) AS r (key, class_key, class_name, value)
                         SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value) ORDER BY key
-                        ON CONFLICT (key) DO NOTHING RETURNING key)
-                    SELECT coalesce(array_agg(key), '{}') INTO taken FROM (SELECT unnest(p_keys) EXCEPT SELECT key FROM added) AS t(key);
-                    IF cardinality(taken) > 0 THEN
-                        -- Locked in key order, each read as it is once locked (its latest version).
-                        SELECT coalesce(array_agg(key ORDER BY key), '{}'), coalesce(array_agg(class_name ORDER BY key), '{}')
-                            INTO locked_keys, locked_names
-                            FROM (SELECT key, class_name FROM \(records) WHERE key = ANY (taken) ORDER BY key FOR UPDATE) AS locked;
-                        SELECT count(*) INTO moved FROM unnest(locked_keys, locked_names) AS o(key, class_name)
-                            JOIN unnest(p_keys, p_names) AS t(key, class_name) ON t.key = o.key WHERE o.class_name <> t.class_name;
-                        IF moved > 0 THEN
-                            RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
-                        END IF;
-                        -- An upsert: a taken key deleted by another writer meanwhile is inserted again.
-                        INSERT INTO \(records) (key, class_key, class_name, value)
-                        SELECT t.* FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value)
-                            JOIN unnest(taken) AS k(key) ON k.key = t.key ORDER BY t.key
-                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, class_name = EXCLUDED.class_name, value = EXCLUDED.value;
+                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, value = EXCLUDED.value
+                            WHERE r.class_name = EXCLUDED.class_name
+                        RETURNING 1)
+                    SELECT count(*) INTO stored FROM written;
+                    IF stored <> cardinality(p_keys) THEN
+                        RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
                     END IF;
                     INSERT INTO \(log) (changes) VALUES (p_entry);
                     COMMIT;
+                    PERFORM set_config('synchronous_commit', 'off', true);
                     PERFORM pg_notify(p_channel, '');
                 END
                 $put$

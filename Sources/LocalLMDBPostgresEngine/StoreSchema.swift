@@ -34,7 +34,7 @@ import PostgresNIO
 ///   each index of its class: the index's number, the whole `IndexKey` tuple and the record's key
 ///   (LMDB's `entries`, with no tuple ever shortened); `head`, the tuple's first 1,024 bytes
 ///   (generated), is what the B-tree orders, as a whole tuple may be longer than a B-tree entry.
-/// - `<prefix>_put1(…)`: a procedure that writes records by key in one round trip, with the
+/// - `<prefix>_put2(…)`: a procedure that writes records by key in one round trip, with the
 ///   checks a write transaction makes (`StoreSchema.putProcedure`); not part of the schema's
 ///   version (a store without it is written the general way).
 ///
@@ -82,6 +82,8 @@ struct StoreSchema: Sendable {
     let prefix: String
     /// The change log's id (a UUID made with the store), for change tokens.
     let logID: String
+    /// Whether the store had its put procedure (`putProcedure`) once opened; nil when not asked.
+    var hadPutProcedure: Bool?
 
     var records: String { prefix + "_records" }
     var classes: String { prefix + "_classes" }
@@ -253,8 +255,8 @@ struct StoreSchema: Sendable {
                         "INSERT INTO locallmdb_stores (name, prefix, version, log_id) VALUES (\(nameBytes), \(prefix), \(version), \(logID))")
                 }
                 try await addSpellingKeys(prefix: prefix, maxKeySize: maxKeySize, run)
-                let opened = StoreSchema(name: name, prefix: prefix, logID: logID)
-                try await opened.addPutProcedure(run)
+                var opened = StoreSchema(name: name, prefix: prefix, logID: logID)
+                opened.hadPutProcedure = try await opened.addPutProcedure(run)
                 _ = try await run("COMMIT")
                 return opened
             } catch {

@@ -29,7 +29,7 @@ extension PostgresTests {
             let name = PostgresServer.uniqueStore()
             let prefix = StoreSchema.prefix(for: name)
             try await PostgresServer.withDatabase(store: name) { store in
-                #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put1' AND prokind = 'p'") == [1])
+                #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put2' AND prokind = 'p'") == [1])
                 let start = try await store.engine.currentChangeToken()
                 // The first writes record the class and learn that its claim records nothing; then
                 // writes go through the procedure.
@@ -117,17 +117,17 @@ extension PostgresTests {
             try await PostgresServer.withDatabase(store: name) { store in
                 for index in 0..<3 { try await store.write(Record(id: "n\(index)", data: Note(text: "v"))) }
                 try await PostgresServer.withConnection { connection in
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP PROCEDURE \(prefix)_put1"), logger: Logger(label: "tests"))
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP PROCEDURE \(prefix)_put2"), logger: Logger(label: "tests"))
                 }
                 for index in 3..<6 { try await store.write(Record(id: "n\(index)", data: Note(text: "v"))) }
                 #expect(try await store.count(Note.self) == 6)
             }
-            #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put1'") == [0])
+            #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put2'") == [0])
             try await PostgresServer.withDatabase(store: name) { store in
                 try await store.write(Record(id: "n6", data: Note(text: "v")))
                 #expect(try await store.count(Note.self) == 7)
             }
-            #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put1'") == [1])
+            #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put2'") == [1])
         }
     }
 }
