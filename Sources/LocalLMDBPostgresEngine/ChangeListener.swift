@@ -3,8 +3,9 @@ import LocalLMDBEngine
 import PostgresNIO
 
 /// Hears the server announce a store's commits (`LISTEN`/`NOTIFY`) and wakes the engine's
-/// notifier at once: every commit's log statement notifies the store's channel, which the
-/// server delivers when (and only if) the transaction commits.
+/// notifier at once: every commit is followed by a notification of the store's channel, sent in
+/// a transaction of its own once the commit is made (`PostgresEngine.announce`, and the put
+/// procedure's).
 ///
 /// Notifications are not durable: a listener that was disconnected misses those sent
 /// meanwhile. So they only wake; observers read the change log themselves, and the notifier

@@ -71,28 +71,47 @@ extension PostgresEngine {
         try checkOpen()
         guard !push.writes.isEmpty else { return [] }
         return try await onThread { [self] () throws(DatabaseError) -> [SyncVersion] in
-            let connection = try leaseBlocking("synchronizing")
-            do throws(DatabaseError) {
-                let refused = try pushSync(push, on: connection)
-                pool.release(connection)
-                return refused
-            } catch {
-                let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
-                pool.release(connection, broken: broken)
-                throw error
+            // Side by side with other pushes and writes by key, unless the store has a unique
+            // index (as the catalog the thread holds says; `pushSync(_:lock:on:)` looks again).
+            var lock = catalogHasUniqueIndex ? WritersLock.exclusive : .shared
+            while true {
+                let connection = try leaseBlocking("synchronizing")
+                do throws(DatabaseError) {
+                    let refused = try pushSync(push, lock: lock, on: connection)
+                    pool.release(connection)
+                    return refused
+                } catch {
+                    let broken = (try? run("ROLLBACK", on: connection, "rolling back")) == nil
+                    pool.release(connection, broken: broken)
+                    // One side of a deadlock with a write by key (the server aborted the push:
+                    // nothing of it was kept; a deadlock is found while waiting for a lock, never
+                    // at the commit): again, alone.
+                    guard lock == .shared, Self.isDeadlock(error) else { throw error }
+                    lock = .exclusive
+                }
             }
         }
     }
 
-    private func pushSync(_ push: SyncPush, on connection: PostgresConnection) throws(DatabaseError) -> [SyncVersion] {
+    /// `pushSync` in one transaction on `connection`, holding the writers' lock as `lock` says.
+    ///
+    /// Shared: a push locks its `_sync` rows, all in one statement in key order, and then the
+    /// records of those keys, so two pushes meeting on a key wait for each other and never
+    /// deadlock. A plain write locks its record before the trigger locks its `_sync` row: a push
+    /// and a write meeting on a key may deadlock, and the server then aborts one, which runs
+    /// again alone (`commitGroup`, `pushSync`). A store with a unique index takes the exclusive
+    /// lock (a push's puts are checked against every record).
+    private func pushSync(_ push: SyncPush, lock: WritersLock, on connection: PostgresConnection) throws(DatabaseError) -> [SyncVersion] {
         let operation = "synchronizing"
         let owners = push.classRows.map {
             StoredClass(name: $0.name, mangledName: $0.mangledName, qualifiedName: $0.qualifiedName, adopts: true, copied: true)
         }
-        // The exclusive writers' lock: a push locks its `_sync` rows before the records, where a
-        // plain write locks its record before the trigger locks its `_sync` row; run side by
-        // side, the two orders would deadlock.
-        try begin(on: connection, operation, lock: .exclusive, synchronizing: true)
+        try begin(on: connection, operation, lock: lock, synchronizing: true)
+        // The catalog read under the lock has a unique index (defined meanwhile): again, alone.
+        if lock == .shared, catalogHasUniqueIndex {
+            _ = try run("ROLLBACK", on: connection, operation)
+            try begin(on: connection, operation, lock: .exclusive, synchronizing: true)
+        }
         let keys = push.writes.map { ByteBuffer(bytes: $0.key) }
         // Every key gets a row (stamp 0: never written), and every row is locked and read, in key
         // order, in one statement: a row there already is "updated" to itself (which locks it and
@@ -204,10 +223,10 @@ extension PostgresEngine {
                 }
             }
         }
-        // A store with no unique index (the catalog, read under the exclusive lock, cannot gain
-        // one before the push commits) refuses no put for a clash: no savepoint is needed.
-        let mayClash = catalog.map { $0.byClass.values.contains { $0.contains(where: \.definition.isUnique) } } ?? true
-        guard mayClash else {
+        // A store with no unique index (the catalog, read under the writers' lock, cannot gain
+        // one before the push commits: indexes are defined under the exclusive lock) refuses no
+        // put for a clash: no savepoint is needed.
+        guard catalogHasUniqueIndex else {
             try applyAccepted(winners, changes: &changes)
             return []
         }
@@ -325,6 +344,9 @@ extension PostgresEngine {
             winnerDevices.append(server.stamp.device)
             winnerDeleted.append(server.deleted)
         }
+        // Entries are numbered in the order their pushes commit (pushes run side by side): a
+        // reader that saw an entry never misses an earlier-numbered one committed later.
+        _ = try run(schema.conflictLogLock, on: connection, "synchronizing")
         _ = try run(
             PostgresQuery(
                 unsafeSQL: """

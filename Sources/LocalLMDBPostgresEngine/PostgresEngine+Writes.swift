@@ -129,20 +129,15 @@ extension PostgresEngine {
     }
 
     /// Writes the change log's entry for `changes`, as the transaction's last statement (its tick,
-    /// which orders it: see `StoreSchema`; the server announces it on the store's channel when the
-    /// transaction commits: see `ChangeListener`), then commits. The entry's number is the
-    /// sequencer's to give (`LogSequencer`): the commit holds no lock another commit waits for
-    /// while the server flushes it. Returns whether an entry was written (false when nothing changed).
+    /// which orders it: see `StoreSchema`), commits, and then announces the commit on the store's
+    /// channel (`announce`). The entry's number is the sequencer's to give (`LogSequencer`): the
+    /// commit holds no lock another commit waits for while the server flushes it. Returns whether
+    /// an entry was written (false when nothing changed).
     func logAndCommit(_ changes: ChangeSet, on connection: PostgresConnection) throws(DatabaseError) -> Bool {
         if !changes.isEmpty {
             let entry = ByteBuffer(bytes: ChangeLog.encode(changes))
             let result = try run(
-                PostgresQuery(
-                    unsafeSQL: """
-                        WITH logged AS (INSERT INTO \(schema.log) (changes) VALUES ($1) RETURNING tick)
-                        SELECT logged.tick FROM logged CROSS JOIN LATERAL pg_notify($2, '') AS announced
-                        """,
-                    binds: binds(entry, schema.prefix)),
+                PostgresQuery(unsafeSQL: "INSERT INTO \(schema.log) (changes) VALUES ($1) RETURNING tick", binds: binds(entry)),
                 on: connection, "committing")
             guard result.rows.first != nil else {
                 throw .server(operation: "committing", message: "the change log's entry was not written")
@@ -153,7 +148,22 @@ extension PostgresEngine {
         guard committed.metadata.command == "COMMIT" else {
             throw .transactionFailed(reason: "the server rolled the transaction back (a statement in it had failed)")
         }
+        if !changes.isEmpty { announce(on: connection) }
         return !changes.isEmpty
+    }
+
+    /// Notifies the store's channel that a commit was made (`ChangeListener`), in a transaction of
+    /// its own that does not wait for the disk (it stores nothing; the commit it announces was
+    /// flushed before). A transaction that notifies holds the server's notification lock, one for
+    /// the whole database, until its commit ends: notifying in the write's own transaction made
+    /// every notifying commit wait for the flushes of the ones before it. A notification that
+    /// fails (the server's queue full, the connection lost) is not the write's failure: it only
+    /// wakes, and observers also poll.
+    func announce(on connection: PostgresConnection) {
+        _ = try? run(
+            PostgresQuery(
+                unsafeSQL: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, '')", binds: binds(schema.prefix)),
+            on: connection, "announcing")
     }
 
     /// Applies one operation on `connection`, inside its transaction, adding what changed to

@@ -120,6 +120,12 @@ struct StoreSchema: Sendable {
             unsafeSQL: "SELECT \(function)(\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey)))\(marking)")
     }
 
+    /// The lock a push takes before numbering conflict log entries, held until it commits, so
+    /// that entries are numbered in commit order (`PostgresEngine.pushSync`).
+    var conflictLogLock: PostgresQuery {
+        PostgresQuery(unsafeSQL: "SELECT pg_advisory_xact_lock(\(0x4C4D_4443 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey)))")
+    }
+
     /// What `lockQuery` reads.
     struct Locked {
         /// The index catalog's version.

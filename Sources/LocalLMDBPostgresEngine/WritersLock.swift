@@ -23,6 +23,11 @@ enum WritersLock: Equatable {
 }
 
 extension PostgresEngine {
+    /// Whether the catalog the thread holds has a unique index (true while it is unknown).
+    var catalogHasUniqueIndex: Bool {
+        catalog.map { $0.byClass.values.contains { $0.contains(where: \.definition.isUnique) } } ?? true
+    }
+
     /// The lock `writes` need, as the catalog the thread holds says (`catalog`: the last write
     /// transaction's; nil before the first, which takes the exclusive lock).
     func writersLock(for writes: [[WriteOperation]]) -> WritersLock {
