@@ -307,10 +307,13 @@ public final class Synchronizer: Sendable {
             snapshot = try await store.engine.syncVersionPages(pageSize: 10_000) { [state] fetched, total in
                 state.withLock { $0.fullCopy = PullReplicator.FullCopy(fetched: fetched, total: total) }
             } take: { page throws(DatabaseError) in
-                let run = try syncRun(page, knownIDs: [], expected: nil, position: nil)
                 received += page.versions.count
                 try await Self.finish(applying)
-                applying = Task { [local] in _ = try await local.applySync(run) }
+                // Made into a local run (its records encoded afresh and checked) and applied
+                // while the next page is fetched.
+                applying = Task { [self, local] in
+                    _ = try await local.applySync(try syncRun(page, knownIDs: [], expected: nil, position: nil))
+                }
             }
             try await Self.finish(applying)
         } catch {
