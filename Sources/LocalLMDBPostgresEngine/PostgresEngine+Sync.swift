@@ -402,10 +402,14 @@ extension PostgresEngine {
         let snapshot = try await readPaged(
             "reading records to synchronize", pageSize: pageSize, countSQL: "SELECT count(*) FROM \(syncSchema.sync)",
             page: { last, limit in
+                // The page's lower bound on both tables: bounding the stamps alone, the server's
+                // merge join read the records from the first key on for every page (a full copy
+                // cost in proportion to the square of the store's size).
                 PostgresQuery(
                     unsafeSQL: """
                         SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
-                        LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.stamp <> 0 AND \(last == nil ? "true" : "s.key > $2")
+                        LEFT JOIN \(schema.records) r ON r.key = s.key AND \(last == nil ? "true" : "r.key > $2")
+                        WHERE s.stamp <> 0 AND \(last == nil ? "true" : "s.key > $2")
                         ORDER BY s.key LIMIT $1
                         """,
                     binds: last.map { binds(limit, $0) } ?? binds(limit))
