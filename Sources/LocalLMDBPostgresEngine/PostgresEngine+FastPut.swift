@@ -41,8 +41,9 @@ extension PostgresEngine {
             if case let .server(_, message) = error, Self.isRefusal(error) {
                 if message.contains("SQLSTATE 42883") {
                     hasPutProcedure = nil  // Gone: asked again.
-                } else if message.contains("SQLSTATE 42501") || message.contains("SQLSTATE 2D000") {
-                    hasPutProcedure = false  // Not this role's to call, or not callable here: the general way from now on.
+                } else if message.contains("SQLSTATE 42501") || message.contains("SQLSTATE 2D000") || message.contains("SQLSTATE 25006") {
+                    // Not this role's to call, not callable here, or read-only by default: the general way from now on.
+                    hasPutProcedure = false
                 }
             }
             guard let failure = Self.putFailure(error) else { return nil }
@@ -54,8 +55,9 @@ extension PostgresEngine {
     /// caller's task, on an idle connection: no hop through the thread. Returns nil, having kept
     /// nothing, when that cannot be (the thread has not published a basis, a session's
     /// transaction is open, no connection is idle, the engine is closing) or the procedure
-    /// refused the write before its commit: the caller then submits it to the thread, whose
-    /// group commit writes it the general way, reading everything again (and learning why).
+    /// refused the write before its commit (`putFailure`): the caller then submits it to the
+    /// thread, whose group commit writes it the general way, reading everything again (and
+    /// learning why). A write refused so while the engine closes fails with `closed`.
     ///
     /// The basis may be one the thread has just replaced: the procedure checks every part of it
     /// on the server, so a stale one is refused there, never written against.
@@ -70,7 +72,7 @@ extension PostgresEngine {
         defer { endWriteFromTask() }
         guard let connection = pool.leaseIdle() else { return nil }
         do throws(DatabaseError) {
-            _ = try await connection.send(call.query, logger: logger, within: queryTimeout).value("writing")
+            _ = try await connection.send(call.query, logger: logger, within: queryTimeout).value("writing", busyTimeout: busyTimeout)
             pool.release(connection)
             notifier.wakeAll()
             return .success(call.counts.first ?? 0)
@@ -107,16 +109,32 @@ extension PostgresEngine {
     }
 
     /// What a failed call of the procedure means: nil when it was refused before its commit
-    /// (by its checks or by the server: nothing was kept, and the general way writes instead),
-    /// else the error to answer the write with.
+    /// (nothing was kept, and the general way writes instead), else the error to answer the
+    /// write with. Only the states the procedure's statements raise before its commit count as
+    /// refusals: its own checks (`LL001`), a deadlock or serialization failure, a missing or
+    /// forbidden procedure (class 42), a transaction it may not commit in (`2D000`) or may not
+    /// write in (class 25: a server whose transactions are read-only by default, which the
+    /// general way's transactions override), and data or integrity errors (classes 21, 22, 23). A lock wait past the busy timeout is `busy`, with
+    /// nothing kept. Anything else (a cancel, a notification queue full: raised by the commit of
+    /// the notification's transaction, after the records' commit) may have followed the commit,
+    /// so the write is answered as in doubt, never written again.
     static func putFailure(_ error: DatabaseError) -> DatabaseError? {
-        guard isRefusal(error), case let .server(operation, message) = error else { return error }
-        // The notification, sent after the commit, refused (its queue full): the records were
-        // kept, but an error is no proof of that, and writing them again would log them twice.
-        if message.contains("SQLSTATE 54000") {
-            return .server(operation: operation, message: message + "; the write may or may not have committed")
-        }
-        return nil
+        guard case let .server(operation, message) = error, isRefusal(error) else { return error }
+        if let state = sqlState(in: message), refusedBeforeCommit(state) { return nil }
+        return .server(operation: operation, message: message + "; the write may or may not have committed")
+    }
+
+    /// Whether SQLSTATE `state`, raised by a call of the put procedure, was raised before its commit.
+    static func refusedBeforeCommit(_ state: Substring) -> Bool {
+        if [StoreSchema.putFallbackState, "40P01", "40001", "2D000"].contains(String(state)) { return true }
+        return ["42", "21", "22", "23", "25"].contains(String(state.prefix(2)))
+    }
+
+    /// The SQLSTATE a `server` error's message names (`ServerCall`: "… (SQLSTATE 12345)").
+    static func sqlState(in message: String) -> Substring? {
+        guard let range = message.range(of: "SQLSTATE ", options: .backwards) else { return nil }
+        let state = message[range.upperBound...].prefix(5)
+        return state.count == 5 ? state : nil
     }
 
     /// The thread's basis for the procedure's checks: nil while the index catalog or the

@@ -14,7 +14,10 @@ import PostgresNIO
 ///   share the next one (group commit), on one dedicated thread (`thread`) that drives the
 ///   server's connections through SwiftNIO's event loops and blocks on them: nothing waits for
 ///   a free thread of Swift's cooperative pool. A group that fails is retried write by write,
-///   so one refused write fails alone.
+///   so one refused write fails alone. An asynchronous write of records by key that finds an
+///   idle connection, once the thread has published what the store's put procedure checks,
+///   calls the procedure from its own task instead (`putFromTask`), suspending on the server's
+///   answer.
 /// - A session's transaction (`begin` … `commit`) holds one connection for its life, on the
 ///   same thread; each write in it is a savepoint, so a refused write leaves it usable.
 /// - Reads run in the caller's task: the faces' reads run against what was fetched

@@ -3,9 +3,10 @@ import PostgresNIO
 
 /// The store's put procedure (`<prefix>_put2`): a write of records by key, made in one `CALL`
 /// (one round trip) when nothing about it needs the client to look first
-/// (`PostgresEngine.fastPut`). It runs the statements a transaction of `commitGroup` runs, in
-/// the same order, each with its own snapshot (a PL/pgSQL routine's statements take one each
-/// under read committed):
+/// (`PostgresEngine.fastPut` from the engine's thread, `putFromTask` from a writer's task). It
+/// makes the checks and writes a transaction of `commitGroup` makes, in the same order, in fewer
+/// statements, each with its own snapshot (a PL/pgSQL routine's statements take one each under
+/// read committed):
 ///
 /// 1. the writers' lock, shared (`WritersLock.shared`);
 /// 2. in one statement, the store's row (its index catalog's version must be the one the client
@@ -53,9 +54,13 @@ extension StoreSchema {
         guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self) else { return nil }
         guard !exists, mayCreate else { return exists }
         _ = try await run(createPutProcedure)
-        // The earlier version's, which notified in a transaction that waited for its flush. A
-        // process of that version finds it gone and writes the general way.
-        _ = try await run(PostgresQuery(unsafeSQL: "DROP PROCEDURE IF EXISTS \(prefix)_put1\(Self.putSignature)"))
+        // The earlier version's, which notified in a transaction that waited for its flush, when
+        // this role owns it (a process of that version then finds it gone and writes the general
+        // way); another role's is left for its owner's next open.
+        let owned = try await run(PostgresQuery(
+            unsafeSQL: "SELECT EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($1) AND pg_has_role(proowner, 'USAGE'))",
+            binds: binds(prefix + "_put1" + Self.putSignature))).rows.first.flatMap { try? $0.decode(Bool.self) } ?? false
+        if owned { _ = try await run(PostgresQuery(unsafeSQL: "DROP PROCEDURE IF EXISTS \(prefix)_put1\(Self.putSignature)")) }
         return true
     }
 
@@ -94,12 +99,17 @@ extension StoreSchema {
                             WHERE r.class_name = EXCLUDED.class_name
                         RETURNING 1)
                     SELECT count(*) INTO stored FROM written;
-                    IF stored <> cardinality(p_keys) THEN
+                    IF stored <> coalesce(cardinality(p_keys), 0) THEN
                         RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
                     END IF;
                     INSERT INTO \(log) (changes) VALUES (p_entry);
                     COMMIT;
+                    -- The notification's transaction waits neither for the disk nor past the busy
+                    -- timeout for the server's notification lock (held only briefly by others'):
+                    -- no error of its commit, made once the records were, can be taken for a
+                    -- refusal of the write.
                     PERFORM set_config('synchronous_commit', 'off', true);
+                    PERFORM set_config('lock_timeout', '0', true);
                     PERFORM pg_notify(p_channel, '');
                 END
                 $put$

@@ -51,8 +51,8 @@ import PostgresNIO
 ///   commit whenever it sees the later one. (Commits that wrote no common row may be numbered in
 ///   either order: their changes commute.)
 /// - Write transactions take the store's writers' lock first (`PostgresEngine.begin`): shared by
-///   writes of records by key, which run side by side (their rows' locks order the ones that
-///   meet); exclusive for every other write, which runs alone. No write transaction locks the
+///   writes of records by key and devices' pushes, which run side by side (their rows' locks
+///   order the ones that meet: `WritersLock`); exclusive for every other write, which runs alone. No write transaction locks the
 ///   store's row for its commit: commits of many processes are flushed together.
 struct StoreSchema: Sendable {
     /// The schema version this library writes. Version 1 lacked the index of records by class,

@@ -5,9 +5,13 @@ import LocalLMDBStore
 /// first in every write transaction, from every process.
 ///
 /// - `shared`: writes of records by key (`put`, `delete`, `setMember`) into classes without a
-///   unique index. They run side by side: two that meet on a record wait for each other on the
-///   record's row (locked before its index entries are touched), and the later commit takes the
-///   later tick, so the log's order is the order they were applied in (`LogSequencer`).
+///   unique index, and devices' pushes into stores without one (`pushSync`). They run side by
+///   side: two that meet on a record wait for each other on the record's row (locked before its
+///   index entries are touched; a push locks its stamps' rows first, all in key order), and the
+///   later commit takes the later tick, so the log's order is the order they were applied in
+///   (`LogSequencer`). A push and a write by key meeting on a record lock its two rows in
+///   opposite orders and may deadlock: the server aborts one, which runs again under the
+///   exclusive lock.
 /// - `exclusive`: every other write, which must see no write in flight: a deletion of every
 ///   record of a class or of the store (a concurrent insert would be logged before it and
 ///   survive it), deletions that follow references, index definitions (the catalog), a unique

@@ -129,6 +129,51 @@ extension PostgresTests {
             }
             #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put2'") == [1])
         }
+
+        @Test("An open whose role may create in the schema, but does not own the earlier procedure (_put1), makes _put2 and leaves _put1 to its owner")
+        func anEarlierProcedureOfAnotherRole() async throws {
+            let role = try await PostgresTests.StoreAccessTests.makeRole("put")
+            let name = PostgresServer.uniqueStore()
+            let prefix = StoreSchema.prefix(for: name)
+            _ = try await PostgresServer.withDatabase(store: name) { store in try await store.write(Record(id: "n0", data: Note(text: "v"))) }
+            try await PostgresStore.provision(name, for: role.name, configuration: PostgresServer.configuration())
+            try await PostgresServer.withConnection { connection in
+                let logger = Logger(label: "tests")
+                // The earlier version's procedure, owned by the tests' role; the current one gone.
+                _ = try await connection.query(PostgresQuery(unsafeSQL: """
+                    CREATE PROCEDURE \(prefix)_put1\(StoreSchema.putSignature)
+                    LANGUAGE plpgsql AS $$ BEGIN END $$
+                    """), logger: logger)
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP PROCEDURE \(prefix)_put2"), logger: logger)
+                let grant = try await connection.query("SELECT format('GRANT CREATE ON SCHEMA public TO %I', \(role.name))", logger: logger)
+                for try await statement in grant.decode(String.self) { _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+            }
+            try await closing(PostgresStore(configuration: PostgresTests.StoreAccessTests.configuration(role), name: name, connections: 2)) { store in
+                try await store.write(Record(id: "n1", data: Note(text: "v")))
+                #expect(try await store.count(Note.self) == 2)
+            }
+            #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put2'") == [1])
+            #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put1'") == [1])
+        }
+
+        @Test("A failed call is written again the general way only for errors raised before its commit; others answer the write as in doubt")
+        func failuresBeforeAndAfterTheCommit() {
+            func server(_ state: String) -> DatabaseError { .server(operation: "writing", message: "something (SQLSTATE \(state))") }
+            for state in ["LL001", "40P01", "40001", "42883", "42501", "2D000", "25006", "21000", "22021", "23505"] {
+                #expect(PostgresEngine.putFailure(server(state)) == nil, "\(state)")
+            }
+            // A cancel or a full notification queue may come from the commit of the notification's
+            // transaction, after the records' commit.
+            for state in ["57014", "54000", "XX000", "53100"] {
+                guard case let .server(_, message) = PostgresEngine.putFailure(server(state)) else {
+                    Issue.record("\(state) was taken for a refusal")
+                    continue
+                }
+                #expect(message.hasSuffix("may or may not have committed"))
+            }
+            #expect(PostgresEngine.putFailure(.busy(timeout: .seconds(1))) == .busy(timeout: .seconds(1)))
+            #expect(PostgresEngine.putFailure(server("08006")).map { "\($0)" }?.contains("08006") == true)
+        }
     }
 }
 
