@@ -22,6 +22,10 @@ extension PostgresEngine {
             let connection = try leaseBlocking("setting up synchronization")
             do throws(DatabaseError) {
                 if try syncTablesExist(on: connection) {
+                    // A store made by an earlier version lacks the push procedure: added when this
+                    // role may (another opening at once may race it: pushes then go the general way).
+                    try? syncSchema.addPushProcedure { query throws(DatabaseError) in try run(query, on: connection, "setting up synchronization") }
+                    hasPushProcedure = nil
                     pool.release(connection)
                     return false
                 }
@@ -29,6 +33,7 @@ extension PostgresEngine {
                 // and every later one is stamped.
                 try begin(on: connection, "setting up synchronization")
                 for statement in syncSchema.creation { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection, "setting up synchronization") }
+                _ = try run(syncSchema.createPushProcedure, on: connection, "setting up synchronization")
                 // A provisioned store's group role gets the new tables' rows too (else the trigger
                 // would refuse its every write). The column exists only once a store was provisioned.
                 let access = try run(
@@ -73,6 +78,8 @@ extension PostgresEngine {
         return try await onThread { [self] () throws(DatabaseError) -> [SyncVersion] in
             // Side by side with other pushes and writes by key, unless the store has a unique
             // index (as the catalog the thread holds says; `pushSync(_:lock:on:)` looks again).
+            // In one round trip, when every write simply replaces its record's version.
+            if try fastPush(push) { return [] }
             var lock = catalogHasUniqueIndex ? WritersLock.exclusive : .shared
             while true {
                 let connection = try leaseBlocking("synchronizing")

@@ -113,6 +113,11 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     nonisolated(unsafe) var hasPutProcedure: Bool? {
         didSet { publishPutBasis() }
     }
+    /// Whether the store has its push procedure (`SyncSchema.pushProcedure`); nil until asked.
+    /// Confined to `thread`.
+    nonisolated(unsafe) var hasPushProcedure: Bool?
+    /// Pushes made by the push procedure (`fastPush`), for diagnostics. Confined to `thread`.
+    nonisolated(unsafe) var procedurePushes = 0
     /// The thread's basis for the put procedure's checks, as it last published it
     /// (`publishPutBasis`, whenever a part of it changes), for writes from callers' tasks
     /// (`putFromTask`); nil while the store has no procedure or the basis is unknown.

@@ -66,8 +66,7 @@ extension StoreSchema {
 
     /// The statement that creates (or replaces) the procedure.
     var createPutProcedure: PostgresQuery {
-        let lockKey = "\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey))"
-        return PostgresQuery(
+        PostgresQuery(
             unsafeSQL: """
                 CREATE OR REPLACE PROCEDURE \(putProcedure)(
                     p_store bytea, p_index_version bigint, p_migrated boolean, p_migrations bytea,
@@ -80,39 +79,71 @@ extension StoreSchema {
                 BEGIN
                     PERFORM pg_advisory_xact_lock_shared(\(lockKey));
                     -- One statement, one snapshot: the store's row and the claimed class rows.
-                    IF NOT EXISTS (
-                        SELECT 1 FROM locallmdb_stores WHERE name = p_store AND index_version = p_index_version
-                            AND version <= \(Self.migratedVersion)
-                            AND ((NOT p_migrated AND migrations IS NULL) OR (p_migrated AND migrations = p_migrations))
-                    ) OR (SELECT count(*) FROM \(classes) c JOIN unnest(p_class_keys, p_class_rows) AS e(k, r) ON c.name_key = e.k AND c.row = e.r)
+                    IF NOT \(procedureStoreUnchanged)
+                        OR (SELECT count(*) FROM \(classes) c JOIN unnest(p_class_keys, p_class_rows) AS e(k, r) ON c.name_key = e.k AND c.row = e.r)
                         <> coalesce(cardinality(p_class_keys), 0) THEN
                         RAISE EXCEPTION 'the store or a class row changed since the writer read it' USING ERRCODE = '\(Self.putFallbackState)';
                     END IF;
-                    -- New keys go in; a taken key is locked (in key order) and replaced as it is once
-                    -- locked (its latest version), unless it is of another class: that row is left
-                    -- out of the count, and the whole write refused. A taken key deleted by another
-                    -- writer meanwhile is inserted again. (The keys are distinct: `RecordRows`.)
-                    WITH written AS (
-                        INSERT INTO \(records) AS r (key, class_key, class_name, value)
-                        SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value) ORDER BY key
-                        ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, value = EXCLUDED.value
-                            WHERE r.class_name = EXCLUDED.class_name
-                        RETURNING 1)
-                    SELECT count(*) INTO stored FROM written;
-                    IF stored <> coalesce(cardinality(p_keys), 0) THEN
-                        RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
-                    END IF;
-                    INSERT INTO \(log) (changes) VALUES (p_entry);
-                    COMMIT;
-                    -- The notification's transaction waits neither for the disk nor past the busy
-                    -- timeout for the server's notification lock (held only briefly by others'):
-                    -- no error of its commit, made once the records were, can be taken for a
-                    -- refusal of the write.
-                    PERFORM set_config('synchronous_commit', 'off', true);
-                    PERFORM set_config('lock_timeout', '0', true);
-                    PERFORM pg_notify(p_channel, '');
+                \(procedureRecordsUpsert)
+                \(procedureCommitAndNotify)
                 END
                 $put$
                 """)
+    }
+}
+
+// The parts the put and push procedures share (`SyncSchema.createPushProcedure`): each rule in
+// one place. They name the procedures' parameters.
+extension StoreSchema {
+    /// The writers' lock's key, as the advisory lock functions' two arguments.
+    var lockKey: String { "\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey))" }
+
+    /// True when the store's row is as the client read it (`p_store`, `p_index_version`,
+    /// `p_migrated`, `p_migrations`): its index catalog's version (a catalog with no index), a
+    /// schema version this library writes, and its migration entry.
+    var procedureStoreUnchanged: String {
+        """
+        EXISTS (
+                            SELECT 1 FROM locallmdb_stores WHERE name = p_store AND index_version = p_index_version
+                                AND version <= \(Self.migratedVersion)
+                                AND ((NOT p_migrated AND migrations IS NULL) OR (p_migrated AND migrations = p_migrations)))
+        """
+    }
+
+    /// Writes the records (`p_keys`, `p_record_class_keys`, `p_names`, `p_values`), refusing the
+    /// call (`putFallbackState`) when one moves to another class.
+    var procedureRecordsUpsert: String {
+        """
+                            -- New keys go in; a taken key is locked (in key order) and replaced as it is once
+                            -- locked (its latest version), unless it is of another class: that row is left
+                            -- out of the count, and the whole write refused. A taken key deleted by another
+                            -- writer meanwhile is inserted again. (The keys are distinct: `RecordRows`.)
+                            WITH written AS (
+                                INSERT INTO \(records) AS r (key, class_key, class_name, value)
+                                SELECT * FROM unnest(p_keys, p_record_class_keys, p_names, p_values) AS t(key, class_key, class_name, value) ORDER BY key
+                                ON CONFLICT (key) DO UPDATE SET class_key = EXCLUDED.class_key, value = EXCLUDED.value
+                                    WHERE r.class_name = EXCLUDED.class_name
+                                RETURNING 1)
+                            SELECT count(*) INTO stored FROM written;
+                            IF stored <> coalesce(cardinality(p_keys), 0) THEN
+                                RAISE EXCEPTION 'a record moves to another class' USING ERRCODE = '\(Self.putFallbackState)';
+                            END IF;
+        """
+    }
+
+    /// Appends the log's entry (`p_entry`), commits, and notifies the store's channel
+    /// (`p_channel`) in a transaction of its own.
+    var procedureCommitAndNotify: String {
+        """
+                            INSERT INTO \(log) (changes) VALUES (p_entry);
+                            COMMIT;
+                            -- The notification's transaction waits neither for the disk nor past the busy
+                            -- timeout for the server's notification lock (held only briefly by others'):
+                            -- no error of its commit, made once the records were, can be taken for a
+                            -- refusal of the write.
+                            PERFORM set_config('synchronous_commit', 'off', true);
+                            PERFORM set_config('lock_timeout', '0', true);
+                            PERFORM pg_notify(p_channel, '');
+        """
     }
 }

@@ -117,7 +117,7 @@ struct StoreSchema: Sendable {
         let function = mode == .shared ? "pg_advisory_xact_lock_shared" : "pg_advisory_xact_lock"
         let marking = synchronizing ? ", set_config('locallmdb.synchronizing', 'on', true)" : ""
         return PostgresQuery(
-            unsafeSQL: "SELECT \(function)(\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey)))\(marking)")
+            unsafeSQL: "SELECT \(function)(\(lockKey))\(marking)")
     }
 
     /// The lock a push takes before numbering conflict log entries, held until it commits, so

@@ -1,0 +1,85 @@
+import LocalLMDBLMDB
+import PostgresNIO
+
+/// The store's push procedure (`<prefix>_push1`): a device's push made in one `CALL` (one round
+/// trip) when every write in it simply replaces its record's version (`PostgresEngine.fastPush`):
+/// a put, of a later time than the version the server holds, made having seen that version (its
+/// base), or over the device's own version, or over none. It makes the checks and writes a push
+/// of `pushSync` makes, in the same order:
+///
+/// 1. the writers' lock, shared (`WritersLock`), with the transaction marked as a push (the
+///    trigger stamps nothing: the push stamps its writes itself);
+/// 2. the store's row, as the client read it (`StoreSchema.procedureStoreUnchanged`);
+/// 3. every key's stamp row, made when missing, locked in key order and read as it is once
+///    locked; each must be one the write replaces as above, else nothing is kept;
+/// 4. the records (`StoreSchema.procedureRecordsUpsert`), then the stamps, then the log's entry,
+///    encoded by the client; it commits and notifies as the put procedure does.
+///
+/// Anything else (a write that loses, ties, or replaces a version it did not see: a conflict to
+/// log; a deletion, whose log entry names the class the server held; a class to record) raises
+/// SQLSTATE `LL001`, and `pushSync` pushes the general way, which decides and logs it.
+///
+/// Made with the synchronization tables, and by a later `enableSync` of a role that may create in
+/// the schema when the store lacks it; it runs with its caller's rights.
+extension SyncSchema {
+    /// The procedure's name.
+    var pushProcedure: String { schema.prefix + "_push1" }
+
+    /// The procedure's parameter types.
+    static let pushSignature = "(bytea, bigint, boolean, bytea, text, bytea[], bytea[], bigint[], bigint[], text[], bytea[], bytea[], bytea[], bytea, text)"
+
+    /// The statement that says whether the procedure exists.
+    var pushProcedureExistsQuery: PostgresQuery {
+        PostgresQuery(unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL", binds: binds(pushProcedure + Self.pushSignature))
+    }
+
+    /// Creates the procedure when the store lacks it and the role may create in the schema.
+    func addPushProcedure(_ run: (PostgresQuery) throws(DatabaseError) -> PostgresQueryResult) throws(DatabaseError) {
+        let row = try run(PostgresQuery(
+            unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL, coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)",
+            binds: binds(pushProcedure + Self.pushSignature))).rows.first
+        guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self), !exists, mayCreate else { return }
+        _ = try run(createPushProcedure)
+    }
+
+    /// The statement that creates (or replaces) the procedure.
+    var createPushProcedure: PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: """
+                CREATE OR REPLACE PROCEDURE \(pushProcedure)(
+                    p_store bytea, p_index_version bigint, p_migrated boolean, p_migrations bytea, p_device text,
+                    p_keys bytea[], p_ids bytea[], p_times bigint[], p_base_times bigint[], p_base_devices text[],
+                    p_record_class_keys bytea[], p_names bytea[], p_values bytea[],
+                    p_entry bytea, p_channel text
+                ) LANGUAGE plpgsql AS $push$
+                DECLARE
+                    replaced bigint;
+                    stored bigint;
+                BEGIN
+                    PERFORM pg_advisory_xact_lock_shared(\(schema.lockKey)), set_config('locallmdb.synchronizing', 'on', true);
+                    IF NOT \(schema.procedureStoreUnchanged) THEN
+                        RAISE EXCEPTION 'the store changed since the device read it' USING ERRCODE = '\(StoreSchema.putFallbackState)';
+                    END IF;
+                    -- Every key's stamp row (stamp 0: never written), locked in key order and read
+                    -- as it is once locked; each write must replace it by a later time, over the
+                    -- version it saw, the device's own, or none.
+                    WITH locked AS (
+                        INSERT INTO \(sync) AS s (key, stamp, device, deleted) SELECT k, 0, '', true FROM unnest(p_keys) AS k ORDER BY k
+                        ON CONFLICT (key) DO UPDATE SET key = s.key
+                        RETURNING s.key, s.stamp, s.device)
+                    SELECT count(*) INTO replaced
+                        FROM locked l JOIN unnest(p_keys, p_times, p_base_times, p_base_devices) AS w(key, t, bt, bd) ON w.key = l.key
+                        WHERE l.stamp >= 0 AND w.t > l.stamp
+                            AND (l.stamp = 0 OR (l.stamp = w.bt AND l.device = w.bd) OR l.device = p_device);
+                    IF replaced <> coalesce(cardinality(p_keys), 0) THEN
+                        RAISE EXCEPTION 'a write does not simply replace its record''s version' USING ERRCODE = '\(StoreSchema.putFallbackState)';
+                    END IF;
+                \(schema.procedureRecordsUpsert)
+                    UPDATE \(sync) AS s SET stamp = v.t, device = p_device, deleted = false, id = v.id
+                        FROM unnest(p_keys, p_times, p_ids) AS v(key, t, id) WHERE s.key = v.key;
+                \(schema.procedureCommitAndNotify)
+                END
+                $push$
+                """)
+    }
+}

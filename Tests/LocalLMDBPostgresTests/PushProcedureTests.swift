@@ -1,0 +1,118 @@
+import Foundation
+import LocalLMDB
+@testable import LocalLMDBPostgres
+@testable import LocalLMDBPostgresEngine
+import LocalLMDBStore
+import LocalLMDBLMDB
+import LocalLMDBTestSupport
+import PostgresNIO
+import Testing
+
+/// The pushes `server`'s engine made through the store's push procedure.
+private func procedurePushes(_ server: PostgresStore) async throws -> Int {
+    try await server.engine.onThread { [engine = server.engine] () throws(DatabaseError) -> Int in engine.procedurePushes }
+}
+
+extension PostgresTests {
+    /// A device's push in one call of the store's push procedure (`SyncSchema.pushProcedure`)
+    /// when every write simply replaces its record's version; the general way otherwise.
+    @Suite("The push procedure", .serialized)
+    struct PushProcedureTests {
+        @Test("Writes over no version, the device's own, or the version it saw go through the procedure, and end as the general way ends them")
+        func simpleReplacementsGoThroughTheProcedure() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, serverA, syncA in
+                try await withDevice("B", store: store) { b, serverB, syncB in
+                    let start = try await serverA.engine.currentChangeToken()
+                    // The first push reads the store's row: the general way.
+                    try await a.write(contentsOf: (0..<4).map { Record(id: "n\($0)", data: Note(text: "a\($0)")) })
+                    #expect(try await syncA.synchronize() == 4)
+                    // New records, and one over the device's own version.
+                    try await a.write(contentsOf: [Record(id: "n0", data: Note(text: "a0 again")), Record(id: "n4", data: Note(text: "a4"))])
+                    #expect(try await syncA.synchronize() == 2)
+                    #expect(try await procedurePushes(serverA) == 1)
+                    // Over the version another device wrote, having received it.
+                    #expect(try await syncB.synchronize() == 0)
+                    try await b.write(Record(id: "n1", data: Note(text: "b1")))
+                    try await b.write(Record(id: "n5", data: Note(text: "b5")))
+                    #expect(try await syncB.synchronize() == 2)
+                    #expect(try await syncA.synchronize() == 0)
+                    #expect(try await noteText(a, "n1") == "b1")
+                    #expect(try await noteText(a, "n0") == "a0 again")
+                    #expect(try await storedBytes(local: a) == storedBytes(store: serverA))
+                    #expect(try await storedBytes(local: b) == storedBytes(store: serverB))
+                    #expect(try await syncA.serverConflicts().isEmpty)
+                    // B's next push goes through the procedure (its engine has read the store's row).
+                    let pushesOfB = try await procedurePushes(serverB)
+                    try await b.write(Record(id: "n2", data: Note(text: "b2")))
+                    #expect(try await syncB.synchronize() == 1)
+                    #expect(try await procedurePushes(serverB) == pushesOfB + 1)
+                    // The log says what the general way's would: each write once, in order.
+                    let feed = try await serverA.engine.changeFeed(since: start, limit: 100)
+                    let written = feed.commits.flatMap(\.changes).compactMap { change -> String? in
+                        if case let .written(id, _) = change { return id }
+                        return nil
+                    }
+                    #expect(written == ["n0", "n1", "n2", "n3", "n0", "n4", "n1", "n5", "n2"])
+                }
+            }
+        }
+
+        @Test("A write that replaces a version it did not see goes the general way: decided and logged there")
+        func conflictsGoTheGeneralWay() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, serverA, syncA in
+                try await withDevice("B", store: store) { b, serverB, syncB in
+                    try await a.write(Record(id: "warm", data: Note(text: "a")))
+                    #expect(try await syncA.synchronize() == 1)
+                    #expect(try await syncB.synchronize() == 0)
+                    try await b.write(Record(id: "warm", data: Note(text: "b")))
+                    #expect(try await syncB.synchronize() == 1)
+                    let before = try await procedurePushes(serverB)
+                    // A writes "k" and pushes it; B, not having received it, writes "k" later
+                    // (once the clock has passed A's stamp): B's push replaces a version it did not see.
+                    try await a.write(Record(id: "k", data: Note(text: "a")))
+                    #expect(try await syncA.synchronize() == 1)
+                    let stampOfA = try #require(try await a.syncStamps(ofIDs: ["k"]).first ?? nil)
+                    while UInt64(Date().timeIntervalSince1970 * 1000) << 16 <= stampOfA.time { try await Task.sleep(for: .milliseconds(1)) }
+                    try await b.write(Record(id: "k", data: Note(text: "b")))
+                    #expect(try await syncB.synchronize() == 1)
+                    #expect(try await procedurePushes(serverB) == before)
+                    #expect(try await syncA.synchronize() == 0)
+                    #expect(try await noteText(a, "k") == "b")
+                    #expect(try await noteText(b, "k") == "b")
+                    // A's version, superseded by a write that had not seen it, is in the server's log.
+                    #expect(try await syncA.serverConflicts().map(\.recordID) == ["k"])
+                    #expect(try await storedBytes(local: b) == storedBytes(store: serverB))
+                }
+            }
+        }
+
+        @Test("A store made before the procedure existed gets it from the next enableSync of a role that may create it; without it, pushes go the general way")
+        func aStoreWithoutTheProcedure() async throws {
+            let store = PostgresServer.uniqueStore()
+            let prefix = StoreSchema.prefix(for: store)
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await a.write(Record(id: "n0", data: Note(text: "a")))
+                #expect(try await syncA.synchronize() == 1)
+                try await PostgresServer.withConnection { connection in
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP PROCEDURE \(prefix)_push1"), logger: Logger(label: "tests"))
+                }
+                for index in 1..<3 {
+                    try await a.write(Record(id: "n\(index)", data: Note(text: "a")))
+                    #expect(try await syncA.synchronize() == 1)
+                }
+                #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                #expect(try await procedurePushes(server) == 0)
+            }
+            try await withDevice("A", store: store) { a, server, syncA in
+                // A new synchronizer's first pass enables synchronization: the procedure is made.
+                try await a.write(Record(id: "n3", data: Note(text: "a")))
+                #expect(try await syncA.synchronize() >= 1)
+                try await a.write(Record(id: "n4", data: Note(text: "a")))
+                #expect(try await syncA.synchronize() == 1)
+                #expect(try await procedurePushes(server) == 1)
+            }
+        }
+    }
+}
