@@ -10,15 +10,16 @@ extension PostgresEngine {
     /// refused it before anything was kept (a write that does not simply replace its record's
     /// version: a conflict or a tie): `pushSync` then pushes it the general way, which decides and
     /// logs it. Its result is the general way's for such a push: no version refused.
-    /// - Throws: an error that may have come after the commit (`putFailure`): the push is then in
-    ///   doubt, and sending it again changes nothing it made (its stamps are there).
+    /// A call that failed in any way returns false too: the general way settles the push, which
+    /// is idempotent by its stamps (a push that was kept finds its stamps there, and changes and
+    /// logs nothing).
     func fastPush(_ push: SyncPush) throws(DatabaseError) -> Bool {
         guard hasPushProcedure != false, push.classRows.isEmpty, !push.writes.isEmpty, let basis = putBasis,
               (try? checkMigrations(entry: basis.migrationEntry)) != nil
         else { return false }
         var rows = RecordRows()
         rows.add(push.records) { _, _ in }
-        guard rows.keys.count == push.writes.count else { return false }
+        guard rows.keys.count == push.writes.count, push.records.count == push.writes.count else { return false }
         var ids: [ByteBuffer] = [], times: [Int64] = [], baseTimes: [Int64] = [], baseDevices: [String] = []
         for (index, write) in push.writes.enumerated() {
             // Every write a put, its record at its own index, keyed as the write.
@@ -61,12 +62,14 @@ extension PostgresEngine {
             if case let .server(_, message) = error, Self.isRefusal(error) {
                 if message.contains("SQLSTATE 42883") {
                     hasPushProcedure = nil  // Gone: asked again.
-                } else if message.contains("SQLSTATE 42501") || message.contains("SQLSTATE 2D000") || message.contains("SQLSTATE 25006") {
+                } else if Self.procedureUnusable(message) {
                     hasPushProcedure = false  // The general way from now on.
                 }
             }
-            guard let failure = Self.putFailure(error) else { return false }
-            throw failure
+            // Even an error that may have come after the commit (a cancel, a full notification
+            // queue): the general way settles it, since a push is idempotent by its stamps (one
+            // that was kept finds its stamps there, and changes and logs nothing).
+            return false
         }
     }
 }

@@ -41,7 +41,7 @@ extension PostgresEngine {
             if case let .server(_, message) = error, Self.isRefusal(error) {
                 if message.contains("SQLSTATE 42883") {
                     hasPutProcedure = nil  // Gone: asked again.
-                } else if message.contains("SQLSTATE 42501") || message.contains("SQLSTATE 2D000") || message.contains("SQLSTATE 25006") {
+                } else if Self.procedureUnusable(message) {
                     // Not this role's to call, not callable here, or read-only by default: the general way from now on.
                     hasPutProcedure = false
                 }
@@ -126,8 +126,15 @@ extension PostgresEngine {
 
     /// Whether SQLSTATE `state`, raised by a call of the put procedure, was raised before its commit.
     static func refusedBeforeCommit(_ state: Substring) -> Bool {
-        if [StoreSchema.putFallbackState, "40P01", "40001", "2D000"].contains(String(state)) { return true }
+        if [StoreSchema.putFallbackState, StoreSchema.procedureUnusableState, "40P01", "40001", "2D000"].contains(String(state)) { return true }
         return ["42", "21", "22", "23", "25"].contains(String(state.prefix(2)))
+    }
+
+    /// Whether a server error's `message` says the put and push procedures cannot serve this
+    /// store's connections: not this role's to call, not callable here, read-only by default, or
+    /// not read committed. Writes then take the general way from then on.
+    static func procedureUnusable(_ message: String) -> Bool {
+        ["42501", "2D000", "25006", StoreSchema.procedureUnusableState].contains { message.contains("SQLSTATE \($0)") }
     }
 
     /// The SQLSTATE a `server` error's message names (`ServerCall`: "… (SQLSTATE 12345)").

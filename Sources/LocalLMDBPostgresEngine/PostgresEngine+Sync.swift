@@ -34,6 +34,7 @@ extension PostgresEngine {
                 try begin(on: connection, "setting up synchronization")
                 for statement in syncSchema.creation { _ = try run(PostgresQuery(unsafeSQL: statement), on: connection, "setting up synchronization") }
                 _ = try run(syncSchema.createPushProcedure, on: connection, "setting up synchronization")
+                hasPushProcedure = nil
                 // A provisioned store's group role gets the new tables' rows too (else the trigger
                 // would refuse its every write). The column exists only once a store was provisioned.
                 let access = try run(

@@ -126,6 +126,10 @@ enum StoreAccess {
             _ = try await run(schema.writersLock(.exclusive))
             let sync = SyncSchema(schema: schema)
             for statement in sync.creation + sync.grants(to: group) { _ = try await run(PostgresQuery(unsafeSQL: statement)) }
+            // The push procedure, unless the store has one (made by its owner's `enableSync`).
+            if try await run(sync.pushProcedureExistsQuery).rows.first.flatMap({ try? $0.decode(Bool.self) }) != true {
+                _ = try await run(sync.createPushProcedure)
+            }
             _ = try await run(PostgresQuery(
                 unsafeSQL: "UPDATE locallmdb_stores SET access_role = $1 WHERE name = $2", binds: binds(group, schema.nameBytes)))
             // The role's name quoted by the server (`%I`): any name a role has, never part of the text.

@@ -36,6 +36,10 @@ extension StoreSchema {
     /// The SQLSTATE the procedure raises when the client must write the general way.
     static let putFallbackState = "LL001"
 
+    /// The SQLSTATE the put and push procedures raise when they cannot serve this connection at
+    /// all (its transactions are not read committed): the general way from then on.
+    static let procedureUnusableState = "LL002"
+
     /// The statement that says whether the procedure exists.
     var putProcedureExistsQuery: PostgresQuery {
         PostgresQuery(unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL", binds: binds(putProcedure + Self.putSignature))
@@ -77,6 +81,7 @@ extension StoreSchema {
                 DECLARE
                     stored bigint;
                 BEGIN
+                    \(procedureReadCommitted)
                     PERFORM pg_advisory_xact_lock_shared(\(lockKey));
                     -- One statement, one snapshot: the store's row and the claimed class rows.
                     IF NOT \(procedureStoreUnchanged)
@@ -95,6 +100,17 @@ extension StoreSchema {
 // The parts the put and push procedures share (`SyncSchema.createPushProcedure`): each rule in
 // one place. They name the procedures' parameters.
 extension StoreSchema {
+    /// Refuses a call in a transaction that is not read committed (a server or role whose default
+    /// is another level): its statements would share the snapshot taken before the writers'
+    /// lock was granted, and miss an index defined meanwhile. (`begin` names the level itself.)
+    var procedureReadCommitted: String {
+        """
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+                                RAISE EXCEPTION 'the transaction is not read committed' USING ERRCODE = '\(Self.procedureUnusableState)';
+                            END IF;
+        """
+    }
+
     /// The writers' lock's key, as the advisory lock functions' two arguments.
     var lockKey: String { "\(0x4C4D_4442 as Int32), \(Int32(truncatingIfNeeded: migrationLockKey))" }
 

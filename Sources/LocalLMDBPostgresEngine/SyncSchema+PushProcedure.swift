@@ -56,6 +56,7 @@ extension SyncSchema {
                     replaced bigint;
                     stored bigint;
                 BEGIN
+                    \(schema.procedureReadCommitted)
                     PERFORM pg_advisory_xact_lock_shared(\(schema.lockKey)), set_config('locallmdb.synchronizing', 'on', true);
                     IF NOT \(schema.procedureStoreUnchanged) THEN
                         RAISE EXCEPTION 'the store changed since the device read it' USING ERRCODE = '\(StoreSchema.putFallbackState)';

@@ -156,10 +156,25 @@ extension PostgresTests {
             #expect(try await integers("SELECT count(*)::int8 FROM pg_proc WHERE proname = '\(prefix)_put1'") == [1])
         }
 
+        @Test("A server whose transactions are not read committed by default: the put procedure refuses (the push procedure makes the same check), and writes go the general way")
+        func notReadCommitted() async throws {
+            var configuration = try PostgresServer.configuration()
+            configuration.options.additionalStartupParameters.append(("default_transaction_isolation", "repeatable read"))
+            let name = PostgresServer.uniqueStore()
+            try await closing(PostgresStore(configuration: configuration, name: name, connections: 2)) { store in
+                for index in 0..<4 { try await store.write(Record(id: "n\(index)", data: Note(text: "v"))) }
+                #expect(try await store.count(Note.self) == 4)
+                // The procedure said it cannot serve these connections: the general way from now on.
+                let known = try await store.engine.onThread { [engine = store.engine] () throws(DatabaseError) -> Bool? in engine.hasPutProcedure }
+                #expect(known == false)
+                #expect(store.engine.publishedPutBasis.withLock { $0 } == nil)
+            }
+        }
+
         @Test("A failed call is written again the general way only for errors raised before its commit; others answer the write as in doubt")
         func failuresBeforeAndAfterTheCommit() {
             func server(_ state: String) -> DatabaseError { .server(operation: "writing", message: "something (SQLSTATE \(state))") }
-            for state in ["LL001", "40P01", "40001", "42883", "42501", "2D000", "25006", "21000", "22021", "23505"] {
+            for state in ["LL001", "LL002", "40P01", "40001", "42883", "42501", "2D000", "25006", "21000", "22021", "23505"] {
                 #expect(PostgresEngine.putFailure(server(state)) == nil, "\(state)")
             }
             // A cancel or a full notification queue may come from the commit of the notification's
