@@ -20,11 +20,15 @@ import PostgresNIO
 /// changes commute with theirs.
 ///
 /// One run is a short series of statements (`next(after:)`), so that the engine's thread and the
-/// notifier's (blocking) and its callers' tasks (suspending) run the same rule.
+/// notifier's (blocking) and its callers' tasks (suspending) run the same rule; or, where the
+/// store has it, one call of its numbering function (`createFunction`), which makes the same
+/// steps on the server in one round trip.
 struct LogSequencer {
     /// Where a run is.
     private enum Stage {
         case start
+        /// The numbering function was called (`function`).
+        case called
         case checked
         case began
         case locked
@@ -42,19 +46,23 @@ struct LogSequencer {
     }
 
     private let schema: StoreSchema
+    /// Whether the run calls the store's numbering function (`StoreSchema.numberFunction`): the
+    /// same steps in one statement, one round trip, rather than five.
+    private let function: Bool
     private var stage = Stage.start
     /// The batches this run has numbered.
     private var batches = 0
 
-    init(_ schema: StoreSchema) {
+    init(_ schema: StoreSchema, function: Bool = false) {
         self.schema = schema
+        self.function = function
     }
 
     /// Whether the run has begun its transaction and not ended it: a failure must roll it back.
     var inTransaction: Bool {
         switch stage {
         case .began, .locked, .numbered, .committed: true
-        case .start, .checked, .done: false
+        case .start, .called, .checked, .done: false
         }
     }
 
@@ -62,8 +70,20 @@ struct LogSequencer {
     mutating func next(after result: PostgresQueryResult?) throws(DatabaseError) -> Step {
         switch stage {
         case .start:
+            if function {
+                stage = .called
+                return .send(PostgresQuery(unsafeSQL: "SELECT p_last, p_more FROM \(schema.numberFunction)()"))
+            }
             stage = .checked
             return .send(schema.sequenceQuery)
+        case .called:
+            guard let result, let row = result.rows.first, let (last, more) = try? row.decode((Int64?, Bool).self), let last, last >= 0 else {
+                throw Self.unlisted
+            }
+            batches += 1
+            if more && batches < Self.maxBatches { return .send(PostgresQuery(unsafeSQL: "SELECT p_last, p_more FROM \(schema.numberFunction)()")) }
+            stage = .done
+            return .done(UInt64(last))
         case .checked:
             guard let result, let (last, pending) = Self.lastAndPending(result) else { throw Self.unlisted }
             guard pending else {
@@ -122,22 +142,81 @@ struct LogSequencer {
     /// so that it sees what the sequencer before it numbered. A batch that is a prefix in tick
     /// order is numbered as the whole would be: an entry's predecessors have smaller ticks.)
     private var numberStatement: PostgresQuery {
+        PostgresQuery(unsafeSQL: Self.numberSQL(schema, batch: "$1"), binds: binds(Self.batch))
+    }
+
+    /// `numberStatement`'s text, its batch size `batch` (a parameter, or a constant).
+    static func numberSQL(_ schema: StoreSchema, batch: String) -> String {
         let log = schema.log
         let sequencer = schema.sequencer
-        return PostgresQuery(
+        return """
+            WITH pending AS (
+                SELECT tick, row_number() OVER (ORDER BY tick) AS n
+                FROM (SELECT tick FROM \(log) WHERE sequence IS NULL ORDER BY tick LIMIT \(batch)) AS batch),
+            moved AS (
+                UPDATE \(sequencer) SET last = last + (SELECT count(*) FROM pending) WHERE EXISTS (SELECT 1 FROM pending)
+                RETURNING last - (SELECT count(*) FROM pending) AS base, last),
+            numbered AS (
+                UPDATE \(log) SET sequence = moved.base + pending.n FROM pending, moved WHERE \(log).tick = pending.tick RETURNING 1)
+            SELECT COALESCE((SELECT last FROM moved), (SELECT last FROM \(sequencer))), (SELECT count(*) FROM pending),
+                (SELECT count(*) FROM numbered)
+            """
+    }
+
+    /// The statement that creates (or replaces) the store's numbering function: a run's steps
+    /// in one call. Its statements take a snapshot each (read committed, which it checks: the
+    /// general steps name the level themselves), so the numbering, after the lock, sees what
+    /// the sequencer before it numbered; the lock is held until the call's transaction ends.
+    /// Returns the last number and whether a full batch was numbered (more may wait).
+    static func createFunction(_ schema: StoreSchema) -> PostgresQuery {
+        PostgresQuery(
             unsafeSQL: """
-                WITH pending AS (
-                    SELECT tick, row_number() OVER (ORDER BY tick) AS n
-                    FROM (SELECT tick FROM \(log) WHERE sequence IS NULL ORDER BY tick LIMIT $1) AS batch),
-                moved AS (
-                    UPDATE \(sequencer) SET last = last + (SELECT count(*) FROM pending) WHERE EXISTS (SELECT 1 FROM pending)
-                    RETURNING last - (SELECT count(*) FROM pending) AS base, last),
-                numbered AS (
-                    UPDATE \(log) SET sequence = moved.base + pending.n FROM pending, moved WHERE \(log).tick = pending.tick RETURNING 1)
-                SELECT COALESCE((SELECT last FROM moved), (SELECT last FROM \(sequencer))), (SELECT count(*) FROM pending),
-                    (SELECT count(*) FROM numbered)
-                """,
-            binds: binds(Self.batch))
+                CREATE OR REPLACE FUNCTION \(schema.numberFunction)(OUT p_last bigint, OUT p_more boolean) LANGUAGE plpgsql AS $number$
+                DECLARE
+                    v_found bigint;
+                    v_numbered bigint;
+                BEGIN
+                    \(schema.procedureReadCommitted)
+                    p_more := false;
+                    IF NOT EXISTS (SELECT 1 FROM \(schema.log) WHERE sequence IS NULL) THEN
+                        SELECT last INTO p_last FROM \(schema.sequencer);
+                        RETURN;
+                    END IF;
+                    PERFORM pg_advisory_xact_lock(\(0x4C4D_4453 as Int32), \(Int32(truncatingIfNeeded: schema.migrationLockKey)));
+                    \(numberSQL(schema, batch: String(batch)))
+                    INTO p_last, v_found, v_numbered;
+                    IF p_last IS NULL THEN
+                        RETURN;
+                    END IF;
+                    -- Every entry of the batch gets its number, or none does.
+                    IF v_numbered <> v_found THEN
+                        RAISE EXCEPTION 'the log''s numbering numbered % of % entries', v_numbered, v_found USING ERRCODE = '\(StoreSchema.numberingFailedState)';
+                    END IF;
+                    p_more := v_found = \(batch);
+                END
+                $number$
+                """)
+    }
+
+    /// The statement that creates (or replaces) the store's feed function: a change feed's
+    /// numbering (`createFunction`, one batch) and reading in one call, one transaction; its
+    /// rows are `PostgresEngine.changesSQL`'s, read after the numbering (a statement of its own,
+    /// so it sees it), the last one saying whether a full batch was numbered (more may wait).
+    static func createFeedFunction(_ schema: StoreSchema) -> PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: """
+                CREATE OR REPLACE FUNCTION \(schema.feedFunction)(p_after bigint, p_limit bigint)
+                RETURNS TABLE (sequence bigint, changes bytea, more boolean) LANGUAGE plpgsql AS $feed$
+                #variable_conflict use_column
+                DECLARE
+                    v_last bigint;
+                    v_more boolean;
+                BEGIN
+                    SELECT n.p_last, n.p_more INTO v_last, v_more FROM \(schema.numberFunction)() AS n;
+                    RETURN QUERY \(PostgresEngine.changesSQL(schema, after: "p_after", limit: "p_limit", more: "v_more"));
+                END
+                $feed$
+                """)
     }
 
     /// What `StoreSchema.sequenceQuery` read: the store's last number, and whether entries wait for one.
@@ -151,9 +230,9 @@ struct LogSequencer {
     /// Runs the sequencer, sending each statement with `send` (blocking); rolls its transaction
     /// back when a statement fails. Returns the store's last sequence number.
     static func run(
-        _ schema: StoreSchema, _ send: (PostgresQuery) throws(DatabaseError) -> PostgresQueryResult
+        _ schema: StoreSchema, function: Bool = false, _ send: (PostgresQuery) throws(DatabaseError) -> PostgresQueryResult
     ) throws(DatabaseError) -> UInt64 {
-        var sequencer = LogSequencer(schema)
+        var sequencer = LogSequencer(schema, function: function)
         var result: PostgresQueryResult?
         do throws(DatabaseError) {
             while true {
@@ -171,9 +250,9 @@ struct LogSequencer {
     /// Runs the sequencer, sending each statement with `send` (suspending); rolls its transaction
     /// back when a statement fails. Returns the store's last sequence number.
     static func run(
-        _ schema: StoreSchema, _ send: (PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult
+        _ schema: StoreSchema, function: Bool = false, _ send: (PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult
     ) async throws(DatabaseError) -> UInt64 {
-        var sequencer = LogSequencer(schema)
+        var sequencer = LogSequencer(schema, function: function)
         var result: PostgresQueryResult?
         do throws(DatabaseError) {
             while true {

@@ -10,16 +10,31 @@ extension PostgresEngine {
     /// Numbers the log's committed entries (`LogSequencer`) on `connection`, suspending; returns
     /// the store's last sequence number.
     nonisolated(nonsending) func numberLog(on connection: PostgresConnection) async throws(DatabaseError) -> UInt64 {
-        try await LogSequencer.run(schema) { (query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult in
-            try await connection.send(query, logger: logger, within: queryTimeout).value("numbering the change log", busyTimeout: busyTimeout)
+        let function = numberFunction.withLock { $0 }
+        do throws(DatabaseError) {
+            return try await LogSequencer.run(schema, function: function) { (query: PostgresQuery) async throws(DatabaseError) -> PostgresQueryResult in
+                try await connection.send(query, logger: logger, within: queryTimeout).value("numbering the change log", busyTimeout: busyTimeout)
+            }
+        } catch {
+            guard function, Self.routineVerdict(error) != nil else { throw error }
+            // The function is gone or cannot serve this store's connections: the statements.
+            numberFunction.withLock { $0 = false }
+            return try await numberLog(on: connection)
         }
     }
 
     /// Numbers the log's committed entries (`LogSequencer`) on `connection`, blocking (on the
     /// thread only); returns the store's last sequence number.
     func numberLogBlocking(on connection: PostgresConnection) throws(DatabaseError) -> UInt64 {
-        try LogSequencer.run(schema) { (query: PostgresQuery) throws(DatabaseError) -> PostgresQueryResult in
-            try run(query, on: connection, "numbering the change log")
+        let function = numberFunction.withLock { $0 }
+        do throws(DatabaseError) {
+            return try LogSequencer.run(schema, function: function) { (query: PostgresQuery) throws(DatabaseError) -> PostgresQueryResult in
+                try run(query, on: connection, "numbering the change log")
+            }
+        } catch {
+            guard function, Self.routineVerdict(error) != nil else { throw error }
+            numberFunction.withLock { $0 = false }
+            return try numberLogBlocking(on: connection)
         }
     }
 
@@ -111,19 +126,46 @@ extension PostgresEngine {
         return try commits(result, since: token)
     }
 
+    /// The commits after `token`, at most `limit`: with the store's feed function
+    /// (`LogSequencer.createFeedFunction`), numbered and read in one call; else numbered
+    /// (`numberLog`), then read.
     package nonisolated(nonsending) func changeFeed(since token: LogPosition, limit: Int) async throws(DatabaseError) -> LoggedCommits {
         let query = try changesQuery(since: token, limit: limit)
         let connection = try await leased("reading changes")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
-            _ = try await numberLog(on: connection)
-            result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
+            if numberFunction.withLock({ $0 }) {
+                do throws(DatabaseError) {
+                    result = try await connection.send(
+                        PostgresQuery(unsafeSQL: "SELECT * FROM \(schema.feedFunction)($1, $2)", binds: query.binds), logger: logger, within: queryTimeout
+                    ).value("reading changes", busyTimeout: busyTimeout)
+                } catch {
+                    guard Self.routineVerdict(error) != nil else { throw error }
+                    // Gone, or unusable here: the statements from now on.
+                    numberFunction.withLock { $0 = false }
+                    _ = try await numberLog(on: connection)
+                    result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
+                }
+            } else {
+                _ = try await numberLog(on: connection)
+                result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
+            }
         } catch {
             pool.release(connection, broken: connection.isClosed)
             throw error
         }
         pool.release(connection)
         return try commits(result, since: token)
+    }
+
+    /// The log's rows after `after` (at most `limit`), and a last row with the last sequence
+    /// number (as `-last - 1`) and `more` (whether entries may wait for a number), in one
+    /// statement (`commits` reads them).
+    static func changesSQL(_ schema: StoreSchema, after: String, limit: String, more: String) -> String {
+        """
+        SELECT sequence, changes, false FROM (SELECT sequence, changes FROM \(schema.log) WHERE sequence > \(after) ORDER BY sequence LIMIT \(limit)) AS entries
+        UNION ALL SELECT -last - 1, NULL, \(more) FROM \(schema.sequencer)
+        """
     }
 
     /// The log's rows after `token` (at most `limit`), and the last sequence number, in one statement.
@@ -135,10 +177,7 @@ extension PostgresEngine {
             throw .changesUnavailable(token: token.description, reason: "the token is past the store's last commit")
         }
         return PostgresQuery(
-            unsafeSQL: """
-                SELECT sequence, changes FROM (SELECT sequence, changes FROM \(schema.log) WHERE sequence > $1 ORDER BY sequence LIMIT $2) AS entries
-                UNION ALL SELECT -last - 1, NULL FROM \(schema.sequencer)
-                """,
+            unsafeSQL: Self.changesSQL(schema, after: "$1", limit: "$2", more: "false"),
             binds: binds(Int64(token.sequence), Int64(min(limit, Int(Int32.max)))))
     }
 
@@ -146,10 +185,12 @@ extension PostgresEngine {
     private func commits(_ result: PostgresQueryResult, since token: LogPosition) throws(DatabaseError) -> LoggedCommits {
         var commits: [LoggedCommit] = []
         var last: UInt64?
+        var more = false
         for row in result.rows {
-            guard let (sequence, bytes) = try? row.decode((Int64, ByteBuffer?).self) else { continue }
+            guard let (sequence, bytes, waiting) = try? row.decode((Int64, ByteBuffer?, Bool).self) else { continue }
             if sequence < 0 {
                 last = UInt64(-(sequence + 1))
+                more = waiting
                 continue
             }
             guard let bytes, let changes = bytes.withUnsafeReadableBytes({ ChangeLog.decode($0) }) else {
@@ -166,6 +207,6 @@ extension PostgresEngine {
             throw .changesUnavailable(token: token.description, reason: "the log no longer holds the commits after it")
         }
         let position = commits.last?.position ?? LogPosition(logID: schema.logID, sequence: token.sequence)
-        return LoggedCommits(commits: commits, position: position, reachesEnd: position.sequence == last)
+        return LoggedCommits(commits: commits, position: position, reachesEnd: position.sequence == last && !more)
     }
 }

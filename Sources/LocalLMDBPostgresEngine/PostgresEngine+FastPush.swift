@@ -59,12 +59,10 @@ extension PostgresEngine {
             return true
         } catch {
             pool.release(connection, broken: connection.isClosed)
-            if case let .server(_, message) = error, Self.isRefusal(error) {
-                if message.contains("SQLSTATE 42883") {
-                    hasPushProcedure = nil  // Gone: asked again.
-                } else if Self.procedureUnusable(message) {
-                    hasPushProcedure = false  // The general way from now on.
-                }
+            switch Self.routineVerdict(error) {
+            case .gone: hasPushProcedure = nil  // Asked again.
+            case .unusable: hasPushProcedure = false  // The general way from now on.
+            case nil: break
             }
             // Even an error that may have come after the commit (a cancel, a full notification
             // queue): the general way settles it, since a push is idempotent by its stamps (one

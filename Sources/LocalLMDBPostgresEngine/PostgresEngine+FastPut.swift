@@ -38,13 +38,10 @@ extension PostgresEngine {
             return call.counts.map { .success($0) }
         } catch {
             pool.release(connection, broken: connection.isClosed)
-            if case let .server(_, message) = error, Self.isRefusal(error) {
-                if message.contains("SQLSTATE 42883") {
-                    hasPutProcedure = nil  // Gone: asked again.
-                } else if Self.procedureUnusable(message) {
-                    // Not this role's to call, not callable here, or read-only by default: the general way from now on.
-                    hasPutProcedure = false
-                }
+            switch Self.routineVerdict(error) {
+            case .gone: hasPutProcedure = nil  // Asked again.
+            case .unusable: hasPutProcedure = false  // The general way from now on.
+            case nil: break
             }
             guard let failure = Self.putFailure(error) else { return nil }
             return writes.map { _ in .failure(failure) }
@@ -128,6 +125,23 @@ extension PostgresEngine {
     static func refusedBeforeCommit(_ state: Substring) -> Bool {
         if [StoreSchema.putFallbackState, StoreSchema.procedureUnusableState, "40P01", "40001", "2D000"].contains(String(state)) { return true }
         return ["42", "21", "22", "23", "25"].contains(String(state.prefix(2)))
+    }
+
+    /// What a failed call of a routine of the store (the put and push procedures, the log's
+    /// numbering function) says of the routine: `gone` (SQLSTATE 42883: dropped, or never made),
+    /// `unusable` (`procedureUnusable`), or nil (nothing: the call failed for another reason).
+    static func routineVerdict(_ error: DatabaseError) -> RoutineVerdict? {
+        guard case let .server(_, message) = error, isRefusal(error) else { return nil }
+        if message.contains("SQLSTATE 42883") { return .gone }
+        return procedureUnusable(message) ? .unusable : nil
+    }
+
+    /// What a failed call says of the routine called (`routineVerdict`).
+    enum RoutineVerdict {
+        /// The routine does not exist (ask again later: its owner's next open makes it).
+        case gone
+        /// The routine cannot serve this store's connections: the general way from then on.
+        case unusable
     }
 
     /// Whether a server error's `message` says the put and push procedures cannot serve this

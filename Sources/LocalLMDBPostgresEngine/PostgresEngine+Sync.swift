@@ -7,7 +7,7 @@ import PostgresNIO
 // What a synchronizer asks of the store: its synchronization tables, a device's push, and the
 // versions of records with their stamps.
 extension PostgresEngine {
-    private var syncSchema: SyncSchema { SyncSchema(schema: schema) }
+    var syncSchema: SyncSchema { SyncSchema(schema: schema) }
 
     /// The store's change log id (a position of another log is not one of this store's).
     package var changeLogID: String { schema.logID }
@@ -366,94 +366,6 @@ extension PostgresEngine {
                     """,
                 binds: binds(keys, ids, classNames, values, loserStamps, loserDevices, loserDeleted, winnerStamps, winnerDevices, winnerDeleted)),
             on: connection, "synchronizing")
-    }
-
-    /// The versions of the records under the keys of `ids` (those with a row), with every class
-    /// row, in statements of at most 10,000 ids each; without `values`, their stamps alone (no
-    /// value, no class row).
-    package nonisolated(nonsending) func syncVersions(ids: [String], values: Bool = true) async throws(DatabaseError) -> SyncFetched {
-        try checkOpen()
-        let connection = try await leased("reading records to synchronize")
-        var fetched = SyncFetched()
-        do throws(DatabaseError) {
-            var start = 0
-            repeat {
-                let keys = ids[start..<min(start + 10_000, ids.count)].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
-                start += 10_000
-                let query = values
-                    ? """
-                    SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
-                    LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0
-                    """
-                    : "SELECT s.key, s.stamp, s.device, s.deleted, s.id, NULL::bytea FROM \(syncSchema.sync) s WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0"
-                let result = try await connection.send(PostgresQuery(unsafeSQL: query, binds: binds(keys)), logger: logger, within: queryTimeout)
-                    .value("reading records to synchronize")
-                try Self.addVersions(result, to: &fetched, values: values)
-            } while start < ids.count
-            if values { try await addClassRows(to: &fetched, on: connection) }
-        } catch {
-            pool.release(connection, broken: connection.isClosed)
-            throw error
-        }
-        pool.release(connection)
-        return fetched
-    }
-
-    /// Every record's version (tombstones included), from one snapshot, `pageSize` rows at a time
-    /// in key order, each page handed to `take` with the snapshot's change log position and every
-    /// class row (the next page is fetched once `take` returns); `progress` is told the rows
-    /// fetched so far and how many there are. Returns the position and the class rows.
-    package nonisolated(nonsending) func syncVersionPages(
-        pageSize: Int, progress: @Sendable (_ fetched: Int, _ total: Int) -> Void,
-        take: nonisolated(nonsending) (_ page: SyncFetched) async throws(DatabaseError) -> Void
-    ) async throws(DatabaseError) -> SyncFetched {
-        let snapshot = try await readPaged(
-            "reading records to synchronize", pageSize: pageSize, countSQL: "SELECT count(*) FROM \(syncSchema.sync)",
-            page: { last, limit in
-                // The page's lower bound on both tables: bounding the stamps alone, the server's
-                // merge join read the records from the first key on for every page (a full copy
-                // cost in proportion to the square of the store's size).
-                PostgresQuery(
-                    unsafeSQL: """
-                        SELECT s.key, s.stamp, s.device, s.deleted, s.id, r.value FROM \(syncSchema.sync) s
-                        LEFT JOIN \(schema.records) r ON r.key = s.key AND \(last == nil ? "true" : "r.key > $2")
-                        WHERE s.stamp <> 0 AND \(last == nil ? "true" : "s.key > $2")
-                        ORDER BY s.key LIMIT $1
-                        """,
-                    binds: last.map { binds(limit, $0) } ?? binds(limit))
-            },
-            take: { rows, snapshot throws(DatabaseError) in
-                var page = SyncFetched()
-                page.position = snapshot.position
-                page.classRows = snapshot.classRows
-                try Self.addVersions(rows, to: &page)
-                // The last row's key, read before the page is handed on.
-                let last = rows.rows.reversed().first.flatMap { try? $0.decode(ByteBuffer.self) }
-                try await take(page)
-                return last
-            },
-            progress: progress)
-        var found = SyncFetched()
-        found.position = snapshot.position
-        found.classRows = snapshot.classRows
-        return found
-    }
-
-    private nonisolated(nonsending) func addClassRows(to fetched: inout SyncFetched, on connection: PostgresConnection) async throws(DatabaseError) {
-        fetched.classRows += try await classRows(on: connection, "reading records to synchronize")
-    }
-
-    private static func addVersions(_ result: PostgresQueryResult, to fetched: inout SyncFetched, values: Bool = true) throws(DatabaseError) {
-        for row in result.rows {
-            guard let (key, stamp, device, deleted, id, value) = try? row.decode((ByteBuffer, Int64, String, Bool, ByteBuffer?, ByteBuffer?).self) else {
-                throw .server(operation: "reading records to synchronize", message: "a synchronization row cannot be read")
-            }
-            // A row says what the record is; a record without a row is one a write stamped
-            // by the trigger has not committed yet (the row is written with it), so never seen.
-            fetched.versions.append(SyncVersion(
-                key: Array(buffer: key), id: id.map { String(buffer: $0) }, stamp: SyncStamp(time: UInt64(bitPattern: stamp), device: device),
-                deleted: deleted || (values && value == nil), value: deleted ? nil : value.map { Array(buffer: $0) }))
-        }
     }
 
     /// The store's conflict log after number `after`, at most `limit` entries, in order.

@@ -116,6 +116,9 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
     /// Whether the store has its push procedure (`SyncSchema.pushProcedure`); nil until asked.
     /// Confined to `thread`.
     nonisolated(unsafe) var hasPushProcedure: Bool?
+    /// Whether the log is numbered by the store's numbering function (`StoreSchema.numberFunction`):
+    /// true once the store was found with it, false from a call that found it gone or unusable.
+    let numberFunction: Locked<Bool>
     /// Pushes made by the push procedure (`fastPush`), for diagnostics. Confined to `thread`.
     nonisolated(unsafe) var procedurePushes = 0
     /// The thread's basis for the put procedure's checks, as it last published it
@@ -139,6 +142,7 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         self.configuration = configuration
         thread = WriterThread(name: "LocalLMDB PostgreSQL writer")
         hasPutProcedure = schema.hadPutProcedure
+        numberFunction = Locked(schema.hadNumberFunction ?? false)
         databaseSerial = Self.serials.withLock { serial in
             serial += 1
             return serial

@@ -40,6 +40,15 @@ extension StoreSchema {
     /// all (its transactions are not read committed): the general way from then on.
     static let procedureUnusableState = "LL002"
 
+    /// The log's numbering function (`LogSequencer.createFunction`).
+    var numberFunction: String { prefix + "_number1" }
+
+    /// The change feed's function (`LogSequencer.createFeedFunction`).
+    var feedFunction: String { prefix + "_feed1" }
+
+    /// The SQLSTATE the numbering function raises when a batch was not numbered whole.
+    static let numberingFailedState = "LL003"
+
     /// The statement that says whether the procedure exists.
     var putProcedureExistsQuery: PostgresQuery {
         PostgresQuery(unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL", binds: binds(putProcedure + Self.putSignature))
@@ -52,10 +61,7 @@ extension StoreSchema {
     /// a schema version: without it, writes take the general way). Returns whether the store has
     /// it then (nil: the answer could not be read).
     func addPutProcedure(_ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws -> Bool? {
-        let row = try await run(PostgresQuery(
-            unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL, coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)",
-            binds: binds(putProcedure + Self.putSignature))).rows.first
-        guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self) else { return nil }
+        guard let (exists, mayCreate) = Self.existsAndMayCreate(try await run(Self.routineQuery(putProcedure + Self.putSignature))) else { return nil }
         guard !exists, mayCreate else { return exists }
         _ = try await run(createPutProcedure)
         // The earlier version's, which notified in a transaction that waited for its flush, when
@@ -65,6 +71,17 @@ extension StoreSchema {
             unsafeSQL: "SELECT EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($1) AND pg_has_role(proowner, 'USAGE'))",
             binds: binds(prefix + "_put1" + Self.putSignature))).rows.first.flatMap { try? $0.decode(Bool.self) } ?? false
         if owned { _ = try await run(PostgresQuery(unsafeSQL: "DROP PROCEDURE IF EXISTS \(prefix)_put1\(Self.putSignature)")) }
+        return true
+    }
+
+    /// Creates the log's numbering and feed functions when the store lacks them and the role may
+    /// create in the schema (without them, the log is numbered in five statements, then read). Returns whether the store
+    /// has it then (nil: the answer could not be read).
+    func addNumberFunction(_ run: (PostgresQuery) async throws -> PostgresQueryResult) async throws -> Bool? {
+        guard let (exists, mayCreate) = Self.existsAndMayCreate(try await run(Self.routineQuery(feedFunction + "(bigint, bigint)"))) else { return nil }
+        guard !exists, mayCreate else { return exists }
+        _ = try await run(LogSequencer.createFunction(self))
+        _ = try await run(LogSequencer.createFeedFunction(self))
         return true
     }
 
@@ -100,6 +117,19 @@ extension StoreSchema {
 // The parts the put and push procedures share (`SyncSchema.createPushProcedure`): each rule in
 // one place. They name the procedures' parameters.
 extension StoreSchema {
+    /// The statement that says whether the routine `signature` (its name and parameter types)
+    /// exists, and whether this role may create routines in the schema (`existsAndMayCreate`).
+    static func routineQuery(_ signature: String) -> PostgresQuery {
+        PostgresQuery(
+            unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL, coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)",
+            binds: binds(signature))
+    }
+
+    /// What `routineQuery` read; nil when it cannot be read.
+    static func existsAndMayCreate(_ result: PostgresQueryResult) -> (exists: Bool, mayCreate: Bool)? {
+        try? result.rows.first?.decode((Bool, Bool).self)
+    }
+
     /// Refuses a call in a transaction that is not read committed (a server or role whose default
     /// is another level): its statements would share the snapshot taken before the writers'
     /// lock was granted, and miss an index defined meanwhile. (`begin` names the level itself.)

@@ -84,6 +84,9 @@ struct StoreSchema: Sendable {
     let logID: String
     /// Whether the store had its put procedure (`putProcedure`) once opened; nil when not asked.
     var hadPutProcedure: Bool?
+    /// Whether the store had its log's numbering function (`numberFunction`) once opened; nil
+    /// when not asked.
+    var hadNumberFunction: Bool?
 
     var records: String { prefix + "_records" }
     var classes: String { prefix + "_classes" }
@@ -263,6 +266,7 @@ struct StoreSchema: Sendable {
                 try await addSpellingKeys(prefix: prefix, maxKeySize: maxKeySize, run)
                 var opened = StoreSchema(name: name, prefix: prefix, logID: logID)
                 opened.hadPutProcedure = try await opened.addPutProcedure(run)
+                opened.hadNumberFunction = try await opened.addNumberFunction(run)
                 _ = try await run("COMMIT")
                 return opened
             } catch {

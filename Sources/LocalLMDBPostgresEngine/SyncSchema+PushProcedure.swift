@@ -35,10 +35,9 @@ extension SyncSchema {
 
     /// Creates the procedure when the store lacks it and the role may create in the schema.
     func addPushProcedure(_ run: (PostgresQuery) throws(DatabaseError) -> PostgresQueryResult) throws(DatabaseError) {
-        let row = try run(PostgresQuery(
-            unsafeSQL: "SELECT to_regprocedure($1) IS NOT NULL, coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)",
-            binds: binds(pushProcedure + Self.pushSignature))).rows.first
-        guard let (exists, mayCreate) = try? row?.decode((Bool, Bool).self), !exists, mayCreate else { return }
+        guard let (exists, mayCreate) = StoreSchema.existsAndMayCreate(try run(StoreSchema.routineQuery(pushProcedure + Self.pushSignature))),
+              !exists, mayCreate
+        else { return }
         _ = try run(createPushProcedure)
     }
 

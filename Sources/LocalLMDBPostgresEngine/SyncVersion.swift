@@ -11,8 +11,10 @@ package struct SyncVersion: Sendable {
     package var id: String?
     package var stamp: SyncStamp
     package var deleted: Bool
-    /// The stored `RecordValue`; nil for a deletion.
+    /// The stored `RecordValue`; nil for a deletion, and for a version read without its value.
     package var value: [UInt8]?
+    /// Whether the version is a record whose value was not read (`syncVersions(omitting:)`).
+    package var omitted = false
 }
 
 /// Versions read from the server, with every class row, and the position they reflect (for a

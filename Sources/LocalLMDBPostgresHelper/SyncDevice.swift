@@ -6,8 +6,8 @@ import PostgresNIO
 
 /// A device of the convergence test (`helper device DIR STORE NAME SEED OPS JOURNAL`): makes
 /// `OPS` random local operations on the database in `DIR` (writes and deletes of 20 shared ids,
-/// transactions of several), synchronizing with `STORE` now and then and going offline for
-/// stretches; the test kills it at random moments and restarts the server under it.
+/// transactions of several), synchronizing with `STORE` now and then (and with `run()` in the
+/// background while online, once it has synchronized) and going offline for stretches; the test kills it at random moments and restarts the server under it.
 ///
 /// Every local write it makes is journaled (`JOURNAL`, one line per write, appended): an
 /// `intent` line before the operation, then, once it has committed, an `ack` line per record
@@ -26,11 +26,21 @@ func syncDevice(_ arguments: [String], configuration: PostgresConnection.Configu
         var generator = SplitMix(seed: seed)
         var store: PostgresStore?
         var synchronizer: Synchronizer?
+        /// `run()`, in the background while the device is online once it has synchronized, with
+        /// the passes `synchronize()` makes alongside it.
+        var running: Task<Void, Never>?
         var offline = false
         say("running")
         for operation in 0..<operations {
             let roll = generator.next() % 100
-            if generator.next() % 10 == 0 { offline.toggle() }
+            if generator.next() % 10 == 0 {
+                offline.toggle()
+                if offline, let task = running {
+                    task.cancel()
+                    await task.value
+                    running = nil
+                }
+            }
             switch roll {
             case 0..<50:
                 let id = "k\(generator.next() % 20)"
@@ -65,12 +75,17 @@ func syncDevice(_ arguments: [String], configuration: PostgresConnection.Configu
                     }
                     let sent = try await synchronizer?.synchronize() ?? 0
                     say("synchronized \(operation) sent \(sent)")
+                    if running == nil, let synchronizer {
+                        running = Task { try? await synchronizer.run() }
+                    }
                 } catch {
                     // Offline in effect (the server restarting): the writes stay pending.
                     say("sync failed \(operation): \(error)")
                 }
             }
         }
+        running?.cancel()
+        await running?.value
         say("done")
         await store?.close()
         await local.close()
