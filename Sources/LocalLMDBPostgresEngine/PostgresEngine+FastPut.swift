@@ -60,12 +60,7 @@ extension PostgresEngine {
     /// on the server, so a stale one is refused there, never written against.
     nonisolated(nonsending) func putFromTask(_ operations: [WriteOperation]) async -> Result<Int, DatabaseError>? {
         guard let basis = publishedPutBasis.withLock({ $0 }), let call = putCall([operations], basis: basis) else { return nil }
-        let started = shared.withLock { shared -> Bool in
-            guard !shared.closed, !shared.transactionActive else { return false }
-            shared.writesFromTasks += 1
-            return true
-        }
-        guard started else { return nil }
+        guard beginWriteFromTask() else { return nil }
         defer { endWriteFromTask() }
         guard let connection = pool.leaseIdle() else { return nil }
         do throws(DatabaseError) {
@@ -79,8 +74,18 @@ extension PostgresEngine {
         }
     }
 
+    /// Counts a write from a task as started, unless the engine is closing or a session's
+    /// transaction is open (the write then goes through the thread). Returns whether it started.
+    func beginWriteFromTask() -> Bool {
+        shared.withLock { shared -> Bool in
+            guard !shared.closed, !shared.transactionActive else { return false }
+            shared.writesFromTasks += 1
+            return true
+        }
+    }
+
     /// Counts a write from a task as ended, and tells a closing engine waiting for the last one.
-    private func endWriteFromTask() {
+    func endWriteFromTask() {
         let closing = shared.withLock { shared -> DispatchSemaphore? in
             shared.writesFromTasks -= 1
             assert(shared.writesFromTasks >= 0, "more writes from tasks ended than started")

@@ -76,11 +76,14 @@ extension PostgresEngine {
     package nonisolated(nonsending) func pushSync(_ push: SyncPush) async throws(DatabaseError) -> [SyncVersion] {
         try checkOpen()
         guard !push.writes.isEmpty else { return [] }
+        // In one round trip, when every write simply replaces its record's version: from this
+        // task when it can, else from the thread.
+        let fromTask = await pushFromTask(push)
+        if fromTask == .pushed { return [] }
         return try await onThread { [self] () throws(DatabaseError) -> [SyncVersion] in
+            if fromTask == .untried, try fastPush(push) { return [] }
             // Side by side with other pushes and writes by key, unless the store has a unique
             // index (as the catalog the thread holds says; `pushSync(_:lock:on:)` looks again).
-            // In one round trip, when every write simply replaces its record's version.
-            if try fastPush(push) { return [] }
             var lock = catalogHasUniqueIndex ? WritersLock.exclusive : .shared
             while true {
                 let connection = try leaseBlocking("synchronizing")

@@ -114,13 +114,17 @@ package final class PostgresEngine: EngineWriter, @unchecked Sendable {
         didSet { publishPutBasis() }
     }
     /// Whether the store has its push procedure (`SyncSchema.pushProcedure`); nil until asked.
-    /// Confined to `thread`.
-    nonisolated(unsafe) var hasPushProcedure: Bool?
+    /// Confined to `thread`, which publishes it for pushes from callers' tasks (`pushFromTask`).
+    nonisolated(unsafe) var hasPushProcedure: Bool? {
+        didSet { publishedPushProcedure.withLock { [hasPushProcedure] in $0 = hasPushProcedure == true } }
+    }
+    /// Whether the thread last found the store with its push procedure (`hasPushProcedure`).
+    let publishedPushProcedure = Locked(false)
     /// Whether the log is numbered by the store's numbering function (`StoreSchema.numberFunction`):
     /// true once the store was found with it, false from a call that found it gone or unusable.
     let numberFunction: Locked<Bool>
-    /// Pushes made by the push procedure (`fastPush`), for diagnostics. Confined to `thread`.
-    nonisolated(unsafe) var procedurePushes = 0
+    /// Pushes made by the push procedure (`fastPush`, `pushFromTask`), for diagnostics.
+    let procedurePushes = Locked(0)
     /// The thread's basis for the put procedure's checks, as it last published it
     /// (`publishPutBasis`, whenever a part of it changes), for writes from callers' tasks
     /// (`putFromTask`); nil while the store has no procedure or the basis is unknown.

@@ -10,7 +10,7 @@ import Testing
 
 /// The pushes `server`'s engine made through the store's push procedure.
 private func procedurePushes(_ server: PostgresStore) async throws -> Int {
-    try await server.engine.onThread { [engine = server.engine] () throws(DatabaseError) -> Int in engine.procedurePushes }
+    server.engine.procedurePushes.withLock { $0 }
 }
 
 extension PostgresTests {
@@ -18,6 +18,41 @@ extension PostgresTests {
     /// when every write simply replaces its record's version; the general way otherwise.
     @Suite("The push procedure", .serialized)
     struct PushProcedureTests {
+        @Test("Once the engine's thread has found the procedure, a push goes from the pushing task: made while the thread is held busy")
+        func pushesFromTheTask() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, serverA, syncA in
+                // The first pushes go through the thread, which reads the store's row and finds the procedure.
+                for index in 0..<2 {
+                    try await a.write(Record(id: "n\(index)", data: Note(text: "a")))
+                    #expect(try await syncA.synchronize() == 1)
+                }
+                let before = try await procedurePushes(serverA)
+                // The thread held until released (for at most 10 s).
+                let release = DispatchSemaphore(value: 0)
+                let held = Locked(false)
+                let (entered, enter) = AsyncStream<Void>.makeStream()
+                let busy = Task {
+                    try await serverA.engine.onThread { () throws(DatabaseError) in
+                        held.withLock { $0 = true }
+                        enter.yield()
+                        _ = release.wait(timeout: .now() + 10)
+                        held.withLock { $0 = false }
+                    }
+                }
+                for await _ in entered { break }
+                try await a.write(Record(id: "n2", data: Note(text: "a")))
+                #expect(try await syncA.synchronize() == 1)
+                // Made while the thread was still held.
+                #expect(held.withLock { $0 })
+                #expect(try await procedurePushes(serverA) == before + 1)
+                release.signal()
+                try await busy.value
+                let stored: Note? = try await serverA.read(id: "n2")
+                #expect(stored?.text == "a")
+            }
+        }
+
         @Test("Writes over no version, the device's own, or the version it saw go through the procedure, and end as the general way ends them")
         func simpleReplacementsGoThroughTheProcedure() async throws {
             let store = PostgresServer.uniqueStore()
