@@ -94,29 +94,39 @@ extension PostgresEngine {
     /// The records stored under the keys of `ids` (those that hold one) and every class row,
     /// in statements of at most 10,000 ids each.
     package nonisolated(nonsending) func sourceRecords(ids: [String]) async throws(DatabaseError) -> SourceRecords {
-        try checkOpen()
-        let connection = try await leased("reading records to replicate")
         var fetched = SourceRecords()
+        try await readByKeys(of: ids, "reading records to replicate") { keys, first, last in
+            let classes = last ? " UNION ALL SELECT 2::int4, name_key, row FROM \(schema.classes)" : ""
+            return PostgresQuery(unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key = ANY($1::bytea[])" + classes, binds: binds(keys))
+        } add: { result throws(DatabaseError) in
+            try Self.add(result, to: &fetched)
+        }
+        return fetched
+    }
+
+    /// Reads the rows of the keys of `ids` on one connection, in statements of at most 10,000
+    /// keys each: `statement` makes each (told whether it is the first, the last), `add` takes
+    /// each one's rows.
+    nonisolated(nonsending) func readByKeys(
+        of ids: [String], _ operation: String, statement: (_ keys: [ByteBuffer], _ first: Bool, _ last: Bool) -> PostgresQuery,
+        add: (PostgresQueryResult) throws(DatabaseError) -> Void
+    ) async throws(DatabaseError) {
+        try checkOpen()
+        let connection = try await leased(operation)
         do throws(DatabaseError) {
             var start = 0
             repeat {
-                let keys = ids[start..<min(start + 10_000, ids.count)].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
-                start += 10_000
-                let classes = start >= ids.count ? " UNION ALL SELECT 2::int4, name_key, row FROM \(schema.classes)" : ""
-                let result = try await connection.send(
-                    PostgresQuery(
-                        unsafeSQL: "SELECT 0::int4, key, value FROM \(schema.records) WHERE key = ANY($1::bytea[])" + classes,
-                        binds: binds(keys)),
-                    logger: logger, within: queryTimeout
-                ).value("reading records to replicate")
-                try Self.add(result, to: &fetched)
+                let end = min(start + 10_000, ids.count)
+                let keys = ids[start..<end].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
+                let query = statement(keys, start == 0, end == ids.count)
+                start = end
+                try add(try await connection.send(query, logger: logger, within: queryTimeout).value(operation))
             } while start < ids.count
         } catch {
             pool.release(connection, broken: connection.isClosed)
             throw error
         }
         pool.release(connection)
-        return fetched
     }
 
     /// Every record, every class row and the change log's position they reflect, from one

@@ -13,31 +13,23 @@ extension PostgresEngine {
     /// versions `omitting` stamped (a device's own writes, which it holds already) are left out:
     /// those are marked `omitted`.
     package nonisolated(nonsending) func syncVersions(ids: [String], values: Bool = true, omitting device: String = "") async throws(DatabaseError) -> SyncFetched {
-        try checkOpen()
-        let connection = try await leased("reading records to synchronize")
         var fetched = SyncFetched()
-        do throws(DatabaseError) {
-            var start = 0
-            repeat {
-                let keys = ids[start..<min(start + 10_000, ids.count)].map { ByteBuffer(bytes: StorageKey($0, maxKeySize: maxKeySize).bytes) }
-                let classes = values && start == 0
-                start += 10_000
-                // Each row: key, stamp, device, whether the record is gone, id, value, whether it is a class row.
-                let query = values
-                    ? """
+        try await readByKeys(of: ids, "reading records to synchronize") { keys, first, _ in
+            // Each row: key, stamp, device, whether the record is gone, id, value, whether it is a class row.
+            guard values else {
+                return PostgresQuery(
+                    unsafeSQL: "SELECT s.key, s.stamp, s.device, s.deleted, s.id, NULL::bytea, false FROM \(syncSchema.sync) s WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0",
+                    binds: binds(keys))
+            }
+            return PostgresQuery(
+                unsafeSQL: """
                     SELECT s.key, s.stamp, s.device, s.deleted OR r.key IS NULL, s.id, CASE WHEN s.device = $2 THEN NULL ELSE r.value END, false
                     FROM \(syncSchema.sync) s LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0
-                    """ + (classes ? " UNION ALL SELECT NULL, 0, '', false, NULL, row, true FROM \(schema.classes)" : "")
-                    : "SELECT s.key, s.stamp, s.device, s.deleted, s.id, NULL::bytea, false FROM \(syncSchema.sync) s WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0"
-                let result = try await connection.send(PostgresQuery(unsafeSQL: query, binds: values ? binds(keys, device) : binds(keys)), logger: logger, within: queryTimeout)
-                    .value("reading records to synchronize")
-                try Self.addVersions(result, to: &fetched, values: values)
-            } while start < ids.count
-        } catch {
-            pool.release(connection, broken: connection.isClosed)
-            throw error
+                    """ + (first ? " UNION ALL SELECT NULL, 0, '', false, NULL, row, true FROM \(schema.classes)" : ""),
+                binds: binds(keys, device))
+        } add: { result throws(DatabaseError) in
+            try Self.addVersions(result, to: &fetched, values: values)
         }
-        pool.release(connection)
         return fetched
     }
 
