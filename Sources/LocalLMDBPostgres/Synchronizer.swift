@@ -55,7 +55,8 @@ public final class Synchronizer: Sendable {
         public var position: String?
         /// Local writes not yet sent, as of the last look.
         public var pending = 0
-        /// The last error `run()` retried after; nil once a pass succeeds.
+        /// The last error `run()` retried after (its sending or its receiving); nil once every
+        /// side that failed has succeeded since.
         public var lastError: LocalDatabaseError?
     }
 
@@ -112,7 +113,10 @@ public final class Synchronizer: Sendable {
     @discardableResult
     public nonisolated(nonsending) func synchronize() async throws -> Int {
         do throws(DatabaseError) {
-            return try await pass(receivingAfter: true)
+            try await receive()
+            let sent = try await send()
+            try await receive()
+            return sent
         } catch { throw LocalDatabaseError(error) }
     }
 
@@ -179,14 +183,6 @@ public final class Synchronizer: Sendable {
     }
 
     // MARK: A pass
-
-    /// A pass: receives, sends, and (`receivingAfter`) receives again.
-    private nonisolated(nonsending) func pass(receivingAfter: Bool) async throws(DatabaseError) -> Int {
-        try await receive()
-        let sent = try await send()
-        if receivingAfter { try await receive() }
-        return sent
-    }
 
     /// Receives the server's commits, one receiver at a time (`run()`'s receiving side and
     /// `synchronize()` may be called together), then reports the conflicts found.

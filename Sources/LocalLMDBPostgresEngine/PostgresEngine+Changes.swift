@@ -134,18 +134,8 @@ extension PostgresEngine {
         let connection = try await leased("reading changes")
         let result: PostgresQueryResult
         do throws(DatabaseError) {
-            if numberFunction.withLock({ $0 }) {
-                do throws(DatabaseError) {
-                    result = try await connection.send(
-                        PostgresQuery(unsafeSQL: "SELECT * FROM \(schema.feedFunction)($1, $2)", binds: query.binds), logger: logger, within: queryTimeout
-                    ).value("reading changes", busyTimeout: busyTimeout)
-                } catch {
-                    guard Self.routineVerdict(error) != nil else { throw error }
-                    // Gone, or unusable here: the statements from now on.
-                    numberFunction.withLock { $0 = false }
-                    _ = try await numberLog(on: connection)
-                    result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
-                }
+            if numberFunction.withLock({ $0 }), let read = try await feedThroughFunction(query, on: connection) {
+                result = read
             } else {
                 _ = try await numberLog(on: connection)
                 result = try await connection.send(query, logger: logger, within: queryTimeout).value("reading changes")
@@ -156,6 +146,21 @@ extension PostgresEngine {
         }
         pool.release(connection)
         return try commits(result, since: token)
+    }
+
+    /// `query`'s rows (`changesQuery`), numbered and read by the store's feed function; nil when
+    /// the function is gone or cannot serve this store's connections (the statements' way from
+    /// then on).
+    private nonisolated(nonsending) func feedThroughFunction(_ query: PostgresQuery, on connection: PostgresConnection) async throws(DatabaseError) -> PostgresQueryResult? {
+        do throws(DatabaseError) {
+            return try await connection.send(
+                PostgresQuery(unsafeSQL: "SELECT * FROM \(schema.feedFunction)($1, $2)", binds: query.binds), logger: logger, within: queryTimeout
+            ).value("reading changes", busyTimeout: busyTimeout)
+        } catch {
+            guard Self.routineVerdict(error) != nil else { throw error }
+            numberFunction.withLock { $0 = false }
+            return nil
+        }
     }
 
     /// The log's rows after `after` (at most `limit`), and a last row with the last sequence
