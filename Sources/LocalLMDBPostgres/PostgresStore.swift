@@ -35,7 +35,7 @@ import PostgresNIO
 public final class PostgresStore: ObjectDatabase {
     /// The face, on the PostgreSQL engine.
     let face: LocalDatabase
-    let engine: PostgresEngine
+    package let engine: PostgresEngine
 
     /// The store's name on the server.
     public let name: String

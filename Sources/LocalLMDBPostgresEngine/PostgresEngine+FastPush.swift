@@ -64,18 +64,14 @@ extension PostgresEngine {
     /// from tasks, which `close()` waits for).
     nonisolated(nonsending) func pushFromTask(_ push: SyncPush) async -> PushFromTask {
         guard publishedPushProcedure.withLock({ $0 }), let basis = publishedPutBasis.withLock({ $0 }),
-              let call = pushCall(push, basis: basis), beginWriteFromTask()
+              let call = pushCall(push, basis: basis), let connection = leaseForWriteFromTask()
         else { return .untried }
-        defer { endWriteFromTask() }
-        guard let connection = pool.leaseIdle() else { return .untried }
         do throws(DatabaseError) {
-            _ = try await connection.send(call, logger: logger, within: queryTimeout).value("synchronizing", busyTimeout: busyTimeout)
-            pool.release(connection)
+            _ = try await sendFromTask(call, on: connection, "synchronizing")
             notifier.wakeAll()
             procedurePushes.withLock { $0 += 1 }
             return .pushed
         } catch {
-            pool.release(connection, broken: connection.isClosed)
             guard case let .server(_, message) = error, Self.sqlState(in: message) == Substring(StoreSchema.putFallbackState) else { return .untried }
             return .refused
         }

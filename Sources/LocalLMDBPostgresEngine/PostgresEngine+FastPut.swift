@@ -59,29 +59,47 @@ extension PostgresEngine {
     /// The basis may be one the thread has just replaced: the procedure checks every part of it
     /// on the server, so a stale one is refused there, never written against.
     nonisolated(nonsending) func putFromTask(_ operations: [WriteOperation]) async -> Result<Int, DatabaseError>? {
-        guard let basis = publishedPutBasis.withLock({ $0 }), let call = putCall([operations], basis: basis) else { return nil }
-        guard beginWriteFromTask() else { return nil }
-        defer { endWriteFromTask() }
-        guard let connection = pool.leaseIdle() else { return nil }
+        guard let basis = publishedPutBasis.withLock({ $0 }), let call = putCall([operations], basis: basis),
+              let connection = leaseForWriteFromTask()
+        else { return nil }
         do throws(DatabaseError) {
-            _ = try await connection.send(call.query, logger: logger, within: queryTimeout).value("writing", busyTimeout: busyTimeout)
-            pool.release(connection)
+            _ = try await sendFromTask(call.query, on: connection, "writing")
             notifier.wakeAll()
             return .success(call.counts.first ?? 0)
         } catch {
-            pool.release(connection, broken: connection.isClosed)
             return Self.putFailure(error).map { .failure($0) }
         }
     }
 
-    /// Counts a write from a task as started, unless the engine is closing or a session's
-    /// transaction is open (the write then goes through the thread). Returns whether it started.
-    func beginWriteFromTask() -> Bool {
-        shared.withLock { shared -> Bool in
+    /// An idle connection for a write from a task, the write counted as started
+    /// (`sendFromTask` ends it); nil, counting nothing, when the engine is closing, a session's
+    /// transaction is open or no connection is idle (the write then goes through the thread).
+    func leaseForWriteFromTask() -> PostgresConnection? {
+        let started = shared.withLock { shared -> Bool in
             guard !shared.closed, !shared.transactionActive else { return false }
             shared.writesFromTasks += 1
             return true
         }
+        guard started else { return nil }
+        guard let connection = pool.leaseIdle() else {
+            endWriteFromTask()
+            return nil
+        }
+        return connection
+    }
+
+    /// Sends `query`, a write from a task, on `connection` (`leaseForWriteFromTask`) and waits
+    /// for its answer. The answer releases the connection and ends the write's count on the
+    /// event loop as it comes, not once the task resumes: a closing engine waits for that, which
+    /// never needs a free thread of the caller's pool (user tasks may occupy them all).
+    nonisolated(nonsending) func sendFromTask(_ query: PostgresQuery, on connection: PostgresConnection, _ operation: String) async throws(DatabaseError) -> PostgresQueryResult {
+        let answer = connection.send(query, logger: logger, within: queryTimeout)
+        answer.whenComplete { [self] _ in
+            // A connection the answer closed (lost, or past the time limit) is dropped.
+            pool.release(connection)
+            endWriteFromTask()
+        }
+        return try await answer.value(operation, busyTimeout: busyTimeout)
     }
 
     /// Counts a write from a task as ended, and tells a closing engine waiting for the last one.

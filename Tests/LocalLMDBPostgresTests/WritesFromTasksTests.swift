@@ -84,5 +84,22 @@ extension PostgresTests {
                 #expect(held?.text == "v")
             }
         }
+
+        @Test("Closing while a write from a task is answered and tasks occupy the whole cooperative pool: the close ends without a free thread of the pool, and the write is kept")
+        func closingWithThePoolOccupied() async throws {
+            let helper = try replicationHelper()
+            let name = PostgresServer.uniqueStore()
+            // In a process of its own: it occupies every thread of its cooperative pool.
+            let process = try ChildProcess(
+                helper.path, ["close-blocked", name], environment: helperEnvironment(try PostgresServer.address.get()), output: .pipe)
+            let output = process.output?.readText() ?? ""
+            #expect(process.waitUntilExit().succeeded, "\(output)")
+            let lines = output.split(separator: "\n").map(String.init)
+            #expect(lines == ["closed while the pool was blocked", "write ok", "done"], "\(output)")
+            try await PostgresServer.withDatabase(store: name) { reopened in
+                let held: Note? = try await reopened.read(id: "held")
+                #expect(held?.text == "v1")
+            }
+        }
     }
 }
