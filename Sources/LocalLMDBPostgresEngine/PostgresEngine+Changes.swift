@@ -16,9 +16,7 @@ extension PostgresEngine {
                 try await connection.send(query, logger: logger, within: queryTimeout).value("numbering the change log", busyTimeout: busyTimeout)
             }
         } catch {
-            guard function, Self.routineVerdict(error) != nil else { throw error }
-            // The function is gone or cannot serve this store's connections: the statements.
-            numberFunction.withLock { $0 = false }
+            try giveUpNumberFunction(after: error, used: function)
             return try await numberLog(on: connection)
         }
     }
@@ -32,10 +30,17 @@ extension PostgresEngine {
                 try run(query, on: connection, "numbering the change log")
             }
         } catch {
-            guard function, Self.routineVerdict(error) != nil else { throw error }
-            numberFunction.withLock { $0 = false }
+            try giveUpNumberFunction(after: error, used: function)
             return try numberLogBlocking(on: connection)
         }
+    }
+
+    /// Throws `error`, which a read of the log met (having called the log's functions when
+    /// `used`), unless it says the functions are gone or cannot serve this store's connections:
+    /// the statements' way from then on (the caller reads again so).
+    func giveUpNumberFunction(after error: DatabaseError, used: Bool) throws(DatabaseError) {
+        guard used, Self.routineVerdict(error) != nil else { throw error }
+        numberFunction.withLock { $0 = false }
     }
 
     /// The store's last sequence number, every committed entry numbered (`LogSequencer`), read
@@ -157,8 +162,7 @@ extension PostgresEngine {
                 PostgresQuery(unsafeSQL: "SELECT * FROM \(schema.feedFunction)($1, $2)", binds: query.binds), logger: logger, within: queryTimeout
             ).value("reading changes", busyTimeout: busyTimeout)
         } catch {
-            guard Self.routineVerdict(error) != nil else { throw error }
-            numberFunction.withLock { $0 = false }
+            try giveUpNumberFunction(after: error, used: true)
             return nil
         }
     }

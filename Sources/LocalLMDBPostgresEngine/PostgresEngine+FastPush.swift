@@ -18,13 +18,9 @@ extension PostgresEngine {
         guard hasPushProcedure != false, let basis = putBasis, let call = pushCall(push, basis: basis) else { return false }
         let connection = try leaseBlocking("synchronizing")
         do throws(DatabaseError) {
-            if hasPushProcedure == nil {
-                let exists = SyncSchema(schema: schema).pushProcedureExistsQuery
-                hasPushProcedure = try run(exists, on: connection, "synchronizing").rows.first.flatMap { try? $0.decode(Bool.self) } ?? false
-                guard hasPushProcedure == true else {
-                    pool.release(connection)
-                    return false
-                }
+            guard try hasRoutine(&hasPushProcedure, exists: syncSchema.pushProcedureExistsQuery, on: connection, "synchronizing") else {
+                pool.release(connection)
+                return false
             }
             _ = try run(call, on: connection, "synchronizing")
             pool.release(connection)
@@ -33,11 +29,7 @@ extension PostgresEngine {
             return true
         } catch {
             pool.release(connection, broken: connection.isClosed)
-            switch Self.routineVerdict(error) {
-            case .gone: hasPushProcedure = nil  // Asked again.
-            case .unusable: hasPushProcedure = false  // The general way from now on.
-            case nil: break
-            }
+            Self.note(error, about: &hasPushProcedure)
             // Even an error that may have come after the commit (a cancel, a full notification
             // queue): the general way settles it, since a push is idempotent by its stamps (one
             // that was kept finds its stamps there, and changes and logs nothing).

@@ -25,12 +25,9 @@ extension PostgresEngine {
             return writes.map { _ in .failure(error) }
         }
         do throws(DatabaseError) {
-            if hasPutProcedure == nil {
-                hasPutProcedure = try run(schema.putProcedureExistsQuery, on: connection, "writing").rows.first.flatMap { try? $0.decode(Bool.self) } ?? false
-                guard hasPutProcedure == true else {
-                    pool.release(connection)
-                    return nil
-                }
+            guard try hasRoutine(&hasPutProcedure, exists: schema.putProcedureExistsQuery, on: connection, "writing") else {
+                pool.release(connection)
+                return nil
             }
             _ = try run(call.query, on: connection, "writing")
             pool.release(connection)
@@ -38,11 +35,7 @@ extension PostgresEngine {
             return call.counts.map { .success($0) }
         } catch {
             pool.release(connection, broken: connection.isClosed)
-            switch Self.routineVerdict(error) {
-            case .gone: hasPutProcedure = nil  // Asked again.
-            case .unusable: hasPutProcedure = false  // The general way from now on.
-            case nil: break
-            }
+            Self.note(error, about: &hasPutProcedure)
             guard let failure = Self.putFailure(error) else { return nil }
             return writes.map { _ in .failure(failure) }
         }
@@ -157,6 +150,23 @@ extension PostgresEngine {
         guard case let .server(_, message) = error, isRefusal(error) else { return nil }
         if message.contains("SQLSTATE 42883") { return .gone }
         return procedureUnusable(message) ? .unusable : nil
+    }
+
+    /// Whether the store has the routine `flag` stands for (`hasPutProcedure`, `hasPushProcedure`),
+    /// asking the server (`exists`) when it is not known. On the thread.
+    func hasRoutine(_ flag: inout Bool?, exists: PostgresQuery, on connection: PostgresConnection, _ operation: String) throws(DatabaseError) -> Bool {
+        if flag == nil { flag = try run(exists, on: connection, operation).rows.first.flatMap { try? $0.decode(Bool.self) } ?? false }
+        return flag == true
+    }
+
+    /// Notes in `flag` what a failed call of its routine says of it (`routineVerdict`): gone, it is
+    /// asked again (nil); unusable, the general way from now on (false). On the thread.
+    static func note(_ error: DatabaseError, about flag: inout Bool?) {
+        switch routineVerdict(error) {
+        case .gone: flag = nil
+        case .unusable: flag = false
+        case nil: break
+        }
     }
 
     /// What a failed call says of the routine called (`routineVerdict`).
