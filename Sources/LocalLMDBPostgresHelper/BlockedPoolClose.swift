@@ -6,40 +6,11 @@ import PostgresNIO
 
 // `helper close-blocked STORE`: closes a store (`closeBlocking`, from a thread of its own) while a
 // write that went from its task to the server waits for its answer and tasks occupy every thread
-// of the cooperative pool. The scenario runs on an actor whose executor is a thread of its own
-// (on Linux the main actor's jobs may run on the pool's threads). Prints "closed while the pool
+// of the cooperative pool. The scenario runs in a task that prefers a thread of its own (on Linux
+// the main actor's jobs may run on the pool's threads). Prints "closed while the pool
 // was blocked" when the close ended with every pool thread still occupied, or "close stuck" when
 // it had not ended within 30 seconds (the pool is then set free, so that the process ends); then
 // "write ok" or "write failed <error>", and "done".
-
-/// A serial executor that runs its jobs on a thread of its own, in order.
-final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    /// The jobs waiting. Guarded by `condition`.
-    private var jobs: [UnownedJob] = []
-
-    init() {
-        Thread.detachNewThread { [self] in run() }
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func run() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job.runSynchronously(on: asUnownedSerialExecutor())
-        }
-    }
-}
 
 /// Signals `started`, then occupies the calling thread (one of the cooperative pool's) until
 /// `release` is signalled.
@@ -48,13 +19,9 @@ private func occupy(started: DispatchSemaphore, release: DispatchSemaphore) {
     release.wait()
 }
 
-/// Runs the scenario on its own thread (`ThreadExecutor`).
-actor BlockedPoolCloser {
-    private let executor = ThreadExecutor()
-
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
-
-    func run(store name: String, configuration: PostgresConnection.Configuration) async {
+/// The scenario, run by a task that prefers a thread of its own (`DedicatedThreadExecutor`).
+enum BlockedPoolCloser {
+    static func run(store name: String, configuration: PostgresConnection.Configuration) async {
         do {
             let store = try await PostgresStore(configuration: configuration, name: name, connections: 4)
             // The first write records the class, the second learns that its claim records

@@ -58,7 +58,7 @@ if arguments[1] == "device" {
 }
 
 if arguments[1] == "close-blocked" {
-    await BlockedPoolCloser().run(store: arguments[2], configuration: configuration)
+    await Task(executorPreference: DedicatedThreadExecutor()) { await BlockedPoolCloser.run(store: arguments[2], configuration: configuration) }.value
     exit(0)
 }
 

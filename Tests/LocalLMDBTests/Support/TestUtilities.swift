@@ -205,36 +205,6 @@ func rawEntryCount(_ directory: URL, _ database: String, sourceLocation: SourceL
     }
 }
 
-/// A task executor with a thread of its own: tasks that prefer it are not delayed by the
-/// cooperative pool, which other tests running at once may keep busy (blocking on processes).
-final class DedicatedThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-
-    init() {
-        let thread = Thread { [self] in
-            while true {
-                condition.lock()
-                while jobs.isEmpty { condition.wait() }
-                let batch = jobs
-                jobs.removeAll()
-                condition.unlock()
-                for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
-            }
-        }
-        thread.name = "test executor"
-        thread.start()
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let unowned = UnownedJob(job)
-        condition.lock()
-        jobs.append(unowned)
-        condition.signal()
-        condition.unlock()
-    }
-}
-
 /// What `body` returns, run on a thread of its own with a stack of `stackSize` bytes: 512 KiB by
 /// default, the size of the stack of Apple's secondary threads (an unoptimized build's frames
 /// are several times larger than an optimized one's, so this is the harder case).
