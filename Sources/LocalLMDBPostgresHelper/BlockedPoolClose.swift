@@ -38,7 +38,12 @@ enum BlockedPoolCloser {
                 PostgresQuery(unsafeSQL: "SELECT 1 FROM \(PostgresStore.tablePrefix(of: name))_records WHERE key = $1 FOR UPDATE", binds: key),
                 logger: logger)
             let write = Task.detached { try await store.write(Record(id: "held", data: Note(text: "v1"))) }
-            while try await other.query("SELECT count(*) FROM pg_locks WHERE NOT granted", logger: logger).collect().first?.decode(Int.self) == 0 {
+            // Until a session waits for this one's lock (no other session's wait counts), for at
+            // most 30 s.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await other.query("SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))", logger: logger)
+                .collect().first?.decode(Int.self) == 0 {
+                guard ContinuousClock.now < deadline else { fail("the write did not wait for the row's lock") }
                 await Task.yield()
             }
             // Every thread of the pool occupied.
