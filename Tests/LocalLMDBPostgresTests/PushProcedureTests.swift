@@ -130,8 +130,12 @@ extension PostgresTests {
             try await withDevice("A", store: store) { a, server, syncA in
                 try await a.write(Record(id: "n0", data: Note(text: "a")))
                 #expect(try await syncA.synchronize() == 1)
+                // As a store of the earlier version: its procedure, `push1`, and not this one's.
                 try await PostgresServer.withConnection { connection in
-                    _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP PROCEDURE \(prefix)_push1"), logger: Logger(label: "tests"))
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: "DROP PROCEDURE \(prefix)_push2"), logger: Logger(label: "tests"))
+                    _ = try await connection.query(
+                        PostgresQuery(unsafeSQL: "CREATE PROCEDURE \(prefix)_push1\(SyncSchema.pushSignature) LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'the earlier version'; END $$"),
+                        logger: Logger(label: "tests"))
                 }
                 for index in 1..<3 {
                     try await a.write(Record(id: "n\(index)", data: Note(text: "a")))
@@ -147,6 +151,61 @@ extension PostgresTests {
                 try await a.write(Record(id: "n4", data: Note(text: "a")))
                 #expect(try await syncA.synchronize() == 1)
                 #expect(try await procedurePushes(server) == 1)
+                // The earlier version's procedure, owned by this role, is gone.
+                try await PostgresServer.withConnection { connection in
+                    let rows = try await connection.query(
+                        PostgresQuery(unsafeSQL: "SELECT to_regprocedure($1) IS NULL", binds: binds(prefix + "_push1" + SyncSchema.pushSignature)),
+                        logger: Logger(label: "tests"))
+                    var gone: Bool?
+                    for try await row in rows { gone = try row.decode(Bool.self) }
+                    #expect(gone == true)
+                }
+            }
+        }
+
+        @Test("A push finds each stamp row by its key, even by a plan made while the store was small and kept by the session (the earlier procedure scanned every stamp row on each push)")
+        func pushesFindStampRowsByKey() async throws {
+            let store = PostgresServer.uniqueStore()
+            let prefix = StoreSchema.prefix(for: store)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("locallmdb-sync-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            try await closing(try LocalDatabase(directory: directory)) { a in
+                // One connection: every push is made in the session read below.
+                try await closing(try await PostgresStore(configuration: PostgresServer.configuration(), name: store, connections: 1)) { server in
+                    let syncA = Synchronizer(a, with: server, device: "A")
+                    // The first pushes go through the thread, which finds the procedure.
+                    for index in 0..<2 {
+                        try await a.write(Record(id: "n\(index)", data: Note(text: "a")))
+                        #expect(try await syncA.synchronize() == 1)
+                    }
+                    let engine = server.engine
+                    /// Runs `sql` in the pool's one session, and returns its first row's first value.
+                    func inSession(_ sql: String) async throws -> Int64? {
+                        try await engine.onThread { () throws(DatabaseError) -> Int64? in
+                            let connection = try engine.leaseBlocking("testing")
+                            defer { engine.pool.release(connection) }
+                            return try engine.run(PostgresQuery(unsafeSQL: sql), on: connection, "testing").rows.first.flatMap { try? $0.decode(Int64?.self) }
+                        }
+                    }
+                    /// The scans of the store's stamp rows so far (the session's counts published first).
+                    func scans() async throws -> Int64? {
+                        _ = try await inSession("SELECT 0::bigint FROM (SELECT pg_stat_force_next_flush()) AS flushed")
+                        return try await inSession("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = to_regclass('\(prefix)_sync')")
+                    }
+                    // Generic plans from the next call on: the plans a session keeps after five.
+                    _ = try await inSession("SELECT 0::bigint FROM (SELECT set_config('plan_cache_mode', 'force_generic_plan', false)) AS set")
+                    let before = try await scans()
+                    let pushed = try await procedurePushes(server)
+                    for index in 2..<12 {
+                        try await a.write(Record(id: "n\(index)", data: Note(text: "a")))
+                        #expect(try await syncA.push() == 1)
+                    }
+                    #expect(try await procedurePushes(server) == pushed + 10)
+                    let after = try await scans()
+                    #expect(before != nil)
+                    #expect(after == before)
+                    #expect(try await storedBytes(local: a) == storedBytes(store: server))
+                }
             }
         }
     }
