@@ -11,8 +11,9 @@ extension PostgresEngine {
     /// row (read by the first statement, in its snapshot), in statements of at most 10,000 ids
     /// each; without `values`, their stamps alone (no value, no class row). The values of the
     /// versions `omitting` stamped (a device's own writes, which it holds already) are left out:
-    /// those are marked `omitted`.
-    package nonisolated(nonsending) func syncVersions(ids: [String], values: Bool = true, omitting device: String = "") async throws(DatabaseError) -> SyncFetched {
+    /// those are marked `omitted`. Without `omitting`, every value is read (the server's own
+    /// writes, stamped by its trigger with no device, included).
+    package nonisolated(nonsending) func syncVersions(ids: [String], values: Bool = true, omitting device: String? = nil) async throws(DatabaseError) -> SyncFetched {
         var fetched = SyncFetched()
         try await readByKeys(of: ids, "reading records to synchronize") { keys, first, _ in
             // Each row: key, stamp, device, whether the record is gone, id, value, whether it is a class row.
@@ -23,10 +24,10 @@ extension PostgresEngine {
             }
             return PostgresQuery(
                 unsafeSQL: """
-                    SELECT s.key, s.stamp, s.device, s.deleted OR r.key IS NULL, s.id, CASE WHEN s.device = $2 THEN NULL ELSE r.value END, false
+                    SELECT s.key, s.stamp, s.device, s.deleted OR r.key IS NULL, s.id, \(device == nil ? "r.value" : "CASE WHEN s.device = $2 THEN NULL ELSE r.value END"), false
                     FROM \(syncSchema.sync) s LEFT JOIN \(schema.records) r ON r.key = s.key WHERE s.key = ANY($1::bytea[]) AND s.stamp <> 0
                     """ + (first ? " UNION ALL SELECT NULL, 0, '', false, NULL, row, true FROM \(schema.classes)" : ""),
-                binds: binds(keys, device))
+                binds: device.map { binds(keys, $0) } ?? binds(keys))
         } add: { result throws(DatabaseError) in
             try Self.addVersions(result, to: &fetched, values: values)
         }

@@ -45,6 +45,24 @@ extension PostgresTests {
             }
         }
 
+        @Test("Versions read without a device to omit carry every value, the server's own writes' (stamped by its trigger, with no device) included; with one, only that device's are left out")
+        func versionsWithoutOmitting() async throws {
+            let store = PostgresServer.uniqueStore()
+            try await withDevice("A", store: store) { a, server, syncA in
+                try await a.write(Record(id: "mine", data: Note(text: "a")))
+                #expect(try await syncA.synchronize() == 1)
+                // Written on the server: stamped by the trigger, with no device.
+                try await server.write(Record(id: "server's", data: Note(text: "s")))
+                let all = try await server.engine.syncVersions(ids: ["mine", "server's"])
+                #expect(all.versions.count == 2)
+                #expect(all.versions.allSatisfy { $0.value != nil && !$0.omitted })
+                #expect(all.versions.contains { $0.stamp.device.isEmpty })
+                let omitting = try await server.engine.syncVersions(ids: ["mine", "server's"], omitting: "A")
+                #expect(omitting.versions.filter(\.omitted).map(\.stamp.device) == ["A"])
+                #expect(omitting.versions.filter { !$0.omitted }.allSatisfy { $0.value != nil && $0.stamp.device.isEmpty })
+            }
+        }
+
         @Test("Two devices end with the server's records: writes, deletes, concurrent edits by the later write, losers kept")
         func twoDevicesConverge() async throws {
             let store = PostgresServer.uniqueStore()
