@@ -130,6 +130,7 @@ enum StoreAccess {
             if try await run(sync.pushProcedureExistsQuery).rows.first.flatMap({ try? $0.decode(Bool.self) }) != true {
                 _ = try await run(sync.createPushProcedure)
             }
+            _ = try await run(sync.dropEarlierPushProcedure)
             _ = try await run(PostgresQuery(
                 unsafeSQL: "UPDATE locallmdb_stores SET access_role = $1 WHERE name = $2", binds: binds(group, schema.nameBytes)))
             // The role's name quoted by the server (`%I`): any name a role has, never part of the text.

@@ -28,7 +28,8 @@ import PostgresNIO
 /// arguments, and keeps scanning it as it grows. So stamps are set by `INSERT … ON CONFLICT`
 /// (its rows found through the key's index), never by an `UPDATE … FROM unnest(…)`: the earlier
 /// version, `<prefix>_push1`, did that, and its every push read every stamp row of the store
-/// (0.4 ms a push at 8,000 rows, growing with the store); `addPushProcedure` replaces it.
+/// (0.4 ms a push at 8,000 rows, growing with the store); `addPushProcedure` and provisioning
+/// replace it.
 extension SyncSchema {
     /// The procedure's name.
     var pushProcedure: String { schema.prefix + "_push2" }
@@ -46,18 +47,31 @@ extension SyncSchema {
     var earlierPushProcedure: String { schema.prefix + "_push1" }
 
     /// Creates the procedure when the store lacks it and the role may create in the schema; then
-    /// drops the earlier version when this role owns it (a process of that version then finds it
-    /// gone and pushes the general way; another role's is left for its owner's next
-    /// `enableSync`).
+    /// drops the earlier version when this role owns it (`dropEarlierPushProcedure`).
     func addPushProcedure(_ run: (PostgresQuery) throws(DatabaseError) -> PostgresQueryResult) throws(DatabaseError) {
-        guard let (exists, mayCreate) = StoreSchema.existsAndMayCreate(try run(StoreSchema.routineQuery(pushProcedure + Self.pushSignature))),
-              !exists, mayCreate
-        else { return }
-        _ = try run(createPushProcedure)
-        let owned = try run(PostgresQuery(
-            unsafeSQL: "SELECT EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure($1) AND pg_has_role(proowner, 'USAGE'))",
-            binds: binds(earlierPushProcedure + Self.pushSignature))).rows.first.flatMap { try? $0.decode(Bool.self) } ?? false
-        if owned { _ = try run(PostgresQuery(unsafeSQL: "DROP PROCEDURE IF EXISTS \(earlierPushProcedure)\(Self.pushSignature)")) }
+        guard let (exists, mayCreate) = StoreSchema.existsAndMayCreate(try run(StoreSchema.routineQuery(pushProcedure + Self.pushSignature))) else { return }
+        if !exists {
+            guard mayCreate else { return }
+            _ = try run(createPushProcedure)
+        }
+        _ = try run(dropEarlierPushProcedure)
+    }
+
+    /// The statement that drops the earlier version of the procedure (`earlierPushProcedure`)
+    /// when the store has it and this role owns it: a process of that version then finds it gone
+    /// and pushes the general way. Another role's is left for its owner's next `enableSync` (or
+    /// provisioning), which drops it whoever made it meanwhile.
+    var dropEarlierPushProcedure: PostgresQuery {
+        let procedure = earlierPushProcedure + Self.pushSignature
+        // The name is the store's prefix (letters, digits and underscores) and a fixed text.
+        return PostgresQuery(
+            unsafeSQL: """
+                DO $drop$ BEGIN
+                    IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = to_regprocedure('\(procedure)') AND pg_has_role(proowner, 'USAGE')) THEN
+                        DROP PROCEDURE \(procedure);
+                    END IF;
+                END $drop$
+                """)
     }
 
     /// The statement that creates (or replaces) the procedure.
