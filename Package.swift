@@ -81,7 +81,10 @@ let package = Package(
         // The child process of the replication tests (a replicator they kill).
         .executableTarget(
             name: "LocalLMDBPostgresHelper",
-            dependencies: ["LocalLMDB", "LocalLMDBPostgres", "LocalLMDBTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]
+            dependencies: [
+                "LocalLMDB", "LocalLMDBPostgres", "LocalLMDBPostgresEngine", "LocalLMDBTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         // The PostgreSQL engine and the replicators, against a real server (scripts/postgres).
         .testTarget(

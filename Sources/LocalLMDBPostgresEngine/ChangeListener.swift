@@ -14,7 +14,7 @@ import PostgresNIO
 /// The listener's connection is its own (not the pool's), opened by the notifier's poller thread
 /// while anyone observes (`ensureListening`, blocking only that thread, for at most the
 /// connection's connect timeout), and closed with the engine.
-final class ChangeListener: Sendable {
+package final class ChangeListener: Sendable {
     private struct State {
         var connection: PostgresConnection?
         /// A poller thread is connecting: another (after the observers came and went) leaves it.
@@ -59,8 +59,14 @@ final class ChangeListener: Sendable {
             state.withLock { $0.connecting = false }
             return
         }
-        connection.addListener(channel: channel) { [weak self] _, _ in
+        let listening = Self.addListener(on: connection, channel: channel) { [weak self] in
             self?.state.withLock { $0.notifier }?.wakeAll()
+        }
+        guard listening else {
+            // Closed meanwhile (the server restarting, say): the next poll connects again.
+            state.withLock { $0.connecting = false }
+            _ = try? connection.close().wait()
+            return
         }
         // `LISTEN` is queued on the connection, not awaited: a statement after it answers once it
         // took effect, so that a commit after `ensureListening` returns is heard.
@@ -79,6 +85,24 @@ final class ChangeListener: Sendable {
         }
         _ = try? replaced?.close().wait()
         if !kept { _ = try? connection.close().wait() }
+    }
+
+    /// Makes `wake` hear the notifications of `channel` on `connection`, unless the connection is
+    /// closed; returns whether it listens. Blocks the calling thread (never the connection's
+    /// event loop) until it is done.
+    ///
+    /// postgres-nio hands a listener to the connection's channel; on a channel already closed, that
+    /// hand-off fails and drops the listener without telling it, and the dropped listener then
+    /// stops the process (its `deinit` asserts it was told). So the check and the hand-off are
+    /// made in one job on the event loop, where the channel cannot close between them; once the
+    /// connection has the listener, its closing tells it.
+    package static func addListener(on connection: PostgresConnection, channel: String, wake: @escaping @Sendable () -> Void) -> Bool {
+        let added = try? connection.eventLoop.submit { () -> Bool in
+            guard !connection.isClosed else { return false }
+            connection.addListener(channel: channel) { _, _ in wake() }
+            return true
+        }.wait()
+        return added ?? false
     }
 
     /// Stops listening, for good.

@@ -25,6 +25,8 @@ import PostgresNIO
 //                            each attempt ("<label> refused", "<label> rows <n>", "<label> ok")
 //   helper device DIR STORE NAME SEED OPS JOURNAL
 //                            a device of the synchronization convergence test (SyncDevice.swift)
+//   helper listen-closed       asks to listen on a connection already closed, as the engine's
+//                            change listener does (ListenOnClosed.swift)
 //   helper close-blocked STORE
 //                            closes STORE from the main actor while a write from a task waits for
 //                            its answer and tasks occupy the whole cooperative pool (BlockedPoolClose.swift)
@@ -44,8 +46,9 @@ func fail(_ message: String) -> Never {
 
 guard (arguments.count == 4 && ["push", "pull", "pull-unpublish", "migrate", "hostile"].contains(arguments[1]))
     || (arguments.count > 1 && arguments[1] == "device") || (arguments.count == 3 && arguments[1] == "close-blocked")
+    || (arguments.count == 2 && arguments[1] == "listen-closed")
 else {
-    fail("usage: helper push|pull|pull-unpublish DIR STORE, helper migrate STORE BATCH, helper hostile STORE OTHER, helper close-blocked STORE, or helper device …")
+    fail("usage: helper push|pull|pull-unpublish DIR STORE, helper migrate STORE BATCH, helper hostile STORE OTHER, helper close-blocked STORE, helper listen-closed, or helper device …")
 }
 guard let host = environment["LOCALLMDB_POSTGRES_HOST"], let port = environment["LOCALLMDB_POSTGRES_PORT"].flatMap(Int.init),
       let user = environment["LOCALLMDB_POSTGRES_USER"], let database = environment["LOCALLMDB_POSTGRES_DATABASE"]
@@ -55,6 +58,11 @@ let configuration = PostgresConnection.Configuration(
 
 if arguments[1] == "device" {
     await syncDevice(arguments, configuration: configuration)
+}
+
+if arguments[1] == "listen-closed" {
+    await ListenOnClosed.run(configuration: configuration)
+    exit(0)
 }
 
 if arguments[1] == "close-blocked" {

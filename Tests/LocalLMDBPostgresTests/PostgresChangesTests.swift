@@ -46,6 +46,17 @@ extension PostgresTests {
         }
     
 
+        @Test("Listening on a connection closed meanwhile (the server restarting) is refused, and the process goes on: postgres-nio stops a process whose listener it dropped unheard")
+        func listeningOnAClosedConnection() async throws {
+            let helper = try replicationHelper()
+            // In a process of its own: without the check, the dropped listener stops it.
+            let process = try ChildProcess(
+                helper.path, ["listen-closed"], environment: helperEnvironment(try PostgresServer.address.get()), output: .pipe)
+            let output = process.output?.readText() ?? ""
+            #expect(process.waitUntilExit().succeeded, "\(output)")
+            #expect(output.split(separator: "\n").map(String.init) == ["not listening", "done"], "\(output)")
+        }
+
         @Test("The server announces each commit (NOTIFY) and a listener wakes its notifier with no poll at all")
         func notificationsWake() async throws {
             let name = PostgresServer.uniqueStore()
