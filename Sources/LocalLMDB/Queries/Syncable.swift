@@ -22,7 +22,9 @@ public enum SyncStatus: Int, Sendable, Hashable, Codable, CaseIterable {
 /// stands (a new model's `.undetermined`, or `.notSynced` if it sets so when changed).
 /// ``LocalDatabase/setSyncStatus(_:forIDs:of:)`` changes the stored status alone, in the stored
 /// bytes, without the model being encoded again; a read sets the model's `syncStatus` from the
-/// record.
+/// record. While the database synchronizes with a server, the synchronizer keeps the status
+/// (`.notSynced` on each local write, `.synced` once the server has the record as stored): see
+/// <doc:SyncingDevices>.
 public protocol Syncable: Persistable {
     /// The record's sync status.
     var syncStatus: SyncStatus { get set }
